@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// The output formats of `fhr-plan explain` and `fhr-plan check`. All are
+/// byte-for-byte deterministic; docs/explain-output.md and
+/// docs/explain-json.md describe them.
+
+#include "fhr/compiler/report.hpp"
+
+#include <llvm/Support/raw_ostream.h>
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+namespace fhr {
+
+/// Version of the JSON schema of `explain --format json`.
+inline constexpr const char* kExplainSchema = "fhr-explain/1";
+
+void print_explain_text(llvm::raw_ostream& os, const FileReport& report);
+nlohmann::ordered_json explain_json(const std::vector<FileReport>& reports);
+
+/// One line per failing plan, program or setup: `file:line:col: error: ...`.
+void print_check_text(llvm::raw_ostream& os, const std::vector<FileReport>& reports);
+/// GitHub workflow commands: `::error file=...,line=...,col=...,title=...::message`.
+void print_check_github(llvm::raw_ostream& os, const std::vector<FileReport>& reports);
+/// SARIF 2.1.0 log with one result per failure.
+nlohmann::ordered_json check_sarif(const std::vector<FileReport>& reports, const std::string& version);
+
+} // namespace fhr

@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// Analysis results turned into rows of names and numbers: what every
+/// output format (text table, JSON, check lines, SARIF) prints. Building the
+/// rows once keeps the formats in agreement.
+
+#include "fhr/compiler/analysis.hpp"
+#include "fhr/compiler/ir.hpp"
+#include "fhr/dsl/diagnostics.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+struct ReportStep {
+  std::string context; ///< "enter", "stage-1/exit", "setup", ...
+  std::string text;    ///< the step as .fhr text: "ensure weight at cuda:0"
+  ast::Span span;
+  std::optional<Location> source, destination;
+  std::uint64_t logical_bytes = 0, storage_bytes = 0;
+  Verdict verdict = Verdict::Ok;
+  std::string reason;  ///< no-op or failure reason
+  ErrorClass error = ErrorClass::None;  ///< the failure's category
+  ErrorClass raised = ErrorClass::None; ///< what a caller would catch
+};
+
+struct ReportUnit {
+  enum class Kind { Setup, Plan, Program } kind = Kind::Plan;
+  std::string name;
+  ast::Span span;
+  bool feasible = true;
+  std::vector<ReportStep> steps;
+  std::vector<LocationPrediction> locations;
+  /// Index into steps of the first failure.
+  std::optional<std::size_t> failure;
+};
+
+struct FileReport {
+  std::string file;
+  const SourceFile* source = nullptr;
+  std::size_t setup_steps = 0;
+  std::vector<ReportUnit> units; ///< setup (only when it failed), plans, programs
+  bool feasible = true;
+};
+
+FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis);
+
+/// "30 MiB", "1500 KB", "4097 B": exact, in the largest unit that divides.
+std::string format_size(std::uint64_t bytes);
+
+/// The one-line summary of a unit's first failure: "Transition exceeds ..."
+std::string failure_summary(const ReportUnit& unit);
+
+} // namespace fhr

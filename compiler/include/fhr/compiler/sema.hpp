@@ -1,0 +1,28 @@
+#pragma once
+/// \file
+/// Semantic analysis: AST to IR. Reports unknown and duplicate names (with
+/// did-you-mean hints), bad locations, size overflow, underflow and division
+/// by zero, out-of-range family indices, empty names and misplaced
+/// statements into the SourceFile; keeps going after an error so that one run
+/// shows them all.
+
+#include "fhr/compiler/ir.hpp"
+#include "fhr/dsl/ast.hpp"
+#include "fhr/dsl/diagnostics.hpp"
+
+#include <optional>
+
+namespace fhr {
+
+/// Limit on values plus unrolled statements, so that a small file cannot ask
+/// for unbounded memory (`for i in 0..1000000000000`).
+inline constexpr std::uint64_t kMaxExpandedItems = 50'000'000;
+
+ir::Module analyze(const ast::File& file, SourceFile& source);
+
+/// Evaluates a constant size expression with no names in scope (command-line
+/// overrides). Reports into `source`.
+std::optional<std::uint64_t> evaluate_constant(const ast::File& file, ast::ExprId expression,
+                                               SourceFile& source);
+
+} // namespace fhr

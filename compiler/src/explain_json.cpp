@@ -1,0 +1,108 @@
+#include "fhr/compiler/output.hpp"
+
+namespace fhr {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json optional_location(const std::optional<Location>& location) {
+  return location ? json(location->name()) : json(nullptr);
+}
+
+json optional_bytes(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? json(*bytes) : json(nullptr);
+}
+
+std::string_view verdict_id(Verdict verdict) {
+  switch (verdict) {
+  case Verdict::Ok: return "ok";
+  case Verdict::NoOp: return "no-op";
+  case Verdict::Failed: return "failed";
+  }
+  return "ok";
+}
+
+std::string_view unit_kind(ReportUnit::Kind kind) {
+  switch (kind) {
+  case ReportUnit::Kind::Setup: return "setup";
+  case ReportUnit::Kind::Plan: return "plan";
+  case ReportUnit::Kind::Program: return "program";
+  }
+  return "plan";
+}
+
+json position(const SourceFile& source, ast::Span span) {
+  const auto [line, column] = source.line_and_column(span.begin);
+  return json{{"line", line}, {"column", column}};
+}
+
+json unit_json(const FileReport& report, const ReportUnit& unit) {
+  json out;
+  out["kind"] = unit_kind(unit.kind);
+  out["name"] = unit.name;
+  out["position"] = position(*report.source, unit.span);
+  out["feasible"] = unit.feasible;
+  json steps = json::array();
+  for (const ReportStep& s : unit.steps) {
+    json step;
+    step["phase"] = s.context;
+    step["step"] = s.text;
+    step["position"] = position(*report.source, s.span);
+    step["source"] = optional_location(s.source);
+    step["destination"] = optional_location(s.destination);
+    step["logical_bytes"] = s.logical_bytes;
+    step["storage_bytes"] = s.storage_bytes;
+    step["result"] = verdict_id(s.verdict);
+    step["reason"] = s.reason.empty() ? json(nullptr) : json(s.reason);
+    step["error_class"] = s.verdict == Verdict::Failed ? json(error_class_id(s.error)) : json(nullptr);
+    step["raised"] = s.verdict == Verdict::Failed ? json(error_class_name(s.raised)) : json(nullptr);
+    steps.push_back(std::move(step));
+  }
+  out["steps"] = std::move(steps);
+  json locations = json::array();
+  for (const LocationPrediction& p : unit.locations) {
+    json location;
+    location["location"] = p.location.name();
+    location["budget_bytes"] = optional_bytes(p.budget_bytes);
+    location["used_before_bytes"] = p.used_before;
+    location["reserved_before_bytes"] = p.reserved_before;
+    location["peak_charged_bytes"] = p.peak_charged;
+    location["peak_used_bytes"] = p.peak_used;
+    location["headroom_at_peak_bytes"] =
+        p.budget_bytes ? json(static_cast<std::int64_t>(*p.budget_bytes - p.peak_charged)) : json(nullptr);
+    locations.push_back(std::move(location));
+  }
+  out["locations"] = std::move(locations);
+  if (unit.failure) {
+    out["failure"] = json{{"step", *unit.failure + 1}, {"message", failure_summary(unit)}};
+  } else {
+    out["failure"] = nullptr;
+  }
+  return out;
+}
+
+} // namespace
+
+json explain_json(const std::vector<FileReport>& reports) {
+  json out;
+  out["schema"] = kExplainSchema;
+  bool feasible = true;
+  json files = json::array();
+  for (const FileReport& report : reports) {
+    json file;
+    file["file"] = report.file;
+    file["feasible"] = report.feasible;
+    file["setup_steps"] = report.setup_steps;
+    json units = json::array();
+    for (const ReportUnit& unit : report.units) units.push_back(unit_json(report, unit));
+    file["units"] = std::move(units);
+    files.push_back(std::move(file));
+    feasible = feasible && report.feasible;
+  }
+  out["feasible"] = feasible;
+  out["files"] = std::move(files);
+  return out;
+}
+
+} // namespace fhr

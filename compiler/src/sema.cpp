@@ -1,0 +1,745 @@
+#include "fhr/compiler/sema.hpp"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
+
+namespace fhr {
+
+namespace {
+
+using ast::ExprKind;
+using ast::StmtKind;
+
+/// What a value name stands for.
+struct ValueName {
+  ValueId first = 0;
+  std::uint32_t count = 1;
+  bool family = false;
+};
+
+/// A named lease, hold or reservation created in setup.
+struct LifetimeName {
+  std::uint32_t step = 0;
+  bool released = false;
+};
+
+class Analyzer {
+public:
+  Analyzer(const ast::File& file, SourceFile& source) : file_(file), source_(source) {}
+
+  ir::Module run() {
+    // Plans are collected before programs so that a program may run a plan
+    // declared after it; everything else takes effect in file order.
+    std::vector<ast::StmtId> programs;
+    for (ast::StmtId id : file_.top_level) top_statement(id, programs);
+    for (const auto& [program, loop_scope] : deferred_programs_) {
+      loops_ = loop_scope;
+      this->program(program);
+    }
+    loops_.clear();
+    return std::move(module_);
+  }
+
+  std::optional<std::uint64_t> evaluate(ast::ExprId root);
+
+private:
+  const ast::Stmt& stmt(ast::StmtId id) const { return file_.statements[id]; }
+  std::span<const ast::StmtId> children(const ast::Stmt& s) const {
+    return {file_.children.data() + s.first_child, s.child_count};
+  }
+  void error(DiagCode code, std::string message, ast::Span span, std::string hint = {}) {
+    source_.report(code, std::move(message), span, std::move(hint));
+  }
+  bool count_expansion(ast::Span span) {
+    if (++expanded_ <= kMaxExpandedItems) return true;
+    if (!expansion_reported_)
+      error(DiagCode::TooManyValues,
+            "the file expands to more than " + std::to_string(kMaxExpandedItems) +
+                " values and statements", span);
+    expansion_reported_ = true;
+    return false;
+  }
+
+  // ---- names -------------------------------------------------------------
+  std::optional<std::uint64_t> lookup_number(std::string_view name, ast::Span span);
+  bool declare_global(std::string_view name, ast::Span span);
+  std::vector<std::string> number_names() const;
+  std::vector<std::string> value_names() const;
+
+  // ---- pieces --------------------------------------------------------------
+  std::optional<Location> location(const ast::LocationRef& ref);
+  std::optional<std::string> text(const ast::Stmt& s);
+  bool operand_values(const ast::Operand& operand, std::vector<ValueId>& out);
+  bool operand_list(const ast::Stmt& s, std::vector<ValueId>& out);
+  bool actions_of(const ast::Stmt& s, std::vector<std::pair<Action, ast::Span>>& out);
+  void action_items(std::span<const ast::StmtId> items, ir::ActionList& out);
+  template <typename F> void for_each_iteration(const ast::Stmt& s, F&& body);
+
+  // ---- statements ------------------------------------------------------------
+  void top_statement(ast::StmtId id, std::vector<ast::StmtId>& programs);
+  void value(const ast::Stmt& s);
+  void plan(const ast::Stmt& s);
+  void program(ast::StmtId id);
+  void program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem>& out);
+  std::optional<std::uint32_t> plan_named(const ast::Stmt& s);
+  void lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>& out);
+
+  const ast::File& file_;
+  SourceFile& source_;
+  ir::Module module_;
+  llvm::StringMap<std::uint64_t> consts_;
+  llvm::StringMap<ValueName> values_;
+  llvm::StringMap<std::uint32_t> plans_;
+  llvm::StringMap<LifetimeName> lifetimes_;
+  std::vector<std::pair<std::string_view, std::uint64_t>> loops_;
+  std::vector<std::pair<ast::StmtId, std::vector<std::pair<std::string_view, std::uint64_t>>>>
+      deferred_programs_;
+  std::vector<bool> budgeted_ = std::vector<bool>(Location::kCount, false);
+  std::uint64_t expanded_ = 0;
+  bool expansion_reported_ = false;
+  unsigned program_counter_ = 0;
+};
+
+std::vector<std::string> Analyzer::number_names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : consts_) names.push_back(entry.getKey().str());
+  for (const auto& [name, value] : loops_) names.emplace_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> Analyzer::value_names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : values_) names.push_back(entry.getKey().str());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<std::uint64_t> Analyzer::lookup_number(std::string_view name, ast::Span span) {
+  for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+    if (it->first == name) return it->second;
+  if (auto it = consts_.find(name); it != consts_.end()) return it->second;
+  if (values_.count(name) || plans_.count(name)) {
+    error(DiagCode::NameIsNotANumber, "'" + std::string(name) + "' is a value, not a number", span);
+    return std::nullopt;
+  }
+  std::string suggestion = closest_match(name, number_names());
+  error(DiagCode::UnknownName, "unknown name '" + std::string(name) + "'", span,
+        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
+  // Iterative post-order walk: `1+1+1+...` builds trees as deep as the
+  // expression is long, which recursion would not survive.
+  struct Frame {
+    ast::ExprId id;
+    bool expanded;
+  };
+  std::vector<Frame> work{{root, false}};
+  std::vector<std::optional<std::uint64_t>> results;
+  while (!work.empty()) {
+    Frame frame = work.back();
+    work.pop_back();
+    const ast::Expr& e = file_.exprs[frame.id];
+    if (e.kind == ExprKind::Number) {
+      if (e.number_overflow) {
+        error(DiagCode::SizeOverflow, "size does not fit in 64 bits", e.span);
+        results.push_back(std::nullopt);
+      } else {
+        results.push_back(e.number);
+      }
+      continue;
+    }
+    if (e.kind == ExprKind::Name) {
+      results.push_back(lookup_number(e.name, e.span));
+      continue;
+    }
+    if (!frame.expanded) {
+      work.push_back({frame.id, true});
+      work.push_back({e.rhs, false});
+      work.push_back({e.lhs, false});
+      continue;
+    }
+    std::optional<std::uint64_t> rhs = results.back();
+    results.pop_back();
+    std::optional<std::uint64_t> lhs = results.back();
+    results.pop_back();
+    if (!lhs || !rhs) {
+      results.push_back(std::nullopt);
+      continue;
+    }
+    std::uint64_t value = 0;
+    bool ok = true;
+    switch (e.kind) {
+    case ExprKind::Add:
+      ok = !__builtin_add_overflow(*lhs, *rhs, &value);
+      if (!ok) error(DiagCode::SizeOverflow, "sum overflows 64 bits", e.span);
+      break;
+    case ExprKind::Subtract:
+      ok = *lhs >= *rhs;
+      value = *lhs - *rhs;
+      if (!ok)
+        error(DiagCode::SizeUnderflow,
+              "difference is below zero (" + std::to_string(*lhs) + " - " + std::to_string(*rhs) + ")",
+              e.span);
+      break;
+    case ExprKind::Multiply:
+      ok = !__builtin_mul_overflow(*lhs, *rhs, &value);
+      if (!ok) error(DiagCode::SizeOverflow, "product overflows 64 bits", e.span);
+      break;
+    case ExprKind::Divide:
+      ok = *rhs != 0;
+      if (ok) value = *lhs / *rhs;
+      else error(DiagCode::DivisionByZero, "division by zero", e.span);
+      break;
+    default: break;
+    }
+    results.push_back(ok ? std::optional<std::uint64_t>(value) : std::nullopt);
+  }
+  return results.empty() ? std::nullopt : results.back();
+}
+
+bool Analyzer::declare_global(std::string_view name, ast::Span span) {
+  const bool taken = consts_.count(name) || values_.count(name) ||
+                     std::any_of(loops_.begin(), loops_.end(),
+                                 [&](const auto& loop) { return loop.first == name; });
+  if (taken) error(DiagCode::DuplicateName, "'" + std::string(name) + "' is already declared", span);
+  return !taken;
+}
+
+std::optional<Location> Analyzer::location(const ast::LocationRef& ref) {
+  if (ref.device_expr != ast::kNone) {
+    std::optional<std::uint64_t> device = evaluate(ref.device_expr);
+    if (!device) return std::nullopt;
+    if (*device >= Location::kMaxCudaDevices) {
+      error(DiagCode::BadLocation,
+            "location 'cuda:" + std::to_string(*device) + "' is out of range (cuda:0 to cuda:127)",
+            ref.span);
+      return std::nullopt;
+    }
+    return Location::cuda(static_cast<unsigned>(*device));
+  }
+  LocationParseError problem{};
+  if (std::optional<Location> parsed = parse_location(ref.text, &problem)) return parsed;
+  std::string hint;
+  if (problem.kind == LocationParseError::Kind::MissingIndex) hint = "write cuda:0 for the first GPU";
+  error(DiagCode::BadLocation, problem.message, ref.span, hint);
+  return std::nullopt;
+}
+
+std::optional<std::string> Analyzer::text(const ast::Stmt& s) {
+  std::string out;
+  std::string_view raw = s.text;
+  const ast::Span span = s.text_span;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '\\' && i + 1 < raw.size()) {
+      const char escaped = raw[++i];
+      out += escaped == 'n' ? '\n' : escaped == 't' ? '\t' : escaped;
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    const std::size_t close = raw.find('}', i);
+    const std::string_view name = close == std::string_view::npos ? "" : raw.substr(i + 1, close - i - 1);
+    if (close == std::string_view::npos || name.empty()) {
+      error(DiagCode::BadInterpolation, "'{' starts an interpolation that has no name and '}'",
+            span, "write \\{ for a literal brace");
+      return std::nullopt;
+    }
+    bool found = false;
+    for (auto it = loops_.rbegin(); it != loops_.rend() && !found; ++it)
+      if (it->first == name) {
+        out += std::to_string(it->second);
+        found = true;
+      }
+    if (!found)
+      if (auto it = consts_.find(name); it != consts_.end()) {
+        out += std::to_string(it->second);
+        found = true;
+      }
+    if (!found) {
+      std::string suggestion = closest_match(name, number_names());
+      error(DiagCode::BadInterpolation, "unknown name '" + std::string(name) + "' in '{...}'", span,
+            suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+      return std::nullopt;
+    }
+    i = close;
+  }
+  return out;
+}
+
+bool Analyzer::operand_values(const ast::Operand& operand, std::vector<ValueId>& out) {
+  auto it = values_.find(operand.name);
+  if (it == values_.end()) {
+    std::string suggestion = closest_match(operand.name, value_names());
+    error(DiagCode::UnknownName, "unknown value '" + std::string(operand.name) + "'", operand.span,
+          suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    return false;
+  }
+  const ValueName& value = it->second;
+  const std::string name(operand.name);
+  if (operand.kind == ast::OperandKind::Whole) {
+    if (value.family) {
+      error(DiagCode::FamilyNeedsIndex, "'" + name + "' is a family of " + std::to_string(value.count) +
+                                            " values", operand.span,
+            "write " + name + "[i], " + name + "[a..b] or " + name + "[*]");
+      return false;
+    }
+    out.push_back(value.first);
+    return true;
+  }
+  if (!value.family) {
+    error(DiagCode::NotAFamily, "'" + name + "' is a single value, not a family", operand.span);
+    return false;
+  }
+  std::uint64_t first = 0, last = value.count;
+  if (operand.kind != ast::OperandKind::All) {
+    std::optional<std::uint64_t> index = evaluate(operand.first);
+    if (!index) return false;
+    first = *index;
+    last = first + 1;
+    if (operand.kind == ast::OperandKind::Range) {
+      std::optional<std::uint64_t> end = evaluate(operand.last);
+      if (!end) return false;
+      last = *end;
+      if (first >= last) {
+        error(DiagCode::EmptyRange,
+              "range " + std::to_string(first) + ".." + std::to_string(last) + " of '" + name +
+                  "' is empty (ranges are half-open: first..last excludes last)",
+              operand.span);
+        return false;
+      }
+    }
+    if (last > value.count) {
+      error(DiagCode::IndexOutOfRange,
+            "index " + std::to_string(last - 1) + " is out of range for '" + name + "' (" +
+                std::to_string(value.count) + " values: 0.." + std::to_string(value.count) + ")",
+            operand.span);
+      return false;
+    }
+  }
+  for (std::uint64_t i = first; i < last; ++i) out.push_back(value.first + static_cast<ValueId>(i));
+  return true;
+}
+
+bool Analyzer::operand_list(const ast::Stmt& s, std::vector<ValueId>& out) {
+  bool ok = true;
+  for (std::uint32_t i = 0; i < s.operand_count; ++i)
+    ok = operand_values(file_.operands[s.first_operand + i], out) && ok;
+  // Duplicates collapse, keeping first-occurrence order (§7.2).
+  std::vector<ValueId> unique;
+  for (ValueId v : out)
+    if (std::find(unique.begin(), unique.end(), v) == unique.end()) unique.push_back(v);
+  out = std::move(unique);
+  return ok;
+}
+
+bool Analyzer::actions_of(const ast::Stmt& s, std::vector<std::pair<Action, ast::Span>>& out) {
+  Action action;
+  switch (s.kind) {
+  case StmtKind::Ensure: action.kind = ActionKind::Ensure; break;
+  case StmtKind::Copy: action.kind = ActionKind::Copy; break;
+  case StmtKind::Move: action.kind = ActionKind::Move; break;
+  case StmtKind::Drop: action.kind = ActionKind::Drop; break;
+  default: action.kind = ActionKind::Discard; break;
+  }
+  bool ok = true;
+  if (s.kind != StmtKind::Discard) {
+    std::optional<Location> at = location(s.locations[0]);
+    ok = at.has_value();
+    if (at) action.location = *at;
+    if (s.locations[1].present) {
+      std::optional<Location> from = location(s.locations[1]);
+      ok = ok && from.has_value();
+      action.from = from;
+    }
+  }
+  std::vector<ValueId> values;
+  ok = operand_values(file_.operands[s.first_operand], values) && ok;
+  if (!ok) return false;
+  for (ValueId value : values) {
+    if (!count_expansion(s.span)) return false;
+    action.value = value;
+    out.emplace_back(action, s.span);
+  }
+  return true;
+}
+
+template <typename F> void Analyzer::for_each_iteration(const ast::Stmt& s, F&& body) {
+  std::optional<std::uint64_t> first = evaluate(s.exprs[0]);
+  std::optional<std::uint64_t> last = evaluate(s.exprs[1]);
+  if (!first || !last) return;
+  if (values_.count(s.name) || consts_.count(s.name) ||
+      std::any_of(loops_.begin(), loops_.end(), [&](const auto& l) { return l.first == s.name; })) {
+    error(DiagCode::DuplicateName, "loop variable '" + std::string(s.name) + "' hides another name",
+          s.name_span);
+    return;
+  }
+  loops_.emplace_back(s.name, 0);
+  for (std::uint64_t i = *first; i < *last; ++i) {
+    if (!count_expansion(s.span)) break;
+    loops_.back().second = i;
+    body();
+  }
+  loops_.pop_back();
+}
+
+void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList& out) {
+  std::vector<std::pair<Action, ast::Span>> expanded;
+  for (ast::StmtId id : items) {
+    const ast::Stmt& s = stmt(id);
+    if (s.kind == StmtKind::For) {
+      for_each_iteration(s, [&] { action_items(children(s), out); });
+      continue;
+    }
+    expanded.clear();
+    if (actions_of(s, expanded))
+      for (const auto& [action, span] : expanded) out.add(action, span);
+  }
+}
+
+void Analyzer::top_statement(ast::StmtId id, std::vector<ast::StmtId>& programs) {
+  const ast::Stmt& s = stmt(id);
+  switch (s.kind) {
+  case StmtKind::Const: {
+    std::optional<std::uint64_t> value = evaluate(s.exprs[0]);
+    if (declare_global(s.name, s.name_span) && value) consts_[s.name] = *value;
+    break;
+  }
+  case StmtKind::Budget:
+  case StmtKind::LocationDecl: {
+    std::optional<Location> at = location(s.locations[0]);
+    std::optional<std::uint64_t> budget;
+    if (s.kind == StmtKind::Budget) {
+      budget = evaluate(s.exprs[0]);
+      if (!budget) break;
+    }
+    if (!at) break;
+    if (budgeted_[at->index()]) {
+      error(DiagCode::DuplicateBudget, "location '" + at->name() + "' is already declared", s.span);
+      break;
+    }
+    budgeted_[at->index()] = true;
+    module_.budgets.emplace_back(*at, budget);
+    module_.budget_spans.push_back(s.span);
+    break;
+  }
+  case StmtKind::Devices: {
+    std::optional<std::uint64_t> count = evaluate(s.exprs[0]);
+    if (!count) break;
+    if (module_.device_count) {
+      error(DiagCode::DuplicateName, "'devices' is already declared", s.span);
+    } else if (*count > Location::kMaxCudaDevices) {
+      error(DiagCode::DeviceCount, "devices must be between 0 and 128", s.span);
+    } else {
+      module_.device_count = static_cast<unsigned>(*count);
+    }
+    break;
+  }
+  case StmtKind::Value: value(s); break;
+  case StmtKind::Ensure:
+  case StmtKind::Copy:
+  case StmtKind::Move:
+  case StmtKind::Drop:
+  case StmtKind::Discard: {
+    std::vector<std::pair<Action, ast::Span>> actions;
+    if (!actions_of(s, actions)) break;
+    for (const auto& [action, span] : actions) {
+      ir::SetupStep step;
+      step.kind = ir::SetupKind::Action;
+      step.action = action;
+      step.span = span;
+      module_.setup.push_back(std::move(step));
+    }
+    break;
+  }
+  case StmtKind::Hold:
+  case StmtKind::Lease:
+  case StmtKind::Reserve: lifetime_statement(s, module_.setup); break;
+  case StmtKind::Release: {
+    auto it = lifetimes_.find(s.name);
+    if (it == lifetimes_.end() || it->second.released) {
+      std::vector<std::string> names;
+      for (const auto& entry : lifetimes_)
+        if (!entry.getValue().released) names.push_back(entry.getKey().str());
+      std::string suggestion = closest_match(s.name, names);
+      error(DiagCode::UnknownLifetime,
+            it == lifetimes_.end() ? "nothing named '" + std::string(s.name) + "' to release"
+                                   : "'" + std::string(s.name) + "' is already released",
+            s.name_span, suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+      break;
+    }
+    it->second.released = true;
+    ir::SetupStep step;
+    step.kind = ir::SetupKind::Release;
+    step.span = s.span;
+    step.target = it->second.step;
+    step.alias = std::string(s.name);
+    module_.setup.push_back(std::move(step));
+    break;
+  }
+  case StmtKind::Plan: plan(s); break;
+  case StmtKind::Program:
+    programs.push_back(id);
+    deferred_programs_.emplace_back(id, loops_);
+    break;
+  case StmtKind::For:
+    for_each_iteration(s, [&] {
+      for (ast::StmtId child : children(s)) top_statement(child, programs);
+    });
+    break;
+  default:
+    error(DiagCode::MisplacedStatement, "this statement belongs inside a plan or program", s.keyword);
+    break;
+  }
+}
+
+void Analyzer::lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>& out) {
+  ir::SetupStep step;
+  step.span = s.span;
+  std::optional<Location> at = location(s.locations[0]);
+  bool ok = at.has_value();
+  if (s.kind == StmtKind::Reserve) {
+    step.kind = ir::SetupKind::Reserve;
+    std::optional<std::uint64_t> nbytes = evaluate(s.exprs[0]);
+    std::optional<std::string> label = text(s);
+    ok = ok && nbytes && label;
+    if (label && label->find_first_not_of(" \t\n") == std::string::npos) {
+      error(DiagCode::EmptyPlanName, "a reservation needs a non-blank label", s.text_span);
+      ok = false;
+    }
+    if (ok) {
+      step.nbytes = *nbytes;
+      step.label = *label;
+    }
+  } else {
+    step.kind = s.kind == StmtKind::Hold ? ir::SetupKind::Hold : ir::SetupKind::Lease;
+    ok = operand_list(s, step.values) && ok;
+    step.pending = s.pending;
+  }
+  if (!ok) return;
+  step.location = *at;
+  if (!s.alias.empty()) {
+    if (lifetimes_.count(s.alias) && !lifetimes_[s.alias].released) {
+      error(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime",
+            s.alias_span);
+      return;
+    }
+    lifetimes_[s.alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false};
+    step.alias = std::string(s.alias);
+  }
+  out.push_back(std::move(step));
+}
+
+void Analyzer::value(const ast::Stmt& s) {
+  std::uint64_t count = 1;
+  if (s.family) {
+    std::optional<std::uint64_t> declared = evaluate(s.exprs[0]);
+    if (!declared) return;
+    if (*declared == 0) {
+      error(DiagCode::EmptyRange, "a family needs at least one value", s.name_span);
+      return;
+    }
+    count = *declared;
+  }
+  std::optional<std::uint64_t> logical = evaluate(s.exprs[1]);
+  std::optional<std::uint64_t> storage = s.exprs[2] != ast::kNone ? evaluate(s.exprs[2]) : logical;
+  std::optional<Location> at = location(s.locations[0]);
+  if (!logical || !storage || !at) return;
+  if (*storage < *logical) {
+    error(DiagCode::StorageBelowLogical,
+          "storage (" + std::to_string(*storage) + " B) is smaller than the value's size (" +
+              std::to_string(*logical) + " B)",
+          file_.exprs[s.exprs[2]].span);
+    return;
+  }
+  if (!declare_global(s.name, s.name_span)) return;
+  if (count > kMaxExpandedItems - std::min(expanded_, kMaxExpandedItems)) {
+    count_expansion(s.span);
+    expanded_ = kMaxExpandedItems + 1;
+    error(DiagCode::TooManyValues, "family of " + std::to_string(count) + " values is too large", s.span);
+    return;
+  }
+  expanded_ += count;
+  ValueSpec spec;
+  spec.logical_nbytes = *logical;
+  spec.storage_nbytes = *storage;
+  spec.replica_mode = s.replicable ? ReplicaMode::Replicable : ReplicaMode::Exclusive;
+  spec.recoverability = s.source_placement ? Recoverability::Reconstructible : Recoverability::MustPreserve;
+  const auto first = static_cast<ValueId>(module_.values.size());
+  values_[s.name] = ValueName{first, static_cast<std::uint32_t>(count), s.family};
+  const auto family = s.family ? static_cast<std::uint32_t>(module_.families.size()) : ir::kNoFamily;
+  if (s.family) module_.families.push_back(ir::Family{std::string(s.name), first, static_cast<std::uint32_t>(count)});
+  for (std::uint64_t i = 0; i < count; ++i) {
+    ir::Value value;
+    value.name = s.family ? std::string(s.name) + "[" + std::to_string(i) + "]" : std::string(s.name);
+    value.spec = spec;
+    value.location = *at;
+    value.span = s.span;
+    value.family = family;
+    value.family_index = static_cast<std::uint32_t>(i);
+    ir::SetupStep step;
+    step.kind = s.source_placement ? ir::SetupKind::RegisterSource : ir::SetupKind::Adopt;
+    step.value = static_cast<ValueId>(module_.values.size());
+    step.span = s.span;
+    module_.values.push_back(std::move(value));
+    module_.setup.push_back(std::move(step));
+  }
+}
+
+void Analyzer::plan(const ast::Stmt& s) {
+  std::optional<std::string> name = text(s);
+  if (!name) return;
+  if (name->find_first_not_of(" \t\n") == std::string::npos) {
+    error(DiagCode::EmptyPlanName, "a plan needs a non-blank name", s.text_span);
+    return;
+  }
+  if (plans_.count(*name)) {
+    error(DiagCode::DuplicatePlan, "plan \"" + *name + "\" is already declared", s.text_span);
+    return;
+  }
+  ir::Plan plan;
+  plan.name = *name;
+  plan.span = s.text_span;
+  for (ast::StmtId id : children(s)) {
+    const ast::Stmt& item = stmt(id);
+    switch (item.kind) {
+    case StmtKind::Reclaim: action_items(children(item), plan.reclaim); break;
+    case StmtKind::Enter: action_items(children(item), plan.enter); break;
+    case StmtKind::Exit: action_items(children(item), plan.exit); break;
+    default: { // Reserve
+      std::vector<ir::SetupStep> steps;
+      if (!item.alias.empty()) {
+        error(DiagCode::MisplacedStatement, "a plan's reservations end with the plan; 'as' names are for setup",
+              item.alias_span);
+        break;
+      }
+      lifetime_statement(item, steps);
+      if (steps.empty()) break;
+      plan.reservations.push_back(Reservation{steps[0].location, steps[0].nbytes, steps[0].label});
+      plan.reservation_spans.push_back(item.span);
+      break;
+    }
+    }
+  }
+  plans_[plan.name] = static_cast<std::uint32_t>(module_.plans.size());
+  module_.plans.push_back(std::move(plan));
+}
+
+std::optional<std::uint32_t> Analyzer::plan_named(const ast::Stmt& s) {
+  std::optional<std::string> name = text(s);
+  if (!name) return std::nullopt;
+  if (auto it = plans_.find(*name); it != plans_.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& entry : plans_) names.push_back(entry.getKey().str());
+  std::sort(names.begin(), names.end());
+  std::string suggestion = closest_match(*name, names);
+  error(DiagCode::UnknownPlan, "no plan named \"" + *name + "\"", s.text_span,
+        suggestion.empty() ? "" : "did you mean \"" + suggestion + "\"?");
+  return std::nullopt;
+}
+
+void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem>& out) {
+  for (ast::StmtId id : items) {
+    const ast::Stmt& s = stmt(id);
+    ir::ProgramItem item;
+    item.span = s.span;
+    switch (s.kind) {
+    case StmtKind::Scope:
+    case StmtKind::Run: {
+      std::optional<std::uint32_t> plan = plan_named(s);
+      if (!plan) continue;
+      item.kind = s.kind == StmtKind::Scope ? ir::ProgramItemKind::Scope : ir::ProgramItemKind::Run;
+      item.plan = *plan;
+      if (s.kind == StmtKind::Scope) program_items(children(s), item.body);
+      break;
+    }
+    case StmtKind::Actions: {
+      std::optional<std::string> name = text(s);
+      if (!name) continue;
+      if (name->find_first_not_of(" \t\n") == std::string::npos) {
+        error(DiagCode::EmptyPlanName, "an action list needs a non-blank name", s.text_span);
+        continue;
+      }
+      item.kind = ir::ProgramItemKind::Actions;
+      item.name = *name;
+      action_items(children(s), item.actions);
+      break;
+    }
+    case StmtKind::Acquire:
+    case StmtKind::Hold: {
+      std::optional<Location> at = location(s.locations[0]);
+      if (!operand_list(s, item.values) || !at) continue;
+      item.kind = s.kind == StmtKind::Acquire ? ir::ProgramItemKind::Acquire : ir::ProgramItemKind::Hold;
+      item.location = *at;
+      if (!s.alias.empty())
+        error(DiagCode::MisplacedStatement, "inside a program a hold ends with its scope; 'as' is for setup",
+              s.alias_span);
+      break;
+    }
+    case StmtKind::Reserve: {
+      std::vector<ir::SetupStep> steps;
+      if (!s.alias.empty()) {
+        error(DiagCode::MisplacedStatement,
+              "inside a program a reservation ends with its scope; 'as' is for setup", s.alias_span);
+        continue;
+      }
+      lifetime_statement(s, steps);
+      if (steps.empty()) continue;
+      item.kind = ir::ProgramItemKind::Reserve;
+      item.location = steps[0].location;
+      item.reservation = Reservation{steps[0].location, steps[0].nbytes, steps[0].label};
+      break;
+    }
+    case StmtKind::For:
+      for_each_iteration(s, [&] { program_items(children(s), out); });
+      continue;
+    default: { // a direct primitive
+      std::vector<std::pair<Action, ast::Span>> actions;
+      if (!actions_of(s, actions)) continue;
+      for (const auto& [action, span] : actions) {
+        ir::ProgramItem direct;
+        direct.kind = ir::ProgramItemKind::Direct;
+        direct.span = span;
+        direct.actions.add(action, span);
+        out.push_back(std::move(direct));
+      }
+      continue;
+    }
+    }
+    out.push_back(std::move(item));
+  }
+}
+
+void Analyzer::program(ast::StmtId id) {
+  const ast::Stmt& s = stmt(id);
+  ir::Program program;
+  ++program_counter_;
+  if (s.has_text) {
+    std::optional<std::string> name = text(s);
+    if (!name) return;
+    program.name = *name;
+  } else {
+    program.name = "program-" + std::to_string(program_counter_);
+  }
+  program.span = s.keyword;
+  program_items(children(s), program.items);
+  module_.programs.push_back(std::move(program));
+}
+
+} // namespace
+
+ir::Module analyze(const ast::File& file, SourceFile& source) { return Analyzer(file, source).run(); }
+
+std::optional<std::uint64_t> evaluate_constant(const ast::File& file, ast::ExprId expression,
+                                               SourceFile& source) {
+  return Analyzer(file, source).evaluate(expression);
+}
+
+} // namespace fhr

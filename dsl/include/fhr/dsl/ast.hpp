@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// The syntax tree of a `.fhr` file. Statements, expressions and operands
+/// live in flat arrays and refer to each other by index, so a file with a
+/// million actions is a few large allocations rather than millions of small
+/// ones. Every node keeps the byte span of its text for diagnostics.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fhr::ast {
+
+/// Byte offsets [begin, end) into the parsed buffer.
+struct Span {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+using ExprId = std::uint32_t;
+using StmtId = std::uint32_t;
+inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+enum class ExprKind : std::uint8_t { Number, Name, Add, Subtract, Multiply, Divide };
+
+struct Expr {
+  ExprKind kind = ExprKind::Number;
+  Span span;
+  std::uint64_t number = 0;   ///< Number: the value with its unit applied
+  bool number_overflow = false; ///< Number: literal times unit does not fit 64 bits
+  std::string_view name;      ///< Name
+  ExprId lhs = kNone, rhs = kNone;
+};
+
+/// A location as written: a fixed spelling, or `cuda:{expr}`.
+struct LocationRef {
+  Span span;
+  std::string_view text;       ///< e.g. "pinned", "cuda:3"
+  ExprId device_expr = kNone;  ///< set for cuda:{expr}
+  bool present = false;
+};
+
+enum class OperandKind : std::uint8_t { Whole, Index, Range, All };
+
+/// `name`, `name[i]`, `name[lo..hi]` or `name[*]`.
+struct Operand {
+  OperandKind kind = OperandKind::Whole;
+  Span span;
+  std::string_view name;
+  ExprId first = kNone; ///< index, or range start
+  ExprId last = kNone;  ///< range end (exclusive)
+};
+
+enum class StmtKind : std::uint8_t {
+  Const, Budget, LocationDecl, Devices, Value,
+  Ensure, Copy, Move, Drop, Discard,
+  Hold, Lease, Acquire, Reserve, Release,
+  Plan, Reclaim, Enter, Exit,
+  Program, Scope, Run, Actions,
+  For,
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::Const;
+  Span span;                 ///< the whole statement
+  Span keyword;              ///< its first word
+  std::string_view name;     ///< const / value / for variable / release target
+  Span name_span;
+  std::string_view text;     ///< raw string literal contents (plan, label, ...)
+  Span text_span;
+  bool has_text = false;
+  std::string_view alias;    ///< `as NAME`
+  Span alias_span;
+  ExprId exprs[3] = {kNone, kNone, kNone}; ///< see the grammar for each kind
+  LocationRef locations[2];  ///< [1] is `from` of a move
+  std::uint32_t first_operand = 0, operand_count = 0;
+  std::uint32_t first_child = 0, child_count = 0;
+  /// Value: replica mode given, `replicable`, `source` placement.
+  bool replicable = false;
+  bool source_placement = false;
+  bool family = false;       ///< Value: declared as name[count]
+  bool pending = false;      ///< Lease: `pending`
+};
+
+struct File {
+  std::vector<Stmt> statements;
+  std::vector<Expr> exprs;
+  std::vector<Operand> operands;
+  /// Children of blocks, contiguous per block.
+  std::vector<StmtId> children;
+  std::vector<StmtId> top_level;
+};
+
+} // namespace fhr::ast

@@ -1,0 +1,187 @@
+#pragma once
+/// \file
+/// The manager's residency state without any storage: the location registry
+/// and its accounting (§1.4, §4), value records with their resident
+/// locations and protections (§2, §7), lifetimes (leases, holds,
+/// reservations) and the state version (§9).
+///
+/// Its transition functions apply the rules of §6 exactly as a manager does
+/// and report an Outcome instead of throwing. The compiler runs programs on
+/// it; the runtime keeps one beside its storage and performs the physical
+/// copy between the admission check and the install through TransitionHooks.
+
+#include "fhr/model/action.hpp"
+#include "fhr/model/location_set.hpp"
+#include "fhr/model/outcome.hpp"
+#include "fhr/model/value_spec.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+struct LocationAccount {
+  std::optional<std::uint64_t> budget_bytes;
+  std::uint64_t used_bytes = 0;
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t peak_used_bytes = 0;
+  std::uint64_t peak_charged_bytes = 0;
+
+  std::uint64_t charged_bytes() const { return used_bytes + reserved_bytes; }
+  /// §4.2: used + reserved + x <= budget, zero-byte requests always admitted.
+  bool admits(std::uint64_t request) const {
+    return request == 0 || !budget_bytes ||
+           (charged_bytes() <= *budget_bytes && request <= *budget_bytes - charged_bytes());
+  }
+};
+
+/// The process a manager runs in, as far as location validation cares (§1.2).
+struct DeviceConfig {
+  bool cuda_available = true;
+  unsigned device_count = Location::kMaxCudaDevices;
+};
+
+/// Protection tokens of one materialization (§2.5, §7.1).
+struct Protection {
+  Location location;
+  std::uint32_t use_count = 0;
+  std::uint32_t hold_count = 0;
+  /// Released CUDA leases whose consumer events have not all completed.
+  std::uint32_t pending_count = 0;
+
+  bool protects() const { return use_count + hold_count + pending_count > 0; }
+};
+
+enum class ValueStatus : std::uint8_t { Unregistered, Live, Discarded };
+
+struct ValueRecord {
+  ValueStatus status = ValueStatus::Unregistered;
+  ValueSpec spec;
+  std::optional<Location> source_location; ///< set iff a source is registered
+  LocationSet resident;
+  LocationSet protected_at;
+  std::vector<Protection> protections; ///< only locations with tokens
+};
+
+enum class LifetimeKind : std::uint8_t { Lease, Hold, Reservation };
+enum class LifetimeState : std::uint8_t { Active, Pending, Released };
+
+using LifetimeId = std::uint32_t;
+
+struct Lifetime {
+  LifetimeKind kind = LifetimeKind::Hold;
+  LifetimeState state = LifetimeState::Active;
+  Location location;
+  std::vector<ValueId> values;   ///< leases and holds
+  std::uint64_t nbytes = 0;      ///< reservations
+  std::string label;             ///< reservations
+};
+
+/// Physical work a runtime performs inside a transition. Each hook may throw;
+/// the state is then left exactly as the rules of §6 say (temporary charges
+/// released, nothing installed).
+class TransitionHooks {
+public:
+  virtual ~TransitionHooks() = default;
+  /// Fill fresh storage for `value` at `location` from its source (§4.5).
+  virtual void load(ValueId value, Location location) = 0;
+  /// Copy the replica at `from` into fresh storage at `to`.
+  virtual void copy(ValueId value, Location from, Location to) = 0;
+  /// Make the freshly loaded or copied storage at `location` the replica.
+  virtual void install(ValueId value, Location location) = 0;
+  /// Free the replica at `location`.
+  virtual void remove(ValueId value, Location location) = 0;
+};
+
+class State {
+public:
+  explicit State(DeviceConfig devices = {});
+
+  // ---- locations -------------------------------------------------------
+  /// Registers a constructor budget (or an explicit unbudgeted location).
+  /// A second call for the same location replaces its budget.
+  void set_budget(Location location, std::optional<std::uint64_t> budget_bytes);
+  /// §1.2: ok, or a failure with Reason::LocationUnavailable.
+  Outcome validate(Location location) const;
+  bool is_registered(Location location) const { return slot_[location.index()] >= 0; }
+  /// Registered locations in registration order.
+  const std::vector<Location>& registry() const { return registry_; }
+  /// The account of any location (zeroes for an unregistered one).
+  const LocationAccount& account(Location location) const { return accounts_[location.index()]; }
+  const DeviceConfig& devices() const { return devices_; }
+  /// Starts a reporting window: every peak becomes the current charge.
+  void reset_peaks();
+
+  // ---- values ----------------------------------------------------------
+  /// §3.1 adopt: the value gets id `value` (ids are assigned by the caller in
+  /// declaration order; a failed adopt leaves the id unregistered).
+  Outcome adopt(ValueId value, const ValueSpec& spec, Location at,
+                FailureDetail* detail = nullptr);
+  /// §3.2 register_source (spec must be reconstructible).
+  Outcome register_source(ValueId value, const ValueSpec& spec, Location source_location);
+  const ValueRecord& value(ValueId value) const;
+  std::size_t value_count() const { return values_.size(); }
+
+  // ---- transitions (§6) ------------------------------------------------
+  Outcome apply(const Action& action, FailureDetail* detail = nullptr,
+                TransitionHooks* hooks = nullptr);
+
+  // ---- lifetimes (§7, §8) ----------------------------------------------
+  /// acquire (a lease) or hold: every value must be resident at `at`.
+  /// `failed_value` receives the value that decided a failure.
+  Outcome protect(LifetimeKind kind, std::span<const ValueId> values, Location at,
+                  LifetimeId* id, ValueId* failed_value = nullptr);
+  Outcome reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId* id,
+                  FailureDetail* detail = nullptr);
+  /// Releases a lease, hold or reservation. A CUDA lease released with
+  /// `events_pending` keeps its tokens as pending protection (§7.2).
+  Outcome release(LifetimeId id, bool events_pending = false);
+  /// Pending protection of a lease whose events have completed is removed.
+  void complete_pending(LifetimeId id);
+  const Lifetime& lifetime(LifetimeId id) const { return lifetimes_[id]; }
+  std::size_t lifetime_count() const { return lifetimes_.size(); }
+  /// Does any protection token protect `value` at `at`?
+  bool is_protected(ValueId value, Location at) const;
+
+  std::uint64_t version() const { return version_; }
+
+private:
+  Outcome resolve(ValueId value) const;
+  Outcome prepare(Location location);
+  void ensure_registered(Location location);
+  Outcome admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail* detail);
+  void install(ValueId value, Location location);
+  void remove(ValueId value, Location location);
+  Outcome reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail* detail,
+                           TransitionHooks* hooks);
+  Outcome ensure(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
+  Outcome move(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
+  Outcome drop(const Action& action);
+  Outcome discard(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
+  void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold,
+                  int delta_pending);
+
+  DeviceConfig devices_;
+  std::array<std::int16_t, Location::kCount> slot_{};
+  std::vector<Location> registry_;
+  std::array<LocationAccount, Location::kCount> accounts_{};
+  std::vector<ValueRecord> values_;
+  std::vector<Lifetime> lifetimes_;
+  std::uint64_t version_ = 0;
+};
+
+/// Failure helper shared by the model's rules.
+inline Outcome failure(Reason reason, ErrorClass error, Location where = {}) {
+  Outcome outcome;
+  outcome.verdict = Verdict::Failed;
+  outcome.reason = reason;
+  outcome.error = error;
+  outcome.where = where;
+  return outcome;
+}
+
+} // namespace fhr

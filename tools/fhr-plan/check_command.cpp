@@ -1,0 +1,23 @@
+#include "commands.hpp"
+
+#include "fhr/compiler/output.hpp"
+
+namespace fhr::cli {
+
+int run_check(const CommonOptions& options) {
+  LoadedFiles loaded = load_files(options);
+  std::vector<FileReport> reports = analyse_files(loaded);
+  bool feasible = true;
+  for (const FileReport& r : reports) feasible = feasible && r.feasible;
+  if (options.format == "sarif")
+    llvm::outs() << check_sarif(reports, FHR_VERSION).dump(2) << '\n';
+  else if (options.format == "github")
+    print_check_github(llvm::outs(), reports);
+  else
+    print_check_text(llvm::outs(), reports);
+  llvm::outs().flush();
+  if (!loaded.ok) return kBadInput;
+  return feasible ? kFeasible : kInfeasible;
+}
+
+} // namespace fhr::cli

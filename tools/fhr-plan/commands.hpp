@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// The verbs of `fhr-plan`, each a thin layer over the compiler library.
+
+#include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/report.hpp"
+
+#include <string>
+#include <vector>
+
+namespace fhr::cli {
+
+/// Exit codes shared by every verb.
+enum ExitCode : int { kFeasible = 0, kInfeasible = 1, kBadInput = 2 };
+
+struct CommonOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> budget_overrides;
+  std::string format;
+};
+
+/// Compiles every file, printing diagnostics to stderr. `ok` is false when a
+/// file could not be read or had errors; `overrides` receives the parsed
+/// `--budget` options.
+struct LoadedFiles {
+  std::vector<CompiledFile> files;
+  std::vector<BudgetOverride> overrides;
+  bool ok = true;
+};
+LoadedFiles load_files(const CommonOptions& options);
+
+/// Analyses the good files and builds their reports.
+std::vector<FileReport> analyse_files(const LoadedFiles& loaded);
+
+int run_explain(const CommonOptions& options);
+int run_check(const CommonOptions& options);
+
+} // namespace fhr::cli

@@ -1,0 +1,71 @@
+#include "commands.hpp"
+
+#include "fhr/compiler/output.hpp"
+
+#include <llvm/Support/WithColor.h>
+
+#include <cstdlib>
+
+namespace fhr::cli {
+
+namespace {
+bool stderr_colors() { return std::getenv("NO_COLOR") == nullptr && llvm::errs().has_colors(); }
+} // namespace
+
+LoadedFiles load_files(const CommonOptions& options) {
+  LoadedFiles loaded;
+  for (const std::string& text : options.budget_overrides) {
+    llvm::Expected<BudgetOverride> parsed = parse_budget_override(text);
+    if (!parsed) {
+      llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(parsed.takeError()) << '\n';
+      loaded.ok = false;
+      continue;
+    }
+    loaded.overrides.push_back(*parsed);
+  }
+  for (const std::string& path : options.files) {
+    llvm::Expected<CompiledFile> compiled = compile_file(path);
+    if (!compiled) {
+      llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(compiled.takeError()) << '\n';
+      loaded.ok = false;
+      continue;
+    }
+    if (!compiled->ok()) {
+      compiled->source->print(llvm::errs(), stderr_colors());
+      loaded.ok = false;
+    }
+    loaded.files.push_back(std::move(*compiled));
+  }
+  return loaded;
+}
+
+std::vector<FileReport> analyse_files(const LoadedFiles& loaded) {
+  std::vector<FileReport> reports;
+  for (const CompiledFile& file : loaded.files) {
+    if (!file.ok()) continue;
+    Analysis analysis = analyze_module(file.module, loaded.overrides);
+    reports.push_back(build_report(*file.source, file.module, analysis));
+  }
+  return reports;
+}
+
+int run_explain(const CommonOptions& options) {
+  LoadedFiles loaded = load_files(options);
+  std::vector<FileReport> reports = analyse_files(loaded);
+  bool feasible = true;
+  if (options.format == "json") {
+    llvm::outs() << explain_json(reports).dump(2) << '\n';
+    for (const FileReport& r : reports) feasible = feasible && r.feasible;
+  } else {
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      if (i) llvm::outs() << '\n';
+      print_explain_text(llvm::outs(), reports[i]);
+      feasible = feasible && reports[i].feasible;
+    }
+  }
+  llvm::outs().flush();
+  if (!loaded.ok) return kBadInput;
+  return feasible ? kFeasible : kInfeasible;
+}
+
+} // namespace fhr::cli

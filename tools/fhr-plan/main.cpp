@@ -1,0 +1,57 @@
+// fhr-plan: explain and check residency plans.
+#include "commands.hpp"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::SubCommand explain_command("explain", "Dry-run every plan and program; print each step, its "
+                                          "bytes and result, and the peak per location");
+cl::SubCommand check_command("check", "CI gate: quiet on success, one line per infeasible plan");
+
+cl::list<std::string> files(cl::Positional, cl::OneOrMore, cl::desc("<file.fhr | - >..."),
+                            cl::sub(explain_command), cl::sub(check_command));
+cl::list<std::string> budgets("budget", cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
+                              cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
+                              cl::sub(check_command));
+
+enum class ExplainFormat { Text, Json };
+cl::opt<ExplainFormat> explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
+                                      cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
+                                                 clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/1")),
+                                      cl::sub(explain_command));
+enum class CheckFormat { Text, Github, Sarif };
+cl::opt<CheckFormat> check_format(
+    "format", cl::desc("Output format"), cl::init(CheckFormat::Text),
+    cl::values(clEnumValN(CheckFormat::Text, "text", "file:line:col: error: ..."),
+               clEnumValN(CheckFormat::Github, "github", "GitHub workflow annotations"),
+               clEnumValN(CheckFormat::Sarif, "sarif", "SARIF 2.1.0")),
+    cl::sub(check_command));
+
+void print_version(llvm::raw_ostream& os) { os << "fhr-plan " << FHR_VERSION << '\n'; }
+
+} // namespace
+
+int main(int argc, char** argv) {
+  cl::SetVersionPrinter(print_version);
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "fhr-plan: explain and check residency plans for GPU encrypted computation\n",
+                                   &llvm::errs()))
+    return fhr::cli::kBadInput;
+  fhr::cli::CommonOptions options;
+  options.files.assign(files.begin(), files.end());
+  options.budget_overrides.assign(budgets.begin(), budgets.end());
+  if (explain_command) {
+    options.format = explain_format == ExplainFormat::Json ? "json" : "text";
+    return fhr::cli::run_explain(options);
+  }
+  if (check_command) {
+    options.format = check_format == CheckFormat::Sarif ? "sarif" : check_format == CheckFormat::Github ? "github" : "text";
+    return fhr::cli::run_check(options);
+  }
+  llvm::errs() << "fhr-plan: missing command (explain or check); see fhr-plan --help\n";
+  return fhr::cli::kBadInput;
+}
