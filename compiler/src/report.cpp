@@ -52,9 +52,29 @@ public:
     return "reserve " + r.location.name() + " " + format_size(r.nbytes) + " " + quoted(r.label);
   }
 
+  /// Lists values as written: runs of one family become `rk[0..8]` or `rk[*]`.
   std::string values_text(const std::vector<ValueId>& values) const {
     std::string out;
-    for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + value_name(values[i]);
+    for (std::size_t i = 0; i < values.size();) {
+      std::size_t run = 1;
+      const ValueId first = values[i];
+      const bool in_family = first < module_.values.size() && module_.values[first].family != ir::kNoFamily;
+      if (in_family)
+        while (i + run < values.size() && values[i + run] == first + run &&
+               module_.values[values[i + run]].family == module_.values[first].family)
+          ++run;
+      if (!out.empty()) out += ", ";
+      if (run == 1) {
+        out += value_name(first);
+      } else {
+        const ir::Family& family = module_.families[module_.values[first].family];
+        const std::uint32_t begin = module_.values[first].family_index;
+        out += family.name + (run == family.count ? std::string("[*]")
+                                                  : "[" + std::to_string(begin) + ".." +
+                                                        std::to_string(begin + run) + "]");
+      }
+      i += run;
+    }
     return out;
   }
 

@@ -12,6 +12,23 @@ namespace {
 
 using ast::StmtKind;
 
+/// The text of a token for a message: printable ASCII kept, other bytes as \xNN.
+std::string printable(const char* begin, const char* end) {
+  std::string out;
+  for (const char* p = begin; p < end; ++p) {
+    const auto byte = static_cast<unsigned char>(*p);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += *p;
+    } else {
+      static const char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[byte >> 4];
+      out += digits[byte & 15];
+    }
+  }
+  return out;
+}
+
 /// Parser state: the statements under construction (a stack, since blocks
 /// nest), the expression stack and the nesting depth.
 class Builder {
@@ -90,10 +107,11 @@ public:
     if (!error_reported_) {
       const char* word_end = begin;
       while (word_end < end && !llvm::isSpace(*word_end)) ++word_end;
-      std::string found(begin, std::min<std::size_t>(static_cast<std::size_t>(word_end - begin), 40));
+      const std::string found =
+          printable(begin, begin + std::min<std::ptrdiff_t>(word_end - begin, 40));
       report(DiagCode::ExpectedStatement,
              "expected a statement (const, budget, location, devices, value, an action, hold, "
-             "lease, reserve, release, plan, program or for), found '" + llvm::StringRef(found).str() + "'",
+             "lease, reserve, release, plan, program or for), found '" + found + "'",
              begin, word_end == begin ? begin + 1 : word_end, {});
     }
     error_reported_ = false;
@@ -378,7 +396,7 @@ template <typename Rule> struct control : tao::pegtl::normal<Rule> {
     if (at == in.end())
       message += ", found the end of the file";
     else if (end > at)
-      message += ", found '" + std::string(at, end) + "'";
+      message += ", found '" + printable(at, end) + "'";
     b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end,
              std::move(hint));
     throw grammar::SyntaxAbort{};

@@ -114,7 +114,7 @@ struct device_expression : expression {};
 struct cuda_device_braced : seq<one<'{'>, ws, must<device_expression>, ws, must<brace_close>> {};
 struct cuda_location
     : seq<TAO_PEGTL_STRING("cuda"),
-          opt<one<':'>, sor<cuda_device_braced, star<identifier_other>>>> {};
+          opt<one<':'>, sor<cuda_device_braced, star<sor<identifier_other, one<'-'>>>>>> {};
 struct location
     : seq<sor<cuda_location, TAO_PEGTL_STRING("pageable-host"), TAO_PEGTL_STRING("pinned-host"),
               TAO_PEGTL_STRING("pageable"), TAO_PEGTL_STRING("pinned")>,
@@ -257,7 +257,7 @@ struct statement_start
     : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_ensure, kw_copy, kw_move,
           kw_drop, kw_discard, kw_hold, kw_lease, kw_reserve, kw_release, kw_plan, kw_program,
           kw_for> {};
-struct recover : seq<rest_of_line, star<not_at<one<'\n'>, statement_start>, one<'\n'>, rest_of_line>,
+struct recover : seq<plus<not_one<'\n'>>, star<not_at<one<'\n'>, statement_start>, one<'\n'>, rest_of_line>,
                      opt<one<'\n'>>> {};
 
 /// Thrown (after the diagnostic is recorded) to abandon one statement.

@@ -1,0 +1,103 @@
+// Programs: scopes with preflight, bodies, exits without preflight, lifetimes
+// released at the end of a body, and the classes a caller would see.
+#include "test_support.hpp"
+
+using namespace fhr;
+using namespace fhr::test;
+
+TEST_CASE("a pipeline is feasible only thanks to reclaim between stages") {
+  const char* text = R"(
+    budget cuda:0 100 MiB
+    value k[4] 40 MiB replicable source pageable
+    plan "s0" { enter { ensure k[0..2] at cuda:0 } }
+    plan "s1" { reclaim { drop k[0..2] at cuda:0 } enter { ensure k[2..4] at cuda:0 } }
+    plan "s1-greedy" { enter { ensure k[2..4] at cuda:0 } }
+    program "good" { run "s0" run "s1" }
+    program "bad" { run "s0" run "s1-greedy" })";
+  Explained e = explain(text);
+  REQUIRE(e.analysis.programs.size() == 2);
+  const ProgramReport& good = e.analysis.programs[0];
+  CHECK(good.feasible);
+  CHECK(good.rows.size() == 6);
+  const ProgramReport& bad = e.analysis.programs[1];
+  CHECK_FALSE(bad.feasible);
+  CHECK(bad.rows.back().part == ProgramPart::Preflight);
+  CHECK(bad.rows.back().raised == ErrorClass::Plan);
+  CHECK(bad.rows.back().outcome.error == ErrorClass::Budget);
+  // Each plan alone is feasible from the setup state.
+  for (const PlanReport& plan : e.analysis.plans) CHECK(plan.explanation.feasible);
+  const LocationPrediction& gpu = good.locations.front();
+  CHECK(gpu.peak_used == 80 * MiB);
+  CHECK(gpu.peak_charged == 80 * MiB);
+}
+
+TEST_CASE("a scope body's acquire protects until the body ends, then exit may evict") {
+  Explained e = explain(R"(
+    value ct 30 MiB exclusive at pinned
+    plan "stage" { enter { move ct to cuda:0 } exit { move ct to pinned } }
+    program {
+      scope "stage" {
+        acquire ct at cuda:0
+        reserve cuda:0 64 MiB "tmp"
+      }
+    })");
+  const ProgramReport& p = e.analysis.programs[0];
+  CHECK(p.feasible);
+  REQUIRE(p.rows.size() == 4);
+  CHECK(p.rows[1].part == ProgramPart::Acquire);
+  CHECK(p.rows[2].part == ProgramPart::BodyReserve);
+  CHECK(p.rows[3].part == ProgramPart::Exit);
+  CHECK(p.locations.back().location == Location::cuda(0));
+  CHECK(p.locations.back().peak_charged == 94 * MiB);
+  CHECK(e.analysis.programs[0].program->name == "program-1");
+}
+
+TEST_CASE("an exit that the body made impossible fails as plan-execution") {
+  Explained e = explain(R"(
+    value a 1 MiB replicable at pinned
+    plan "stage" { enter { ensure a at cuda:0 } exit { drop a at cuda:0 } }
+    program "p" {
+      scope "stage" {
+        hold a at cuda:0
+      }
+    })");
+  // The hold is released at the body's end, before exit: feasible.
+  CHECK(e.analysis.programs[0].feasible);
+  // The entry preflight sees a drop of an absent replica (a no-op); the body
+  // then moves the only copy there, so the exit's drop meets the final-copy rule.
+  Explained stuck = explain(R"(
+    value a 1 MiB exclusive at pinned
+    plan "outer" { exit { drop a at cuda:0 } }
+    program "p" {
+      scope "outer" {
+        move a to cuda:0
+      }
+    })");
+  const ProgramReport& p = stuck.analysis.programs[0];
+  CHECK_FALSE(p.feasible);
+  CHECK(p.rows.back().part == ProgramPart::Exit);
+  CHECK(p.rows.back().raised == ErrorClass::PlanExecution);
+  CHECK(p.rows.back().outcome.error == ErrorClass::Ownership);
+}
+
+TEST_CASE("direct primitives in a program fail with their own class; actions lists with plan") {
+  Explained e = explain(R"(
+    value a 1 MiB at pinned
+    program "direct" { drop a at pinned }
+    program "list" { actions "evict" { drop a at pinned } })");
+  CHECK(e.analysis.programs[0].rows.back().raised == ErrorClass::Ownership);
+  CHECK(e.analysis.programs[1].rows.back().raised == ErrorClass::Plan);
+  CHECK(e.analysis.programs[1].rows.back().part == ProgramPart::Preflight);
+}
+
+TEST_CASE("acquire of a value that is not resident names it") {
+  Explained e = explain(R"(
+    value a 1 MiB at pinned
+    value b 1 MiB at pageable
+    program { acquire a, b at pinned })");
+  const ProgramReport& p = e.analysis.programs[0];
+  CHECK_FALSE(p.feasible);
+  CHECK(p.rows[0].outcome.error == ErrorClass::Unavailable);
+  CHECK(e.report.units[0].steps[0].reason == "value 'b' is not resident at pinned");
+  CHECK(e.report.units[0].steps[0].text == "acquire a, b at pinned");
+}
