@@ -84,6 +84,10 @@ json unit_json(const FileReport& report, const ReportUnit& unit) {
 
 } // namespace
 
+std::string json_text(const nlohmann::ordered_json& document) {
+  return document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 json explain_json(const std::vector<FileReport>& reports) {
   json out;
   out["schema"] = kExplainSchema;

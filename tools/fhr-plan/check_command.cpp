@@ -10,7 +10,7 @@ int run_check(const CommonOptions& options) {
   bool feasible = true;
   for (const FileReport& r : reports) feasible = feasible && r.feasible;
   if (options.format == "sarif")
-    llvm::outs() << check_sarif(reports, FHR_VERSION).dump(2) << '\n';
+    llvm::outs() << json_text(check_sarif(reports, FHR_VERSION)) << '\n';
   else if (options.format == "github")
     print_check_github(llvm::outs(), reports);
   else

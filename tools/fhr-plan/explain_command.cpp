@@ -54,7 +54,7 @@ int run_explain(const CommonOptions& options) {
   std::vector<FileReport> reports = analyse_files(loaded);
   bool feasible = true;
   if (options.format == "json") {
-    llvm::outs() << explain_json(reports).dump(2) << '\n';
+    llvm::outs() << json_text(explain_json(reports)) << '\n';
     for (const FileReport& r : reports) feasible = feasible && r.feasible;
   } else {
     for (std::size_t i = 0; i < reports.size(); ++i) {

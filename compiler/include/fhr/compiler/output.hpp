@@ -19,6 +19,10 @@ inline constexpr const char* kExplainSchema = "fhr-explain/1";
 void print_explain_text(llvm::raw_ostream& os, const FileReport& report);
 nlohmann::ordered_json explain_json(const std::vector<FileReport>& reports);
 
+/// Serialises JSON output. Names and labels come from user files and may hold
+/// invalid UTF-8; such bytes become U+FFFD instead of aborting the dump.
+std::string json_text(const nlohmann::ordered_json& document);
+
 /// One line per failing plan, program or setup: `file:line:col: error: ...`.
 void print_check_text(llvm::raw_ostream& os, const std::vector<FileReport>& reports);
 /// GitHub workflow commands: `::error file=...,line=...,col=...,title=...::message`.

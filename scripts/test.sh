@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs dependencies, then builds and runs the whole test suite twice
+# (a normal build and an AddressSanitizer + UndefinedBehaviorSanitizer
+# build), then a short libFuzzer smoke run of the front end and simulator.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --fuzz
+jobs=$(nproc)
+
+echo "== normal build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFHR_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== fuzz smoke run (libFuzzer, ASan + UBSan)"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_explain
+corpus=$(mktemp -d)
+cp examples/*.fhr tests/golden/inputs/* "$corpus"/
+./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=10 \
+  -rss_limit_mb=2048 -dict=fuzz/fhr.dict "$corpus"
+echo "fuzz smoke run: no finding"
