@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   fhr::Analysis analysis = fhr::analyze_module(compiled.module);
   std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.source, compiled.module, analysis)};
-  fhr::print_explain_text(sink, reports[0]);
+  fhr::print_explain_text(sink, *compiled.source, compiled.module, analysis);
   sink << fhr::json_text(fhr::explain_json(reports));
   fhr::print_check_text(sink, reports);
   fhr::print_check_github(sink, reports);

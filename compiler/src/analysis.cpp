@@ -30,8 +30,6 @@ State initial_state(const ir::Module& module, const std::vector<BudgetOverride>&
   return state;
 }
 
-namespace {
-
 SetupReport run_setup(const ir::Module& module, State& state) {
   SetupReport report;
   std::vector<LifetimeId> lifetime_of_step(module.setup.size(), 0);
@@ -68,6 +66,8 @@ SetupReport run_setup(const ir::Module& module, State& state) {
   }
   return report;
 }
+
+namespace {
 
 class ProgramRunner {
 public:

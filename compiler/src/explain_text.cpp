@@ -56,12 +56,14 @@ std::string headroom(const LocationPrediction& p) {
 
 } // namespace
 
-void print_explain_text(llvm::raw_ostream& os, const FileReport& report) {
-  os << "file " << report.file << ": " << report.setup_steps << " setup step"
-     << (report.setup_steps == 1 ? "" : "s") << ", "
-     << (report.feasible ? "all feasible" : "INFEASIBLE") << '\n';
-  for (const ReportUnit& unit : report.units) {
-    const auto [line, column] = report.source->line_and_column(unit.span.begin);
+void print_explain_text(llvm::raw_ostream& os, const SourceFile& source, const ir::Module& module,
+                        const Analysis& analysis) {
+  const bool feasible = analysis.feasible();
+  const std::size_t setup_steps = analysis.setup.steps;
+  os << "file " << source.name() << ": " << setup_steps << " setup step" << (setup_steps == 1 ? "" : "s")
+     << ", " << (feasible ? "all feasible" : "INFEASIBLE") << '\n';
+  for_each_unit(module, analysis, ReportDetail::AllSteps, [&](const ReportUnit& unit) {
+    const auto [line, column] = source.line_and_column(unit.span.begin);
     os << '\n';
     if (unit.kind == ReportUnit::Kind::Setup)
       os << "setup: FAILED (line " << line << ")\n";
@@ -87,10 +89,10 @@ void print_explain_text(llvm::raw_ostream& os, const FileReport& report) {
     }
     if (unit.failure) {
       os << '\n';
-      report.source->print_message(os, unit.steps[*unit.failure].span, llvm::SourceMgr::DK_Error,
-                                   failure_summary(unit), false);
+      source.print_message(os, unit.steps[*unit.failure].span, llvm::SourceMgr::DK_Error,
+                           failure_summary(unit), false);
     }
-  }
+  });
 }
 
 } // namespace fhr

@@ -18,7 +18,12 @@ namespace {
 
 class Builder {
 public:
-  Builder(const ir::Module& module) : module_(module) {}
+  Builder(const ir::Module& module, ReportDetail detail) : module_(module), detail_(detail) {}
+
+  /// Whether step `index` of a unit whose first failure is `failure` is shown.
+  bool shows(std::size_t index, std::size_t count, bool feasible) const {
+    return detail_ == ReportDetail::AllSteps || (!feasible && index + 1 == count);
+  }
 
   std::string value_name(ValueId id) const {
     return id < module_.values.size() ? module_.values[id].name : "#" + std::to_string(id);
@@ -123,7 +128,10 @@ public:
     unit.feasible = report.explanation.feasible;
     unit.locations = report.explanation.locations;
     const FailureDetail* detail = &report.explanation.failure_detail;
-    for (const SimulatedStep& s : report.explanation.steps) {
+    const auto& simulated = report.explanation.steps;
+    for (std::size_t n = 0; n < simulated.size(); ++n) {
+      if (!shows(n, simulated.size(), unit.feasible)) continue;
+      const SimulatedStep& s = simulated[n];
       const std::string context(phase_name(s.phase));
       if (s.phase == Phase::Reserve) {
         unit.steps.push_back(reservation_step(context, plan.reservations[s.index],
@@ -146,7 +154,9 @@ public:
     unit.feasible = report.feasible;
     unit.locations = report.locations;
     const FailureDetail* detail = &report.detail;
-    for (const ProgramRow& row : report.rows) {
+    for (std::size_t n = 0; n < report.rows.size(); ++n) {
+      if (!shows(n, report.rows.size(), unit.feasible)) continue;
+      const ProgramRow& row = report.rows[n];
       const ir::ProgramItem& item = *row.item;
       ReportStep step;
       if (row.part == ProgramPart::Acquire || row.part == ProgramPart::Hold) {
@@ -224,20 +234,27 @@ public:
 
 private:
   const ir::Module& module_;
+  ReportDetail detail_;
 };
 
 } // namespace
 
-FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis) {
+void for_each_unit(const ir::Module& module, const Analysis& analysis, ReportDetail detail,
+                   const std::function<void(const ReportUnit&)>& sink) {
+  Builder builder(module, detail);
+  if (analysis.setup.failed_step) sink(builder.setup(analysis.setup));
+  for (const PlanReport& plan : analysis.plans) sink(builder.plan(plan));
+  for (const ProgramReport& program : analysis.programs) sink(builder.program(program));
+}
+
+FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis,
+                        ReportDetail detail) {
   FileReport report;
   report.file = source.name().str();
   report.source = &source;
   report.setup_steps = analysis.setup.steps;
-  Builder builder(module);
-  if (analysis.setup.failed_step) report.units.push_back(builder.setup(analysis.setup));
-  for (const PlanReport& plan : analysis.plans) report.units.push_back(builder.plan(plan));
-  for (const ProgramReport& program : analysis.programs) report.units.push_back(builder.program(program));
   report.feasible = analysis.feasible();
+  for_each_unit(module, analysis, detail, [&](const ReportUnit& unit) { report.units.push_back(unit); });
   return report;
 }
 

@@ -6,7 +6,7 @@ namespace fhr::cli {
 
 int run_check(const CommonOptions& options) {
   LoadedFiles loaded = load_files(options);
-  std::vector<FileReport> reports = analyse_files(loaded);
+  std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::FailuresOnly);
   bool feasible = true;
   for (const FileReport& r : reports) feasible = feasible && r.feasible;
   if (options.format == "sarif")

@@ -30,7 +30,7 @@ struct LoadedFiles {
 LoadedFiles load_files(const CommonOptions& options);
 
 /// Analyses the good files and builds their reports.
-std::vector<FileReport> analyse_files(const LoadedFiles& loaded);
+std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail detail);
 
 int run_explain(const CommonOptions& options);
 int run_check(const CommonOptions& options);

@@ -39,28 +39,32 @@ LoadedFiles load_files(const CommonOptions& options) {
   return loaded;
 }
 
-std::vector<FileReport> analyse_files(const LoadedFiles& loaded) {
+std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail detail) {
   std::vector<FileReport> reports;
   for (const CompiledFile& file : loaded.files) {
     if (!file.ok()) continue;
     Analysis analysis = analyze_module(file.module, loaded.overrides);
-    reports.push_back(build_report(*file.source, file.module, analysis));
+    reports.push_back(build_report(*file.source, file.module, analysis, detail));
   }
   return reports;
 }
 
 int run_explain(const CommonOptions& options) {
   LoadedFiles loaded = load_files(options);
-  std::vector<FileReport> reports = analyse_files(loaded);
   bool feasible = true;
   if (options.format == "json") {
+    std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
     llvm::outs() << json_text(explain_json(reports)) << '\n';
     for (const FileReport& r : reports) feasible = feasible && r.feasible;
   } else {
-    for (std::size_t i = 0; i < reports.size(); ++i) {
-      if (i) llvm::outs() << '\n';
-      print_explain_text(llvm::outs(), reports[i]);
-      feasible = feasible && reports[i].feasible;
+    bool first = true;
+    for (const CompiledFile& file : loaded.files) {
+      if (!file.ok()) continue;
+      if (!first) llvm::outs() << '\n';
+      first = false;
+      Analysis analysis = analyze_module(file.module, loaded.overrides);
+      print_explain_text(llvm::outs(), *file.source, file.module, analysis);
+      feasible = feasible && analysis.feasible();
     }
   }
   llvm::outs().flush();

@@ -37,6 +37,10 @@ void print_version(llvm::raw_ostream& os) { os << "fhr-plan " << FHR_VERSION << 
 
 int main(int argc, char** argv) {
   cl::SetVersionPrinter(print_version);
+  // Messages name the tool, not the path it was started from, so that they
+  // are the same wherever it is installed.
+  std::string tool_name = "fhr-plan";
+  if (argc > 0) argv[0] = tool_name.data();
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "fhr-plan: explain and check residency plans for GPU encrypted computation\n",
                                    &llvm::errs()))

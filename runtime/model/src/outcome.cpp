@@ -53,7 +53,8 @@ std::string describe(const Outcome& outcome, const MessageContext& context,
     bool first = true;
     if (detail)
       detail->protected_locations.for_each([&](Location l) {
-        text += (first ? "" : ", ") + l.name();
+        if (!first) text += ", ";
+        text += l.name();
         first = false;
       });
     else

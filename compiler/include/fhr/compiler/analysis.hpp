@@ -79,6 +79,9 @@ DeviceConfig device_config(const ir::Module& module);
 /// The state a module's budgets describe, before any setup step.
 State initial_state(const ir::Module& module, const std::vector<BudgetOverride>& overrides);
 
+/// Runs the setup statements on `state` (stops at the first failure).
+SetupReport run_setup(const ir::Module& module, State& state);
+
 Analysis analyze_module(const ir::Module& module, const std::vector<BudgetOverride>& overrides = {});
 
 /// Runs one program from `state` (which it changes).

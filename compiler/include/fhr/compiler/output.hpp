@@ -16,7 +16,9 @@ namespace fhr {
 /// Version of the JSON schema of `explain --format json`.
 inline constexpr const char* kExplainSchema = "fhr-explain/1";
 
-void print_explain_text(llvm::raw_ostream& os, const FileReport& report);
+/// Prints the text report of one file, unit by unit.
+void print_explain_text(llvm::raw_ostream& os, const SourceFile& source, const ir::Module& module,
+                        const Analysis& analysis);
 nlohmann::ordered_json explain_json(const std::vector<FileReport>& reports);
 
 /// Serialises JSON output. Names and labels come from user files and may hold

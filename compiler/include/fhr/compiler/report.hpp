@@ -9,6 +9,7 @@
 #include "fhr/dsl/diagnostics.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,7 +47,17 @@ struct FileReport {
   bool feasible = true;
 };
 
-FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis);
+/// How much of each unit to render: every step (explain) or only the failing
+/// step (check, which prints nothing else and must stay fast on huge files).
+enum class ReportDetail { AllSteps, FailuresOnly };
+
+/// Builds the units one at a time and hands each to `sink`, so that a report
+/// of millions of steps never has to be held whole.
+void for_each_unit(const ir::Module& module, const Analysis& analysis, ReportDetail detail,
+                   const std::function<void(const ReportUnit&)>& sink);
+
+FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis,
+                        ReportDetail detail = ReportDetail::AllSteps);
 
 /// "30 MiB", "1500 KB", "4097 B": exact, in the largest unit that divides.
 std::string format_size(std::uint64_t bytes);

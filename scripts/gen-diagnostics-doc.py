@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Regenerates docs/diagnostics.md: every diagnostic code with an example
+input and the exact output of `fhr-plan check` on it.
+
+Usage: scripts/gen-diagnostics-doc.py build/tools/fhr-plan
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOOL = sys.argv[1]
+CODES = re.findall(r'FHR_DIAGNOSTIC\((\w+), "(E\d+)", "([^"]*)"\)',
+                   open("dsl/include/fhr/dsl/diagnostic_codes.def").read())
+
+# code -> (explanation, example input or None, extra command-line arguments)
+EXAMPLES = {
+    "E0001": ("A line does not start with a statement keyword.", "this is not a plan\n", []),
+    "E0002": ("A declaration is missing its name, or the name is a keyword.", "const = 3\n", []),
+    "E0003": ("A size or number was expected.", "budget pinned 1 GiB +\n", []),
+    "E0004": ("A specific token is missing; the message names it.", "value w[4 1 MiB at pinned\n", []),
+    "E0005": ("A location was expected: `pageable`, `pinned`, `pageable-host`, `pinned-host` or `cuda:N`.",
+              "budget disk 1 TiB\n", []),
+    "E0006": ("A quoted string (plan name, label) was expected.", "plan rotate { }\n", []),
+    "E0007": ("A string is not closed on its line.", "plan \"rotate { }\n", []),
+    "E0008": ("Only `\\\"`, `\\\\`, `\\n`, `\\t`, `\\{` and `\\}` are escapes.", "plan \"a\\qb\" { }\n", []),
+    "E0009": ("Units are case-sensitive: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024).",
+              "budget cuda:0 40 gib\n", []),
+    "E0010": ("A block holds something that does not belong there, or is not closed.",
+              "plan \"p\" {\n  ensure w at cuda:0\n}\n", []),
+    "E0011": ("Parentheses, `for` loops and scopes nest at most 64 deep.",
+              "budget pinned " + "(" * 70 + "1" + ")" * 70 + "\n", []),
+    "E0012": ("A value operand (`name`, `name[i]`, `name[a..b]`, `name[*]`) was expected.",
+              "value a 1 MiB at pinned\nhold a, at pinned\n", []),
+    "E0013": ("A value declaration ends with `at LOCATION` (adopted, must be preserved) or `source LOCATION` (reconstructible).",
+              "value w 15 MiB replicable\n", []),
+    "E0014": ("The input is larger than 1 GiB (source offsets are 32-bit).", None, []),
+    "E0015": ("The file cannot be read.", None, ["missing.fhr"]),
+    "E0101": ("A name is not declared; a close match is suggested.",
+              "value rotkey 120 MiB replicable source pageable\nensure rotky at cuda:0\n", []),
+    "E0102": ("A name is declared twice (values, constants, loop variables and `as` names share one namespace per kind).",
+              "const ct = 30 MiB\nconst ct = 10 MiB\n", []),
+    "E0103": ("Only a family can be indexed.", "value w 1 MiB at pinned\nensure w[0] at cuda:0\n", []),
+    "E0104": ("A family is used where one or more of its members must be chosen.",
+              "value rk[8] 1 MiB replicable source pageable\nensure rk at cuda:0\n", []),
+    "E0105": ("A family index or range end is past the family's size.",
+              "value rk[8] 1 MiB replicable source pageable\nensure rk[8] at cuda:0\n", []),
+    "E0106": ("A range `a..b` is half-open and must hold at least one index; a family needs at least one value.",
+              "value rk[8] 1 MiB replicable source pageable\nensure rk[4..4] at cuda:0\n", []),
+    "E0107": ("A value name is used inside a size expression.", "value w 1 MiB at pinned\nbudget pinned 2 * w\n", []),
+    "E0201": ("A size does not fit in 64 bits.", "budget pinned 20000000 TiB\n", []),
+    "E0202": ("A subtraction goes below zero (sizes are unsigned).", "const ct = 30 MiB\nbudget pinned ct - 31 MiB\n", []),
+    "E0203": ("Division by zero.", "const keys = 0\nbudget pinned 1 GiB / keys\n", []),
+    "E0204": ("`storage` is the per-replica charge and cannot be below the logical size.",
+              "value w 16 MiB storage 15 MiB at pinned\n", []),
+    "E0205": ("The file would expand to more than 50,000,000 values and unrolled statements.",
+              "for i in 0..100000000000 { }\n", []),
+    "E0301": ("A location is spelled wrongly: `cuda` without an index, a non-canonical index, or an index past 127.",
+              "budget cuda:128 80 GiB\n", []),
+    "E0302": ("`devices` must be between 0 and 128.", "devices 200\n", []),
+    "E0303": ("A location has two `budget` or `location` lines.", "budget pinned 1 GiB\nbudget pinned-host 2 GiB\n", []),
+    "E0401": ("Plan names, action-list names and reservation labels must not be blank.", "plan \"\" { }\n", []),
+    "E0402": ("Two plans have the same name.", "plan \"p\" { }\nplan \"p\" { }\n", []),
+    "E0403": ("`run` or `scope` names a plan that is not declared; a close match is suggested.",
+              "plan \"stage-1\" { }\nprogram { run \"stage1\" }\n", []),
+    "E0404": ("`release` names nothing, or something already released.", "release workspace\n", []),
+    "E0405": ("`{name}` in a string must name a loop variable or constant.",
+              "for level in 0..2 { plan \"level-{lvl}\" { } }\n", []),
+    "E0406": ("A statement is valid elsewhere but not here (for example `as` on a plan's reservation).",
+              "plan \"p\" { reserve cuda:0 1 MiB \"tmp\" as t }\n", []),
+    "E0501": ("A `--budget` option is not `LOCATION=SIZE`.", "budget pinned 1 GiB\n", ["--budget", "cuda=1GiB"]),
+}
+
+out = ["# Diagnostics", "",
+       "Every error `fhr-plan` reports has a stable code. Errors print as",
+       "`file:line:col: error: [CODE] message`, then the source line with a caret",
+       "under the offending text, then a `note:` with a hint where one helps. The",
+       "parser resumes at the next line that starts a top-level statement, so one",
+       "run shows every independent error. Any error makes `explain`, `check`",
+       "exit with status 2.", "",
+       "This page is generated by `scripts/gen-diagnostics-doc.py build/tools/fhr-plan`;",
+       "each example is the tool's real output.", ""]
+missing = [code for _, code, _ in CODES if code not in EXAMPLES]
+if missing:
+    sys.exit("no example for " + ", ".join(missing))
+with tempfile.TemporaryDirectory() as tmp:
+    for identifier, code, summary in CODES:
+        text, example, args = EXAMPLES[code]
+        out += [f"## {code}: {summary}", "", text, ""]
+        if example is None and not args:
+            out += ["(No short example: it needs an input over 1 GiB.)", ""]
+            continue
+        path = os.path.join(tmp, "example.fhr")
+        if example is not None:
+            with open(path, "w") as f:
+                f.write(example)
+            out += ["```", example.rstrip("\n"), "```", ""]
+        files = [path] if example is not None else []
+        if args and not args[0].startswith("--"):
+            files, args = args, []
+        result = subprocess.run([TOOL, "check", *args, *files], capture_output=True, text=True,
+                                cwd=tmp, env={**os.environ, "NO_COLOR": "1"})
+        shown = result.stderr.replace(path, "example.fhr")
+        cmd = " ".join(["fhr-plan check", *args, *(["example.fhr"] if example is not None else files)])
+        out += ["```console", f"$ {cmd}", shown.rstrip("\n"), "```", ""]
+        if result.returncode != 2:
+            sys.exit(f"{code}: expected exit 2, got {result.returncode}")
+        if example is not None and f"[{code}]" not in result.stderr:
+            sys.exit(f"{code}: example does not produce it:\n{result.stderr}")
+open("docs/diagnostics.md", "w").write("\n".join(out))
