@@ -54,7 +54,7 @@ EXAMPLES = {
     "E0203": ("Division by zero.", "const keys = 0\nbudget pinned 1 GiB / keys\n", []),
     "E0204": ("`storage` is the per-replica charge and cannot be below the logical size.",
               "value w 16 MiB storage 15 MiB at pinned\n", []),
-    "E0205": ("The file would expand to more than 50,000,000 values and unrolled statements.",
+    "E0205": ("The file would expand to more than 10,000,000 statements or declare more than 1,000,000 values.",
               "for i in 0..100000000000 { }\n", []),
     "E0301": ("A location is spelled wrongly: `cuda` without an index, a non-canonical index, or an index past 127.",
               "budget cuda:128 80 GiB\n", []),

@@ -24,6 +24,6 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_CO
 cmake --build build-fuzz -j "$jobs" --target fuzz_explain
 corpus=$(mktemp -d)
 cp examples/*.fhr tests/golden/inputs/* "$corpus"/
-./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=10 \
+./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
   -rss_limit_mb=2048 -dict=fuzz/fhr.dict "$corpus"
 echo "fuzz smoke run: no finding"

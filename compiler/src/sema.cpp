@@ -560,10 +560,11 @@ void Analyzer::value(const ast::Stmt& s) {
     return;
   }
   if (!declare_global(s.name, s.name_span)) return;
-  if (count > kMaxExpandedItems - std::min(expanded_, kMaxExpandedItems)) {
-    count_expansion(s.span);
-    expanded_ = kMaxExpandedItems + 1;
-    error(DiagCode::TooManyValues, "family of " + std::to_string(count) + " values is too large", s.span);
+  if (count > kMaxValues - module_.values.size()) {
+    error(DiagCode::TooManyValues,
+          "a file may declare at most " + std::to_string(kMaxValues) + " values; this family adds " +
+              std::to_string(count),
+          s.span);
     return;
   }
   expanded_ += count;

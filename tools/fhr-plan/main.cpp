@@ -12,11 +12,15 @@ cl::SubCommand explain_command("explain", "Dry-run every plan and program; print
                                           "bytes and result, and the peak per location");
 cl::SubCommand check_command("check", "CI gate: quiet on success, one line per infeasible plan");
 
-cl::list<std::string> files(cl::Positional, cl::OneOrMore, cl::desc("<file.fhr | - >..."),
+cl::list<std::string> files(cl::Positional, cl::ZeroOrMore, cl::desc("<file.fhr | - >..."),
                             cl::sub(explain_command), cl::sub(check_command));
 cl::list<std::string> budgets("budget", cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
                               cl::sub(check_command));
+
+// LLVM's own --version lives only at the top level; every verb takes it too.
+cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),
+                           cl::sub(check_command));
 
 enum class ExplainFormat { Text, Json };
 cl::opt<ExplainFormat> explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
@@ -45,6 +49,15 @@ int main(int argc, char** argv) {
                                    "fhr-plan: explain and check residency plans for GPU encrypted computation\n",
                                    &llvm::errs()))
     return fhr::cli::kBadInput;
+  if (verb_version) {
+    print_version(llvm::outs());
+    return fhr::cli::kFeasible;
+  }
+  if ((explain_command || check_command) && files.empty()) {
+    llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan "
+                 << (explain_command ? "explain" : "check") << " --help\n";
+    return fhr::cli::kBadInput;
+  }
   fhr::cli::CommonOptions options;
   options.files.assign(files.begin(), files.end());
   options.budget_overrides.assign(budgets.begin(), budgets.end());

@@ -16,7 +16,9 @@ namespace fhr {
 
 /// Limit on values plus unrolled statements, so that a small file cannot ask
 /// for unbounded memory (`for i in 0..1000000000000`).
-inline constexpr std::uint64_t kMaxExpandedItems = 50'000'000;
+inline constexpr std::uint64_t kMaxExpandedItems = 10'000'000;
+/// Limit on declared values (each is a record with a name in the IR).
+inline constexpr std::uint64_t kMaxValues = 1'000'000;
 
 ir::Module analyze(const ast::File& file, SourceFile& source);
 

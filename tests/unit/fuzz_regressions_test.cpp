@@ -1,0 +1,33 @@
+// Inputs the fuzzer once found troublesome run through the whole pipeline
+// and are rejected or explained quickly, with a diagnostic where they are bad.
+#include "test_support.hpp"
+
+#include "fhr/compiler/output.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+TEST_CASE("fuzz regressions go through parse, sema, explain and every output") {
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/tests/fuzz-regressions")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    CAPTURE(entry.path().string());
+    fhr::CompiledFile compiled = fhr::compile_text(text.str(), entry.path().filename().string());
+    ++files;
+    if (!compiled.ok()) {
+      CHECK_FALSE(compiled.source->diagnostics().empty());
+      continue;
+    }
+    fhr::Analysis analysis = fhr::analyze_module(compiled.module);
+    std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.source, compiled.module, analysis)};
+    CHECK_FALSE(fhr::json_text(fhr::explain_json(reports)).empty());
+  }
+  CHECK(files >= 2);
+}
+
+TEST_CASE("a family larger than the value limit is refused") {
+  CHECK(fhr::test::diagnostic_codes("value v[2000000] 1 at pinned") == std::vector<std::string>{"E0205"});
+}
