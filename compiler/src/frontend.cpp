@@ -1,5 +1,6 @@
 #include "fhr/compiler/frontend.hpp"
 
+#include "fhr/compiler/disasm.hpp"
 #include "fhr/compiler/sema.hpp"
 #include "fhr/dsl/parser.hpp"
 
@@ -17,16 +18,48 @@ CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer) {
 }
 } // namespace
 
-llvm::Expected<CompiledFile> compile_file(llvm::StringRef path) {
+namespace {
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return llvm::createStringError(buffer.getError(), "[%s] cannot read '%s': %s",
                                    diag_code_text(DiagCode::UnreadableFile).data(), path.str().c_str(),
                                    buffer.getError().message().c_str());
-  if (path == "-")
-    *buffer = llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), "<stdin>");
-  return compile_buffer(std::move(*buffer));
+  if (path == "-") return llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), "<stdin>");
+  return std::move(*buffer);
+}
+
+llvm::Expected<bytecode::Module> load_buffer(const llvm::MemoryBuffer& buffer) {
+  try {
+    return bytecode::load_module(std::as_bytes(std::span(buffer.getBufferStart(), buffer.getBufferSize())));
+  } catch (const bytecode::ModuleError& error) {
+    return llvm::createStringError(std::errc::invalid_argument, "[%s] '%s' is not a valid module: %s",
+                                   diag_code_text(DiagCode::InvalidModule).data(),
+                                   buffer.getBufferIdentifier().str().c_str(), error.what());
+  }
+}
+} // namespace
+
+bool is_module(llvm::StringRef bytes) { return bytes.startswith(llvm::StringRef(bytecode::kMagic, 4)); }
+
+llvm::Expected<bytecode::Module> load_module_file(llvm::StringRef path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path);
+  if (!buffer) return buffer.takeError();
+  if (!is_module((*buffer)->getBuffer()))
+    return llvm::createStringError(std::errc::invalid_argument, "[%s] '%s' is not a bytecode module (no FHRB magic)",
+                                   diag_code_text(DiagCode::InvalidModule).data(), path.str().c_str());
+  return load_buffer(**buffer);
+}
+
+llvm::Expected<CompiledFile> compile_file(llvm::StringRef path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path);
+  if (!buffer) return buffer.takeError();
+  if (!is_module((*buffer)->getBuffer())) return compile_buffer(std::move(*buffer));
+  llvm::Expected<bytecode::Module> module = load_buffer(**buffer);
+  if (!module) return module.takeError();
+  const std::string name = (*buffer)->getBufferIdentifier().str();
+  return compile_buffer(llvm::MemoryBuffer::getMemBufferCopy(disassemble(*module, name), name));
 }
 
 CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name) {

@@ -32,8 +32,7 @@ public:
   ir::Module run() {
     // Plans are collected before programs so that a program may run a plan
     // declared after it; everything else takes effect in file order.
-    std::vector<ast::StmtId> programs;
-    for (ast::StmtId id : file_.top_level) top_statement(id, programs);
+    for (ast::StmtId id : file_.top_level) top_statement(id);
     for (const auto& [program, loop_scope] : deferred_programs_) {
       loops_ = loop_scope;
       this->program(program);
@@ -78,7 +77,7 @@ private:
   template <typename F> void for_each_iteration(const ast::Stmt& s, F&& body);
 
   // ---- statements ------------------------------------------------------------
-  void top_statement(ast::StmtId id, std::vector<ast::StmtId>& programs);
+  void top_statement(ast::StmtId id);
   void value(const ast::Stmt& s);
   void plan(const ast::Stmt& s);
   void program(ast::StmtId id);
@@ -404,7 +403,7 @@ void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList& 
   }
 }
 
-void Analyzer::top_statement(ast::StmtId id, std::vector<ast::StmtId>& programs) {
+void Analyzer::top_statement(ast::StmtId id) {
   const ast::Stmt& s = stmt(id);
   switch (s.kind) {
   case StmtKind::Const: {
@@ -486,12 +485,11 @@ void Analyzer::top_statement(ast::StmtId id, std::vector<ast::StmtId>& programs)
   }
   case StmtKind::Plan: plan(s); break;
   case StmtKind::Program:
-    programs.push_back(id);
     deferred_programs_.emplace_back(id, loops_);
     break;
   case StmtKind::For:
     for_each_iteration(s, [&] {
-      for (ast::StmtId child : children(s)) top_statement(child, programs);
+      for (ast::StmtId child : children(s)) top_statement(child);
     });
     break;
   default:

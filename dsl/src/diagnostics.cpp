@@ -40,7 +40,16 @@ llvm::StringRef SourceFile::text() const {
 
 std::pair<unsigned, unsigned> SourceFile::line_and_column(std::uint32_t offset) const {
   const char* base = text().data();
-  return source_manager_.getLineAndColumn(llvm::SMLoc::getFromPointer(base + offset), buffer_id_);
+  offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text().size()));
+  auto [line, column] = source_manager_.getLineAndColumn(llvm::SMLoc::getFromPointer(base + offset), buffer_id_);
+  auto mark = std::upper_bound(line_marks_.begin(), line_marks_.end(), offset,
+                               [](std::uint32_t o, const ast::LineMark& m) { return o < m.offset; });
+  if (mark == line_marks_.begin()) return {line, column};
+  --mark;
+  const unsigned mark_line =
+      source_manager_.getLineAndColumn(llvm::SMLoc::getFromPointer(base + mark->offset), buffer_id_).first;
+  if (line <= mark_line) return {line, column};
+  return {mark->line + (line - mark_line - 1), column};
 }
 
 void SourceFile::report(DiagCode code, std::string message, ast::Span span, std::string hint) {
@@ -61,7 +70,23 @@ void SourceFile::print_message(llvm::raw_ostream& os, ast::Span span,
   std::uint32_t line_end = begin + static_cast<std::uint32_t>(std::min(rest.find('\n'), rest.size()));
   if (line_end > begin)
     ranges.emplace_back(location, llvm::SMLoc::getFromPointer(base + line_end));
-  source_manager_.PrintMessage(os, location, kind, message, ranges, {}, colors);
+  if (line_marks_.empty()) {
+    source_manager_.PrintMessage(os, location, kind, message, ranges, {}, colors);
+    return;
+  }
+  // Renumbered text: build the diagnostic with the line the directives give.
+  const auto [line, column] = line_and_column(begin);
+  const char* line_start = base + begin - (column - 1);
+  llvm::StringRef line_text(line_start, static_cast<std::size_t>(base + size - line_start));
+  line_text = line_text.take_until([](char c) { return c == '\n' || c == '\r'; });
+  std::vector<std::pair<unsigned, unsigned>> columns;
+  for (const llvm::SMRange& r : ranges)
+    columns.emplace_back(static_cast<unsigned>(r.Start.getPointer() - line_start),
+                         static_cast<unsigned>(std::min(r.End.getPointer() - line_start,
+                                                        static_cast<std::ptrdiff_t>(line_text.size()))));
+  llvm::SMDiagnostic diagnostic(source_manager_, location, name(), static_cast<int>(line),
+                                static_cast<int>(column) - 1, kind, message.str(), line_text, columns);
+  diagnostic.print(nullptr, os, colors);
 }
 
 void SourceFile::print(llvm::raw_ostream& os, bool colors) const {

@@ -123,6 +123,12 @@ public:
   }
   void statement_done() { error_reported_ = false; }
 
+  template <typename Input> void mark_line(const Input& in) {
+    std::uint64_t line = 0;
+    for (char c : in.string_view()) line = std::min<std::uint64_t>(line * 10 + static_cast<unsigned>(c - '0'), 1u << 30);
+    source_.add_line_mark(ast::LineMark{offset(in.begin()), static_cast<std::uint32_t>(line)});
+  }
+
 private:
   SourceFile& source_;
   ast::File& file_;
@@ -195,6 +201,10 @@ FHR_CLOSES(grammar::action_for);
 FHR_CLOSES(grammar::program_for);
 FHR_CLOSES(grammar::top_for);
 #undef FHR_CLOSES
+
+template <> struct action<grammar::line_number> {
+  template <typename Input> static void apply(const Input& in, Builder& b) { b.mark_line(in); }
+};
 
 template <> struct action<grammar::top_statement> {
   template <typename Input> static void apply(const Input&, Builder& b) { b.statement_done(); }

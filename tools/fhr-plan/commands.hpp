@@ -34,5 +34,9 @@ std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail de
 
 int run_explain(const CommonOptions& options);
 int run_check(const CommonOptions& options);
+/// Lowers one file to a verified module at `output` (written atomically).
+int run_compile(const CommonOptions& options, const std::string& output);
+/// Prints each module as .fhr text.
+int run_disasm(const CommonOptions& options);
 
 } // namespace fhr::cli

@@ -11,16 +11,21 @@ namespace {
 cl::SubCommand explain_command("explain", "Dry-run every plan and program; print each step, its "
                                           "bytes and result, and the peak per location");
 cl::SubCommand check_command("check", "CI gate: quiet on success, one line per infeasible plan");
+cl::SubCommand compile_command("compile", "Lower a plan file to a verified bytecode module");
+cl::SubCommand disasm_command("disasm", "Print a bytecode module as .fhr text that compiles to the same bytes");
 
 cl::list<std::string> files(cl::Positional, cl::ZeroOrMore, cl::desc("<file.fhr | - >..."),
-                            cl::sub(explain_command), cl::sub(check_command));
+                            cl::sub(explain_command), cl::sub(check_command), cl::sub(compile_command),
+                            cl::sub(disasm_command));
+cl::opt<std::string> output_path("o", cl::desc("Output module"), cl::value_desc("OUT.fhrb"), cl::Required,
+                                 cl::sub(compile_command));
 cl::list<std::string> budgets("budget", cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
                               cl::sub(check_command));
 
 // LLVM's own --version lives only at the top level; every verb takes it too.
 cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),
-                           cl::sub(check_command));
+                           cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command));
 
 enum class ExplainFormat { Text, Json };
 cl::opt<ExplainFormat> explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
@@ -53,9 +58,10 @@ int main(int argc, char** argv) {
     print_version(llvm::outs());
     return fhr::cli::kFeasible;
   }
-  if ((explain_command || check_command) && files.empty()) {
-    llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan "
-                 << (explain_command ? "explain" : "check") << " --help\n";
+  const char* verb = explain_command ? "explain" : check_command ? "check" : compile_command ? "compile" : "disasm";
+  const bool any_verb = explain_command || check_command || compile_command || disasm_command;
+  if (any_verb && files.empty()) {
+    llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan " << verb << " --help\n";
     return fhr::cli::kBadInput;
   }
   fhr::cli::CommonOptions options;
@@ -69,6 +75,8 @@ int main(int argc, char** argv) {
     options.format = check_format == CheckFormat::Sarif ? "sarif" : check_format == CheckFormat::Github ? "github" : "text";
     return fhr::cli::run_check(options);
   }
-  llvm::errs() << "fhr-plan: missing command (explain or check); see fhr-plan --help\n";
+  if (compile_command) return fhr::cli::run_compile(options, output_path);
+  if (disasm_command) return fhr::cli::run_disasm(options);
+  llvm::errs() << "fhr-plan: missing command (explain, check, compile or disasm); see fhr-plan --help\n";
   return fhr::cli::kBadInput;
 }

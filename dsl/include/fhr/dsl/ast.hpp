@@ -91,4 +91,11 @@ struct File {
   std::vector<StmtId> top_level;
 };
 
+/// A `@line N` directive: lines after the one holding byte `offset` count
+/// from `line`.
+struct LineMark {
+  std::uint32_t offset = 0;
+  std::uint32_t line = 0;
+};
+
 } // namespace fhr::ast

@@ -45,8 +45,11 @@ public:
 
   llvm::StringRef name() const;
   llvm::StringRef text() const;
-  /// 1-based line and column of a byte offset.
+  /// 1-based line and column of a byte offset, lines as `@line` directives
+  /// renumber them.
   std::pair<unsigned, unsigned> line_and_column(std::uint32_t offset) const;
+  /// Records a `@line` directive (in source order).
+  void add_line_mark(ast::LineMark mark) { line_marks_.push_back(mark); }
 
   void report(DiagCode code, std::string message, ast::Span span, std::string hint = {});
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
@@ -62,6 +65,7 @@ private:
   llvm::SourceMgr source_manager_;
   unsigned buffer_id_ = 0;
   std::vector<Diagnostic> diagnostics_;
+  std::vector<ast::LineMark> line_marks_;
 };
 
 /// The closest candidate by edit distance, if close enough to suggest.

@@ -18,7 +18,11 @@ using namespace tao::pegtl;
 
 // ---- lexical ------------------------------------------------------------
 struct comment : seq<one<'#'>, until<eolf>> {};
-struct separator : sor<ascii::space, comment> {};
+/// `@line N`: the next line counts as line N (as C's #line). The
+/// disassembler writes it so that recompiled text keeps the original lines.
+struct line_number : plus<digit> {};
+struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, line_number, star<blank>, eolf> {};
+struct separator : sor<ascii::space, comment, line_directive> {};
 struct ws : star<separator> {};
 
 struct kw_const : TAO_PEGTL_KEYWORD("const") {};
