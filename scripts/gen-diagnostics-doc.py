@@ -37,6 +37,9 @@ EXAMPLES = {
               "value w 15 MiB replicable\n", []),
     "E0014": ("The input is larger than 1 GiB (source offsets are 32-bit).", None, []),
     "E0015": ("The file cannot be read.", None, ["missing.fhr"]),
+    "E0016": ("A file starts with the bytecode magic `FHRB` but does not load: it is truncated, its checksum "
+              "does not match, or a field is out of range. The message names the problem and its byte offset "
+              "(see docs/bytecode.md).", "FHRB but not really a module\n", []),
     "E0101": ("A name is not declared; a close match is suggested.",
               "value rotkey 120 MiB replicable source pageable\nensure rotky at cuda:0\n", []),
     "E0102": ("A name is declared twice (values, constants, loop variables and `as` names share one namespace per kind).",

@@ -13,17 +13,23 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFHR_SANITIZE=address,undefined >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-echo "== fuzz smoke run (libFuzzer, ASan + UBSan)"
+echo "== fuzz smoke runs (libFuzzer, ASan + UBSan)"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_explain
+cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module
 corpus=$(mktemp -d)
-cp examples/*.fhr tests/golden/inputs/* "$corpus"/
+cp examples/*.fhr tests/golden/inputs/*.fhr "$corpus"/
 ./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
   -rss_limit_mb=2048 -dict=fuzz/fhr.dict "$corpus"
-echo "fuzz smoke run: no finding"
+modules=$(mktemp -d)
+for example in examples/*.fhr; do
+  ./build/tools/fhr-plan compile "$example" -o "$modules/$(basename "$example" .fhr).fhrb"
+done
+./build-fuzz/fuzz/fuzz_module -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
+  -rss_limit_mb=2048 "$modules"
+echo "fuzz smoke runs: no finding"

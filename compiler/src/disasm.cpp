@@ -86,14 +86,14 @@ private:
         break;
       case 'V': operands[n] = values(in.value, in.count); break;
       case 'S': operands[n] = format_size(in.size); break;
-      case 'P': operands[n] = quoted(module_.strings[module_.plans[in.index].name]); break;
-      case 'R': operands[n] = module_.strings[module_.code[in.index].alias - 1]; break;
+      case 'P': operands[n] = quoted(module_.strings[module_.plans[in.index()].name]); break;
+      case 'R': operands[n] = module_.strings[module_.code[in.index()].alias() - 1]; break;
       default: break;
       }
     }
     std::string items;
     if (in.opcode == Opcode::Hold || in.opcode == Opcode::Lease || in.opcode == Opcode::Acquire)
-      for (std::uint32_t k = 1; k <= in.index; ++k)
+      for (std::uint32_t k = 1; k <= in.index(); ++k)
         items += (k > 1 ? ", " : "") + values(module_.code[i + k].value, module_.code[i + k].count);
     std::string out;
     for (const char* p = bytecode::info(in.opcode).syntax; *p; ++p) {
@@ -105,9 +105,9 @@ private:
       while (*close && *close != '}') ++close;
       const std::string key(p + 1, close);
       if (key == "items") out += items;
-      else if (key == "as") out += in.alias ? " as " + module_.strings[in.alias - 1] : "";
+      else if (key == "as") out += in.alias() ? " as " + module_.strings[in.alias() - 1] : "";
       else if (key == "pending") out += in.flag ? " pending" : "";
-      else if (key == "label") out += quoted(module_.strings[in.index]);
+      else if (key == "label") out += quoted(module_.strings[in.index()]);
       else out += operands[key[0] - '0'];
       p = close;
     }
@@ -118,10 +118,10 @@ private:
   std::uint32_t statement(std::uint32_t i, unsigned indent) {
     const Instruction& in = module_.code[i];
     switch (in.opcode) {
-    case Opcode::Declare: at(in.line, indent, declaration(module_.declarations[in.index])); return i + 1;
+    case Opcode::Declare: at(in.line, indent, declaration(module_.declarations[in.index()])); return i + 1;
     case Opcode::Hold:
     case Opcode::Lease:
-    case Opcode::Acquire: at(in.line, indent, render(i)); return i + in.index + 1;
+    case Opcode::Acquire: at(in.line, indent, render(i)); return i + in.index() + 1;
     default: at(in.line, indent, render(i)); return i + 1;
     }
   }

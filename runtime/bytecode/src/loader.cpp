@@ -1,7 +1,9 @@
 #include "fhr/bytecode/module.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <set>
 
 namespace fhr::bytecode {
 
@@ -44,16 +46,38 @@ public:
   bool done() const { return at_ == end_; }
   std::size_t left() const { return end_ - at_; }
 
-  [[noreturn]] void fail(ModuleErrorCode code, const std::string& message) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(ModuleErrorCode code, const std::string& message) const {
     throw ModuleError(code, at_, message);
   }
 
   std::uint8_t byte(const char* what) {
-    if (at_ >= end_) fail(ModuleErrorCode::Truncated, std::string("missing ") + what);
+    if (at_ >= end_) [[unlikely]]
+      missing(what);
     return static_cast<std::uint8_t>(data_[at_++]);
   }
 
+  /// LEB128 with the one-byte case inline: most operands are small.
   std::uint64_t leb(const char* what) {
+    if (end_ - at_ >= 2) [[likely]] {
+      const auto first = static_cast<std::uint8_t>(data_[at_]);
+      if (first < 0x80) [[likely]] {
+        ++at_;
+        return first;
+      }
+      const auto second = static_cast<std::uint8_t>(data_[at_ + 1]);
+      if (second < 0x80) {
+        at_ += 2;
+        return (first & 0x7fu) | std::uint64_t{second} << 7;
+      }
+    }
+    return leb_slow(what);
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void missing(const char* what) const {
+    fail(ModuleErrorCode::Truncated, std::string("missing ") + what);
+  }
+
+  [[gnu::noinline]] std::uint64_t leb_slow(const char* what) {
     std::uint64_t value = 0;
     for (unsigned shift = 0;; shift += 7) {
       const std::uint8_t b = byte(what);
@@ -67,7 +91,7 @@ public:
 
   std::uint32_t leb32(const char* what) {
     const std::uint64_t value = leb(what);
-    if (value > UINT32_MAX) fail(ModuleErrorCode::BadSection, std::string(what) + " does not fit 32 bits");
+    if (value > UINT32_MAX) [[unlikely]] fail(ModuleErrorCode::BadSection, std::string(what) + " does not fit 32 bits");
     return static_cast<std::uint32_t>(value);
   }
 
@@ -89,7 +113,8 @@ public:
 
   Location location(const char* what) {
     const std::uint8_t index = byte(what);
-    if (index >= Location::kCount) fail(ModuleErrorCode::BadOperand, std::string("invalid location byte for ") + what);
+    if (index >= Location::kCount) [[unlikely]]
+      fail(ModuleErrorCode::BadOperand, std::string("invalid location byte for ") + what);
     return Location::from_index(index);
   }
 
@@ -109,6 +134,26 @@ std::uint64_t read_u64(const std::byte* p) {
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(p[i]);
   return v;
 }
+
+/// `[A-Za-z_][A-Za-z0-9_]*` and not a reserved word.
+bool is_identifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  for (const char* word : kReservedWords)
+    if (name == word) return false;
+  return true;
+}
+
+/// Operand kinds of every opcode, decoded once from the opcode table.
+struct OperandKinds {
+  char kinds[kOpcodeCount][5] = {};
+  constexpr OperandKinds() {
+    for (unsigned op = 0; op < kOpcodeCount; ++op)
+      for (unsigned k = 0; kOpcodes[op].operands[k] != '\0' && k < 4; ++k) kinds[op][k] = kOpcodes[op].operands[k];
+  }
+};
+constexpr OperandKinds kOperandKinds;
 
 struct SectionSpan {
   std::size_t begin = 0, end = 0;
@@ -226,10 +271,14 @@ private:
     Reader r = section(SectionKind::Decls);
     const std::uint32_t n = r.count("declaration count", 6);
     module_.declarations.reserve(n);
+    std::set<std::string_view> names;
     std::uint64_t values = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
       Declaration d;
       d.name = string_index(r, "declaration name", true);
+      if (!is_identifier(module_.strings[d.name]))
+        r.fail(ModuleErrorCode::BadOperand, "declaration name '" + module_.strings[d.name] + "' is not a name");
+      if (!names.insert(module_.strings[d.name]).second) r.fail(ModuleErrorCode::BadStructure, "two declarations have the same name");
       d.family_size = r.leb32("family size");
       d.spec.logical_nbytes = r.leb("logical bytes");
       d.spec.storage_nbytes = r.leb("storage bytes");
@@ -251,15 +300,17 @@ private:
   void code() {
     Reader r = section(SectionKind::Code);
     const std::uint32_t n = r.count("instruction count", 1);
-    module_.code.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const std::size_t at = r.offset();
+    module_.code.resize(n);
+    // The declaration of the last value operand: consecutive instructions
+    // usually name values of the same declaration.
+    std::uint32_t declaration_begin = 1, declaration_end = 0;
+    for (Instruction& in : module_.code) {
       const std::uint8_t op = r.byte("opcode");
-      if (op >= kOpcodeCount) r.fail(ModuleErrorCode::BadOpcode, "opcode " + std::to_string(op));
-      Instruction in;
+      if (op >= kOpcodeCount) [[unlikely]]
+        r.fail(ModuleErrorCode::BadOpcode, "opcode " + std::to_string(op));
       in.opcode = static_cast<Opcode>(op);
       bool first_location = true;
-      for (const char* kind = info(in.opcode).operands; *kind; ++kind) {
+      for (const char* kind = kOperandKinds.kinds[op]; *kind; ++kind) {
         switch (*kind) {
         case 'L':
           (first_location ? in.location : in.from) = r.location("location operand");
@@ -268,24 +319,28 @@ private:
         case 'V': {
           in.value = r.leb32("value operand");
           in.count = r.leb32("value count");
-          if (in.count == 0) r.fail(ModuleErrorCode::BadOperand, "value count 0");
-          if (in.value >= module_.value_count || in.count > module_.value_count - in.value)
-            r.fail(ModuleErrorCode::BadIndex, "values " + std::to_string(in.value) + "+" + std::to_string(in.count));
-          const Declaration& d = module_.declaration_of(in.value);
-          if (in.value + in.count > d.first_value + d.value_count())
-            r.fail(ModuleErrorCode::BadOperand, "a value range crosses declarations");
+          if (in.value < declaration_begin || in.value >= declaration_end) {
+            if (in.value >= module_.value_count) [[unlikely]]
+              r.fail(ModuleErrorCode::BadIndex, "value " + std::to_string(in.value));
+            const Declaration& d = module_.declaration_of(in.value);
+            declaration_begin = d.first_value;
+            declaration_end = d.first_value + d.value_count();
+          }
+          if (in.count == 0 || in.count > declaration_end - in.value) [[unlikely]]
+            r.fail(in.count == 0 ? ModuleErrorCode::BadOperand : ModuleErrorCode::BadOperand,
+                   in.count == 0 ? "value count 0" : "a value range runs past its declaration");
           break;
         }
         case 'D':
         case 'P':
         case 'R':
-        case 'N': in.index = r.leb32("index operand"); break;
-        case 'T': in.index = string_index(r, "name", true); break;
+        case 'N': in.count = r.leb32("index operand"); break;
+        case 'T': in.count = string_index(r, "name", true); break;
         case 'S': in.size = r.leb("size operand"); break;
         case 'A':
-          in.alias = r.leb32("alias");
-          if (in.alias > module_.strings.size()) r.fail(ModuleErrorCode::BadIndex, "alias string");
-          if (in.alias && module_.strings[in.alias - 1].empty()) r.fail(ModuleErrorCode::BadOperand, "empty alias");
+          in.value = r.leb32("alias");
+          if (in.value > module_.strings.size()) r.fail(ModuleErrorCode::BadIndex, "alias string");
+          if (in.value && !is_identifier(module_.strings[in.value - 1])) r.fail(ModuleErrorCode::BadOperand, "alias is not a name");
           break;
         case 'F': {
           const std::uint8_t f = r.byte("flag");
@@ -296,8 +351,6 @@ private:
         default: break;
         }
       }
-      (void)at;
-      module_.code.push_back(in);
     }
     finish(r, "CODE");
   }
@@ -320,12 +373,14 @@ private:
     Reader r = section(SectionKind::Plans);
     const std::uint32_t n = r.count("plan count", 7);
     module_.plans.reserve(n);
+    std::set<std::string_view> plan_names;
     if (setup_end_ > module_.code.size()) r.fail(ModuleErrorCode::BadIndex, "setup end past the code");
     module_.setup = {0, setup_end_};
     cursor_ = setup_end_;
     for (std::uint32_t i = 0; i < n; ++i) {
       PlanEntry p;
       p.name = string_index(r, "plan name", true);
+      if (!plan_names.insert(module_.strings[p.name]).second) r.fail(ModuleErrorCode::BadStructure, "two plans have the same name");
       p.line = r.leb32("plan line");
       expect_start(r, cursor_, r.leb32("plan start"), "plan");
       p.reclaim = range(r, cursor_, "reclaim count");
@@ -386,11 +441,11 @@ private:
   /// Checks that instruction i+1..i+n are items; returns the index after them.
   std::uint32_t items(std::uint32_t i, std::uint32_t end) {
     const Instruction& in = module_.code[i];
-    if (in.index == 0) fail_at(i, ModuleErrorCode::BadOperand, "empty value list");
-    if (in.index > end - i - 1) fail_at(i, ModuleErrorCode::BadStructure, "value list runs past its range");
-    for (std::uint32_t k = i + 1; k <= i + in.index; ++k)
+    if (in.index() == 0) fail_at(i, ModuleErrorCode::BadOperand, "empty value list");
+    if (in.index() > end - i - 1) fail_at(i, ModuleErrorCode::BadStructure, "value list runs past its range");
+    for (std::uint32_t k = i + 1; k <= i + in.index(); ++k)
       if (module_.code[k].opcode != Opcode::Item) fail_at(k, ModuleErrorCode::BadStructure, "expected an item");
-    return i + in.index + 1;
+    return i + in.index() + 1;
   }
 
   void check_values_declared(std::uint32_t i, std::uint32_t declared_values) {
@@ -406,7 +461,7 @@ private:
       const Instruction& in = module_.code[i];
       switch (in.opcode) {
       case Opcode::Declare:
-        if (in.index != declared) fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
+        if (in.index() != declared) fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
         declared_values += module_.declarations[declared].value_count();
         ++declared;
         ++i;
@@ -420,13 +475,13 @@ private:
       }
       case Opcode::Reserve: ++i; break;
       case Opcode::Release: {
-        if (in.index >= i) fail_at(i, ModuleErrorCode::BadIndex, "release target is not an earlier instruction");
-        const Instruction& target = module_.code[in.index];
+        if (in.index() >= i) fail_at(i, ModuleErrorCode::BadIndex, "release target is not an earlier instruction");
+        const Instruction& target = module_.code[in.index()];
         if ((target.opcode != Opcode::Hold && target.opcode != Opcode::Lease && target.opcode != Opcode::Reserve) ||
-            target.alias == 0)
+            target.alias() == 0)
           fail_at(i, ModuleErrorCode::BadStructure, "release target is not a named hold, lease or reservation");
-        if (released[in.index]) fail_at(i, ModuleErrorCode::BadStructure, "released twice");
-        released[in.index] = 1;
+        if (released[in.index()]) fail_at(i, ModuleErrorCode::BadStructure, "released twice");
+        released[in.index()] = 1;
         ++i;
         break;
       }
@@ -450,7 +505,7 @@ private:
   void verify_plan(const PlanEntry& plan) {
     verify_actions_only(plan.reclaim);
     for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end; ++i)
-      if (module_.code[i].opcode != Opcode::Reserve || module_.code[i].alias != 0)
+      if (module_.code[i].opcode != Opcode::Reserve || module_.code[i].alias() != 0)
         fail_at(i, ModuleErrorCode::BadStructure, "a plan's reservation list holds only unnamed reservations");
     verify_actions_only(plan.enter);
     verify_actions_only(plan.exit);
@@ -466,7 +521,7 @@ private:
       switch (in.opcode) {
       case Opcode::Scope:
       case Opcode::Run:
-        if (in.index >= module_.plans.size()) fail_at(i, ModuleErrorCode::BadIndex, "plan " + std::to_string(in.index));
+        if (in.index() >= module_.plans.size()) fail_at(i, ModuleErrorCode::BadIndex, "plan " + std::to_string(in.index()));
         if (in.opcode == Opcode::Scope) {
           if (open.size() >= kMaxScopeDepth) fail_at(i, ModuleErrorCode::BadStructure, "scopes nest too deep");
           open.push_back(Opcode::Scope);
@@ -484,11 +539,11 @@ private:
         break;
       case Opcode::Acquire: i = items(i, program.body.end); break;
       case Opcode::Hold:
-        if (in.alias != 0) fail_at(i, ModuleErrorCode::BadStructure, "named hold inside a program");
+        if (in.alias() != 0) fail_at(i, ModuleErrorCode::BadStructure, "named hold inside a program");
         i = items(i, program.body.end);
         break;
       case Opcode::Reserve:
-        if (in.alias != 0) fail_at(i, ModuleErrorCode::BadStructure, "named reservation inside a program");
+        if (in.alias() != 0) fail_at(i, ModuleErrorCode::BadStructure, "named reservation inside a program");
         ++i;
         break;
       default:

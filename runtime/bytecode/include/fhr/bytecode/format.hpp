@@ -81,6 +81,15 @@ inline const OpcodeInfo& info(Opcode op) { return kOpcodes[static_cast<unsigned>
 inline constexpr std::uint8_t kDeclReplicable = 1;
 inline constexpr std::uint8_t kDeclReconstructible = 2;
 
+/// The words of the plan language that cannot name a value or an alias.
+/// Declaration names and aliases in a module must be identifiers outside this
+/// list, so that every verified module disassembles to valid text.
+inline constexpr const char* kReservedWords[] = {
+    "const", "budget", "location", "devices", "value", "storage", "exclusive", "replicable", "at",
+    "source", "ensure", "copy", "move", "drop", "discard", "to", "from", "hold", "lease", "pending",
+    "acquire", "reserve", "release", "as", "plan", "reclaim", "enter", "exit", "program", "scope",
+    "run", "actions", "for", "in"};
+
 /// Nesting limit of scopes in a program (as in the language).
 inline constexpr unsigned kMaxScopeDepth = 64;
 

@@ -49,18 +49,25 @@ private:
 
 std::string_view module_error_name(ModuleErrorCode code);
 
+/// One decoded instruction, 24 bytes: a module of a million actions decodes
+/// into 24 MB. No opcode has both a V operand and an index or alias, so they
+/// share storage; read them through the accessors.
 struct Instruction {
   Opcode opcode = Opcode::End;
   Location location;        ///< first L operand
   Location from;            ///< second L operand (MoveFrom)
-  std::uint32_t value = 0;  ///< V: first value id
-  std::uint32_t count = 0;  ///< V: number of values
-  std::uint32_t index = 0;  ///< D, P, R, T: the index; N: the item count
-  std::uint32_t alias = 0;  ///< A: 0 none, else string index + 1
-  std::uint64_t size = 0;   ///< S
   bool flag = false;        ///< F
+  std::uint32_t value = 0;  ///< V: first value id; A: the alias
+  std::uint32_t count = 0;  ///< V: number of values; D P R T N: the index or item count
   std::uint32_t line = 0;   ///< source line
+  std::uint64_t size = 0;   ///< S
+
+  /// D, P, R, T: the index; N: the number of items that follow.
+  std::uint32_t index() const { return count; }
+  /// A: 0 for none, else the alias's string index + 1.
+  std::uint32_t alias() const { return value; }
 };
+static_assert(sizeof(Instruction) == 24);
 
 struct Declaration {
   std::uint32_t name = 0;        ///< string index
