@@ -41,17 +41,6 @@ private:
     ++next_line_;
   }
 
-  static std::string quoted(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-      if (c == '"' || c == '\\' || c == '{' || c == '}') out += '\\';
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else out += c;
-    }
-    return out + "\"";
-  }
-
   std::string values(std::uint32_t first, std::uint32_t count) const {
     const bytecode::Declaration& d = module_.declaration_of(first);
     const std::string& name = module_.strings[d.name];
@@ -86,7 +75,7 @@ private:
         break;
       case 'V': operands[n] = values(in.value, in.count); break;
       case 'S': operands[n] = format_size(in.size); break;
-      case 'P': operands[n] = quoted(module_.strings[module_.plans[in.index()].name]); break;
+      case 'P': operands[n] = string_literal(module_.strings[module_.plans[in.index()].name]); break;
       case 'R': operands[n] = module_.strings[module_.code[in.index()].alias() - 1]; break;
       default: break;
       }
@@ -107,7 +96,7 @@ private:
       if (key == "items") out += items;
       else if (key == "as") out += in.alias() ? " as " + module_.strings[in.alias() - 1] : "";
       else if (key == "pending") out += in.flag ? " pending" : "";
-      else if (key == "label") out += quoted(module_.strings[in.index()]);
+      else if (key == "label") out += string_literal(module_.strings[in.index()]);
       else out += operands[key[0] - '0'];
       p = close;
     }
@@ -134,7 +123,7 @@ private:
   }
 
   void plan(const bytecode::PlanEntry& plan) {
-    at(plan.line, 0, "plan " + quoted(module_.strings[plan.name]) + " {");
+    at(plan.line, 0, "plan " + string_literal(module_.strings[plan.name]) + " {");
     block("reclaim", plan.reclaim);
     for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end;) i = statement(i, 1);
     block("enter", plan.enter);
@@ -143,7 +132,7 @@ private:
   }
 
   void program(const bytecode::ProgramEntry& program) {
-    at(program.line, 0, "program " + quoted(module_.strings[program.name]) + " {");
+    at(program.line, 0, "program " + string_literal(module_.strings[program.name]) + " {");
     unsigned depth = 1;
     for (std::uint32_t i = program.body.begin; i < program.body.end;) {
       const Instruction& in = module_.code[i];

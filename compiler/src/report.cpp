@@ -14,6 +14,18 @@ std::string format_size(std::uint64_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
+std::string string_literal(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    // Braces are escaped too: unescaped they would interpolate.
+    if (c == '"' || c == '\\' || c == '{' || c == '}') out += '\\';
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + "\"";
+}
+
 namespace {
 
 class Builder {
@@ -42,19 +54,8 @@ public:
     return {};
   }
 
-  static std::string quoted(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-      if (c == '"' || c == '\\' || c == '{' || c == '}') out += '\\';
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else out += c;
-    }
-    return out + "\"";
-  }
-
   std::string reservation_text(const Reservation& r) const {
-    return "reserve " + r.location.name() + " " + format_size(r.nbytes) + " " + quoted(r.label);
+    return "reserve " + r.location.name() + " " + format_size(r.nbytes) + " " + string_literal(r.label);
   }
 
   /// Lists values as written: runs of one family become `rk[0..8]` or `rk[*]`.

@@ -22,6 +22,9 @@ struct CommonOptions {
 /// Compiles every file, printing diagnostics to stderr. `ok` is false when a
 /// file could not be read or had errors; `overrides` receives the parsed
 /// `--budget` options.
+/// Prints `fhr-plan: error: <message>` to stderr.
+void report_error(llvm::Error error);
+
 struct LoadedFiles {
   std::vector<CompiledFile> files;
   std::vector<BudgetOverride> overrides;

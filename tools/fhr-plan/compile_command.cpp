@@ -36,7 +36,7 @@ int run_disasm(const CommonOptions& options) {
   for (const std::string& path : options.files) {
     llvm::Expected<bytecode::Module> module = load_module_file(path);
     if (!module) {
-      llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(module.takeError()) << '\n';
+      report_error(module.takeError());
       status = kBadInput;
       continue;
     }

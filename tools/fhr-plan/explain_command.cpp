@@ -12,12 +12,16 @@ namespace {
 bool stderr_colors() { return std::getenv("NO_COLOR") == nullptr && llvm::errs().has_colors(); }
 } // namespace
 
+void report_error(llvm::Error error) {
+  llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(std::move(error)) << '\n';
+}
+
 LoadedFiles load_files(const CommonOptions& options) {
   LoadedFiles loaded;
   for (const std::string& text : options.budget_overrides) {
     llvm::Expected<BudgetOverride> parsed = parse_budget_override(text);
     if (!parsed) {
-      llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(parsed.takeError()) << '\n';
+      report_error(parsed.takeError());
       loaded.ok = false;
       continue;
     }
@@ -26,7 +30,7 @@ LoadedFiles load_files(const CommonOptions& options) {
   for (const std::string& path : options.files) {
     llvm::Expected<CompiledFile> compiled = compile_file(path);
     if (!compiled) {
-      llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(compiled.takeError()) << '\n';
+      report_error(compiled.takeError());
       loaded.ok = false;
       continue;
     }

@@ -416,7 +416,8 @@ private:
       const std::uint64_t zigzag = r.leb("line delta");
       const std::int64_t delta = static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
       line += delta;
-      if (line < 0 || line > UINT32_MAX) r.fail(ModuleErrorCode::BadOperand, "line out of range");
+      // The language's `@line` directive stops at 2^30; so do modules.
+      if (line < 0 || line > (std::int64_t{1} << 30)) r.fail(ModuleErrorCode::BadOperand, "line out of range");
       in.line = static_cast<std::uint32_t>(line);
     }
     finish(r, "LINES");

@@ -62,6 +62,9 @@ FileReport build_report(const SourceFile& source, const ir::Module& module, cons
 /// "30 MiB", "1500 KB", "4097 B": exact, in the largest unit that divides.
 std::string format_size(std::uint64_t bytes);
 
+/// `text` as a .fhr string literal that reads back as `text`.
+std::string string_literal(const std::string& text);
+
 /// The one-line summary of a unit's first failure: "Transition exceeds ..."
 std::string failure_summary(const ReportUnit& unit);
 
