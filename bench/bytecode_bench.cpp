@@ -19,7 +19,7 @@ double seconds_since(Clock::time_point start) {
 }
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: bytecode_bench FILE [REPEATS]\n");
     return 2;
@@ -37,24 +37,27 @@ int main(int argc, char** argv) {
   const double lowering = seconds_since(start);
 
   std::size_t actions = 0;
-  for (const fhr::ir::Plan& plan : compiled->module.plans)
+  for (const fhr::ir::Plan &plan : compiled->module.plans)
     actions += plan.reclaim.size() + plan.enter.size() + plan.exit.size();
-  for (const fhr::ir::SetupStep& step : compiled->module.setup)
+  for (const fhr::ir::SetupStep &step : compiled->module.setup)
     actions += step.kind == fhr::ir::SetupKind::Action;
 
   double best_load = 1e9;
   std::size_t instructions = 0;
   for (int i = 0; i < repeats; ++i) {
     start = Clock::now();
-    fhr::bytecode::Module module = fhr::bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    fhr::bytecode::Module module =
+        fhr::bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
     best_load = std::min(best_load, seconds_since(start));
     instructions = module.code.size();
   }
   std::printf("file: %s\n", argv[1]);
   std::printf("actions: %zu, instructions: %zu\n", actions, instructions);
-  std::printf("compile:        %.3f s (parse + sema %.3f s, lowering %.3f s)\n", front_end + lowering, front_end,
-              lowering);
-  std::printf("module size:    %zu bytes = %.2f bytes per action\n", bytes.size(), double(bytes.size()) / double(actions));
-  std::printf("load + verify:  %.4f s = %.1f million actions per second\n", best_load, double(actions) / best_load / 1e6);
+  std::printf("compile:        %.3f s (parse + sema %.3f s, lowering %.3f s)\n", front_end + lowering,
+              front_end, lowering);
+  std::printf("module size:    %zu bytes = %.2f bytes per action\n", bytes.size(),
+              double(bytes.size()) / double(actions));
+  std::printf("load + verify:  %.4f s = %.1f million actions per second\n", best_load,
+              double(actions) / best_load / 1e6);
   return 0;
 }

@@ -39,7 +39,7 @@ double peak_rss_mib() {
 }
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: explain_bench FILE [REPEATS]\n");
     return 2;
@@ -75,18 +75,19 @@ int main(int argc, char** argv) {
     }
     fhr::Simulator simulator(state);
     steps = 0;
-    for (const fhr::ir::Plan& plan : module.plans) steps += simulator.explain(plan.view()).steps.size();
+    for (const fhr::ir::Plan &plan : module.plans)
+      steps += simulator.explain(plan.view()).steps.size();
     best_plans = std::min(best_plans, seconds_since(start));
     start = Clock::now();
     program_rows = 0;
-    for (const fhr::ir::Program& program : module.programs) {
+    for (const fhr::ir::Program &program : module.programs) {
       fhr::State copy = state;
       program_rows += fhr::run_program(module, program, copy).rows.size();
     }
     best_programs = std::min(best_programs, seconds_since(start));
     rss_all = std::max(rss_all, peak_rss_mib());
     actions = 0;
-    for (const fhr::ir::Plan& plan : module.plans)
+    for (const fhr::ir::Plan &plan : module.plans)
       actions += plan.reclaim.size() + plan.enter.size() + plan.exit.size();
     plans = module.plans.size();
   }
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
               actions, steps, program_rows);
   std::printf("parse:               %8.3f s   (peak RSS %7.1f MiB)\n", best_parse, rss_parse);
   std::printf("sema:                %8.3f s   (peak RSS %7.1f MiB)\n", best_sema, rss_sema);
-  std::printf("setup + explain:     %8.3f s   = %.3f us per action\n", best_plans, 1e6 * best_plans / double(actions));
+  std::printf("setup + explain:     %8.3f s   = %.3f us per action\n", best_plans,
+              1e6 * best_plans / double(actions));
   std::printf("parse+sema+explain:  %8.3f s\n", best_parse + best_sema + best_plans);
   std::printf("program run:         %8.3f s   (%zu steps: preflight + execution of every plan)\n",
               best_programs, program_rows);

@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char*>(data), size);
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
   fhr::CompiledFile compiled = fhr::compile_text(text, "fuzz.fhr");
   llvm::raw_null_ostream sink;
   if (!compiled.ok()) {

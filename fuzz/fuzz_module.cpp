@@ -13,16 +13,18 @@
 #include <cstdlib>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  std::vector<std::byte> bytes(reinterpret_cast<const std::byte *>(data),
+                               reinterpret_cast<const std::byte *>(data) + size);
   if (bytes.size() >= fhr::bytecode::kHeaderSize) {
     const std::uint64_t sum = fhr::bytecode::checksum(std::span(bytes).subspan(fhr::bytecode::kHeaderSize));
-    for (int i = 0; i < 8; ++i) bytes[16 + i] = static_cast<std::byte>((sum >> (8 * i)) & 0xff);
+    for (int i = 0; i < 8; ++i)
+      bytes[16 + i] = static_cast<std::byte>((sum >> (8 * i)) & 0xff);
   }
   fhr::bytecode::Module module;
   try {
     module = fhr::bytecode::load_module(bytes);
-  } catch (const fhr::bytecode::ModuleError&) {
+  } catch (const fhr::bytecode::ModuleError &) {
     return 0;
   }
   fhr::CompiledFile compiled = fhr::compile_text(fhr::disassemble(module, "fuzz.fhrb"), "fuzz.fhrb");

@@ -6,40 +6,41 @@ namespace fhr {
 
 bool Analysis::feasible() const {
   if (setup.failed_step) return false;
-  return std::all_of(plans.begin(), plans.end(), [](const PlanReport& p) { return p.explanation.feasible; }) &&
-         std::all_of(programs.begin(), programs.end(), [](const ProgramReport& p) { return p.feasible; });
+  return std::all_of(plans.begin(), plans.end(),
+                     [](const PlanReport &p) { return p.explanation.feasible; }) &&
+         std::all_of(programs.begin(), programs.end(), [](const ProgramReport &p) { return p.feasible; });
 }
 
-DeviceConfig device_config(const ir::Module& module) {
+DeviceConfig device_config(const ir::Module &module) {
   DeviceConfig config;
   config.device_count = module.device_count.value_or(Location::kMaxCudaDevices);
   config.cuda_available = config.device_count > 0;
   return config;
 }
 
-State initial_state(const ir::Module& module, const std::vector<BudgetOverride>& overrides) {
+State initial_state(const ir::Module &module, const std::vector<BudgetOverride> &overrides) {
   State state(device_config(module));
-  for (const auto& [location, budget] : module.budgets) {
+  for (const auto &[location, budget] : module.budgets) {
     std::optional<std::uint64_t> effective = budget;
-    for (const BudgetOverride& o : overrides)
+    for (const BudgetOverride &o : overrides)
       if (o.location == location) effective = o.budget_bytes;
     state.set_budget(location, effective);
   }
-  for (const BudgetOverride& o : overrides)
+  for (const BudgetOverride &o : overrides)
     if (!state.is_registered(o.location)) state.set_budget(o.location, o.budget_bytes);
   return state;
 }
 
-SetupReport run_setup(const ir::Module& module, State& state) {
+SetupReport run_setup(const ir::Module &module, State &state) {
   SetupReport report;
   std::vector<LifetimeId> lifetime_of_step(module.setup.size(), 0);
   for (std::size_t i = 0; i < module.setup.size(); ++i) {
-    const ir::SetupStep& step = module.setup[i];
+    const ir::SetupStep &step = module.setup[i];
     Outcome outcome;
     switch (step.kind) {
     case ir::SetupKind::Adopt:
-      outcome = state.adopt(step.value, module.values[step.value].spec,
-                            module.values[step.value].location, &report.detail);
+      outcome = state.adopt(step.value, module.values[step.value].spec, module.values[step.value].location,
+                            &report.detail);
       break;
     case ir::SetupKind::RegisterSource:
       outcome = state.register_source(step.value, module.values[step.value].spec,
@@ -71,20 +72,21 @@ namespace {
 
 class ProgramRunner {
 public:
-  ProgramRunner(const ir::Module& module, State& state, ProgramReport& report)
+  ProgramRunner(const ir::Module &module, State &state, ProgramReport &report)
       : module_(module), state_(state), report_(report) {}
 
-  bool run_body(const std::vector<ir::ProgramItem>& items) {
+  bool run_body(const std::vector<ir::ProgramItem> &items) {
     std::vector<LifetimeId> lifetimes;
-    for (const ir::ProgramItem& item : items)
+    for (const ir::ProgramItem &item : items)
       if (!run_item(item, lifetimes)) return false;
-    for (auto it = lifetimes.rbegin(); it != lifetimes.rend(); ++it) state_.release(*it);
+    for (auto it = lifetimes.rbegin(); it != lifetimes.rend(); ++it)
+      state_.release(*it);
     return true;
   }
 
 private:
-  bool record(ProgramPart part, const ir::ProgramItem& item, Phase phase, std::uint32_t index,
-              const Outcome& outcome, ErrorClass raised_on_failure, ValueId failed_value = 0) {
+  bool record(ProgramPart part, const ir::ProgramItem &item, Phase phase, std::uint32_t index,
+              const Outcome &outcome, ErrorClass raised_on_failure, ValueId failed_value = 0) {
     ProgramRow row;
     row.part = part;
     row.item = &item;
@@ -100,32 +102,31 @@ private:
   }
 
   /// The shared simulator decides whether the scope or list may start.
-  bool preflight(const ir::ProgramItem& item, const PlanView& view) {
+  bool preflight(const ir::ProgramItem &item, const PlanView &view) {
     Simulator simulator(state_);
     Explanation explanation = simulator.explain(view);
     if (explanation.feasible) return true;
-    const SimulatedStep& failed = *explanation.first_failure();
+    const SimulatedStep &failed = *explanation.first_failure();
     report_.detail = explanation.failure_detail;
-    return record(ProgramPart::Preflight, item, failed.phase, failed.index, failed.outcome,
-                  ErrorClass::Plan);
+    return record(ProgramPart::Preflight, item, failed.phase, failed.index, failed.outcome, ErrorClass::Plan);
   }
 
-  bool execute(ProgramPart part, const ir::ProgramItem& item, Phase phase,
-               const std::vector<Action>& actions, ErrorClass raised) {
+  bool execute(ProgramPart part, const ir::ProgramItem &item, Phase phase, const std::vector<Action> &actions,
+               ErrorClass raised) {
     for (std::uint32_t i = 0; i < actions.size(); ++i)
       if (!record(part, item, phase, i, state_.apply(actions[i], &report_.detail), raised)) return false;
     return true;
   }
 
-  bool run_item(const ir::ProgramItem& item, std::vector<LifetimeId>& lifetimes) {
+  bool run_item(const ir::ProgramItem &item, std::vector<LifetimeId> &lifetimes) {
     switch (item.kind) {
     case ir::ProgramItemKind::Scope:
     case ir::ProgramItemKind::Run: return run_scope(item);
     case ir::ProgramItemKind::Actions: {
       PlanView view;
       view.enter = item.actions.actions;
-      return preflight(item, view) &&
-             execute(ProgramPart::Execute, item, Phase::Enter, item.actions.actions, ErrorClass::PlanExecution);
+      return preflight(item, view) && execute(ProgramPart::Execute, item, Phase::Enter, item.actions.actions,
+                                              ErrorClass::PlanExecution);
     }
     case ir::ProgramItemKind::Direct:
       // A direct primitive fails with its own class (ErrorClass::None: keep it).
@@ -145,8 +146,8 @@ private:
     }
     case ir::ProgramItemKind::Reserve: {
       LifetimeId id = 0;
-      Outcome outcome = state_.reserve(item.location, item.reservation.nbytes, item.reservation.label,
-                                       &id, &report_.detail);
+      Outcome outcome = state_.reserve(item.location, item.reservation.nbytes, item.reservation.label, &id,
+                                       &report_.detail);
       if (!record(ProgramPart::BodyReserve, item, Phase::Reserve, 0, outcome, outcome.error)) return false;
       lifetimes.push_back(id);
       return true;
@@ -155,17 +156,18 @@ private:
     return true;
   }
 
-  bool run_scope(const ir::ProgramItem& item) {
-    const ir::Plan& plan = module_.plans[item.plan];
+  bool run_scope(const ir::ProgramItem &item) {
+    const ir::Plan &plan = module_.plans[item.plan];
     if (!preflight(item, plan.view())) return false;
     if (!execute(ProgramPart::Reclaim, item, Phase::Reclaim, plan.reclaim.actions, ErrorClass::PlanExecution))
       return false;
     std::vector<LifetimeId> reservations;
     for (std::uint32_t i = 0; i < plan.reservations.size(); ++i) {
-      const Reservation& r = plan.reservations[i];
+      const Reservation &r = plan.reservations[i];
       LifetimeId id = 0;
       if (!record(ProgramPart::Reserve, item, Phase::Reserve, i,
-                  state_.reserve(r.location, r.nbytes, r.label, &id, &report_.detail), ErrorClass::PlanExecution))
+                  state_.reserve(r.location, r.nbytes, r.label, &id, &report_.detail),
+                  ErrorClass::PlanExecution))
         return false;
       reservations.push_back(id);
     }
@@ -176,26 +178,27 @@ private:
     // changed the state the entry preflight saw.
     const bool exited =
         execute(ProgramPart::Exit, item, Phase::Exit, plan.exit.actions, ErrorClass::PlanExecution);
-    for (auto it = reservations.rbegin(); it != reservations.rend(); ++it) state_.release(*it);
+    for (auto it = reservations.rbegin(); it != reservations.rend(); ++it)
+      state_.release(*it);
     return exited;
   }
 
-  const ir::Module& module_;
-  State& state_;
-  ProgramReport& report_;
+  const ir::Module &module_;
+  State &state_;
+  ProgramReport &report_;
 };
 
 } // namespace
 
-ProgramReport run_program(const ir::Module& module, const ir::Program& program, State& state) {
+ProgramReport run_program(const ir::Module &module, const ir::Program &program, State &state) {
   ProgramReport report;
   report.program = &program;
   state.reset_peaks();
   const State before = state;
   ProgramRunner(module, state, report).run_body(program.items);
   for (Location location : state.registry()) {
-    const LocationAccount& now = state.account(location);
-    const LocationAccount& then = before.account(location);
+    const LocationAccount &now = state.account(location);
+    const LocationAccount &then = before.account(location);
     report.locations.push_back(LocationPrediction{location, now.budget_bytes, then.used_bytes,
                                                   then.reserved_bytes, now.peak_charged_bytes,
                                                   now.peak_used_bytes});
@@ -203,15 +206,15 @@ ProgramReport run_program(const ir::Module& module, const ir::Program& program, 
   return report;
 }
 
-Analysis analyze_module(const ir::Module& module, const std::vector<BudgetOverride>& overrides) {
+Analysis analyze_module(const ir::Module &module, const std::vector<BudgetOverride> &overrides) {
   Analysis analysis;
   State state = initial_state(module, overrides);
   analysis.setup = run_setup(module, state);
   Simulator simulator(state);
   analysis.plans.reserve(module.plans.size());
-  for (const ir::Plan& plan : module.plans)
+  for (const ir::Plan &plan : module.plans)
     analysis.plans.push_back(PlanReport{&plan, simulator.explain(plan.view())});
-  for (const ir::Program& program : module.programs) {
+  for (const ir::Program &program : module.programs) {
     State copy = state;
     analysis.programs.push_back(run_program(module, program, copy));
   }

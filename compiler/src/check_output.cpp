@@ -5,9 +5,10 @@ namespace fhr {
 namespace {
 
 /// Calls f(report, unit, line, column) for each failing unit in file order.
-template <typename F> void for_each_failure(const std::vector<FileReport>& reports, F&& f) {
-  for (const FileReport& report : reports)
-    for (const ReportUnit& unit : report.units) {
+template <typename F>
+void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
+  for (const FileReport &report : reports)
+    for (const ReportUnit &unit : report.units) {
       if (!unit.failure) continue;
       const auto [line, column] = report.source->line_and_column(unit.steps[*unit.failure].span.begin);
       f(report, unit, line, column);
@@ -16,48 +17,56 @@ template <typename F> void for_each_failure(const std::vector<FileReport>& repor
 
 /// GitHub workflow commands need %, CR and LF escaped in the message, and
 /// also ',' and ':' in properties.
-std::string github_escape(const std::string& text, bool property) {
+std::string github_escape(const std::string &text, bool property) {
   std::string out;
   for (char c : text) {
-    if (c == '%') out += "%25";
-    else if (c == '\r') out += "%0D";
-    else if (c == '\n') out += "%0A";
-    else if (property && c == ':') out += "%3A";
-    else if (property && c == ',') out += "%2C";
-    else out += c;
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else if (property && c == ':')
+      out += "%3A";
+    else if (property && c == ',')
+      out += "%2C";
+    else
+      out += c;
   }
   return out;
 }
 
 } // namespace
 
-void print_check_text(llvm::raw_ostream& os, const std::vector<FileReport>& reports) {
-  for_each_failure(reports, [&](const FileReport& report, const ReportUnit& unit, unsigned line, unsigned column) {
-    os << report.file << ':' << line << ':' << column << ": error: " << failure_summary(unit) << '\n';
-  });
+void print_check_text(llvm::raw_ostream &os, const std::vector<FileReport> &reports) {
+  for_each_failure(
+      reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line, unsigned column) {
+        os << report.file << ':' << line << ':' << column << ": error: " << failure_summary(unit) << '\n';
+      });
 }
 
-void print_check_github(llvm::raw_ostream& os, const std::vector<FileReport>& reports) {
-  for_each_failure(reports, [&](const FileReport& report, const ReportUnit& unit, unsigned line, unsigned column) {
-    os << "::error file=" << github_escape(report.file, true) << ",line=" << line << ",col=" << column
-       << ",title=" << github_escape("fhr-plan check: " + unit.name, true)
-       << "::" << github_escape(failure_summary(unit), false) << '\n';
-  });
+void print_check_github(llvm::raw_ostream &os, const std::vector<FileReport> &reports) {
+  for_each_failure(
+      reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line, unsigned column) {
+        os << "::error file=" << github_escape(report.file, true) << ",line=" << line << ",col=" << column
+           << ",title=" << github_escape("fhr-plan check: " + unit.name, true)
+           << "::" << github_escape(failure_summary(unit), false) << '\n';
+      });
 }
 
-nlohmann::ordered_json check_sarif(const std::vector<FileReport>& reports, const std::string& version) {
+nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports, const std::string &version) {
   using json = nlohmann::ordered_json;
   json results = json::array();
-  for_each_failure(reports, [&](const FileReport& report, const ReportUnit& unit, unsigned line, unsigned column) {
-    const ReportStep& step = unit.steps[*unit.failure];
+  for_each_failure(reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line,
+                                unsigned column) {
+    const ReportStep &step = unit.steps[*unit.failure];
     json result;
     result["ruleId"] = "fhr/" + std::string(error_class_id(step.error));
     result["level"] = "error";
     result["message"] = json{{"text", failure_summary(unit)}};
     result["locations"] = json::array(
-        {json{{"physicalLocation",
-               json{{"artifactLocation", json{{"uri", report.file}}},
-                    {"region", json{{"startLine", line}, {"startColumn", column}}}}}}});
+        {json{{"physicalLocation", json{{"artifactLocation", json{{"uri", report.file}}},
+                                        {"region", json{{"startLine", line}, {"startColumn", column}}}}}}});
     results.push_back(std::move(result));
   });
   json rules = json::array();

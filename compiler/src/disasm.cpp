@@ -11,28 +11,31 @@ using bytecode::Opcode;
 
 class Disassembler {
 public:
-  explicit Disassembler(const bytecode::Module& module) : module_(module) {}
+  explicit Disassembler(const bytecode::Module &module) : module_(module) {}
 
-  std::string run(const std::string& origin) {
+  std::string run(const std::string &origin) {
     raw("# fhr bytecode v" + std::to_string(bytecode::kFormatVersion) + ", disassembled from " + origin);
     if (module_.device_count) raw("devices " + std::to_string(*module_.device_count));
-    for (const auto& [location, budget] : module_.budgets)
+    for (const auto &[location, budget] : module_.budgets)
       raw(budget ? "budget " + location.name() + " " + format_size(*budget) : "location " + location.name());
-    for (std::uint32_t i = module_.setup.begin; i < module_.setup.end;) i = statement(i, 0);
-    for (const bytecode::PlanEntry& plan : module_.plans) this->plan(plan);
-    for (const bytecode::ProgramEntry& program : module_.programs) this->program(program);
+    for (std::uint32_t i = module_.setup.begin; i < module_.setup.end;)
+      i = statement(i, 0);
+    for (const bytecode::PlanEntry &plan : module_.plans)
+      this->plan(plan);
+    for (const bytecode::ProgramEntry &program : module_.programs)
+      this->program(program);
     return std::move(text_);
   }
 
 private:
   /// Writes one physical line that carries no instruction.
-  void raw(const std::string& line) {
+  void raw(const std::string &line) {
     text_ += line;
     text_ += '\n';
     ++next_line_;
   }
   /// Writes a line that must count as source line `line`.
-  void at(std::uint32_t line, unsigned indent, const std::string& content) {
+  void at(std::uint32_t line, unsigned indent, const std::string &content) {
     if (line != next_line_) {
       text_ += std::string(indent * 2, ' ') + "@line " + std::to_string(line) + "\n";
       next_line_ = line;
@@ -42,8 +45,8 @@ private:
   }
 
   std::string values(std::uint32_t first, std::uint32_t count) const {
-    const bytecode::Declaration& d = module_.declaration_of(first);
-    const std::string& name = module_.strings[d.name];
+    const bytecode::Declaration &d = module_.declaration_of(first);
+    const std::string &name = module_.strings[d.name];
     if (d.family_size == 0) return name;
     const std::uint32_t index = first - d.first_value;
     if (count == d.family_size) return name + "[*]";
@@ -51,11 +54,12 @@ private:
     return name + "[" + std::to_string(index) + ".." + std::to_string(index + count) + "]";
   }
 
-  std::string declaration(const bytecode::Declaration& d) const {
+  std::string declaration(const bytecode::Declaration &d) const {
     std::string out = "value " + module_.strings[d.name];
     if (d.family_size) out += "[" + std::to_string(d.family_size) + "]";
     out += " " + format_size(d.spec.logical_nbytes);
-    if (d.spec.storage_nbytes != d.spec.logical_nbytes) out += " storage " + format_size(d.spec.storage_nbytes);
+    if (d.spec.storage_nbytes != d.spec.logical_nbytes)
+      out += " storage " + format_size(d.spec.storage_nbytes);
     out += d.spec.replica_mode == ReplicaMode::Replicable ? " replicable" : " exclusive";
     out += d.spec.recoverability == Recoverability::Reconstructible ? " source " : " at ";
     return out + d.location.name();
@@ -63,11 +67,11 @@ private:
 
   /// Fills an opcode's syntax template.
   std::string render(std::uint32_t i) const {
-    const Instruction& in = module_.code[i];
+    const Instruction &in = module_.code[i];
     std::string operands[4];
     unsigned n = 0;
     bool first_location = true;
-    for (const char* kind = bytecode::info(in.opcode).operands; *kind && n < 4; ++kind, ++n) {
+    for (const char *kind = bytecode::info(in.opcode).operands; *kind && n < 4; ++kind, ++n) {
       switch (*kind) {
       case 'L':
         operands[n] = (first_location ? in.location : in.from).name();
@@ -85,19 +89,25 @@ private:
       for (std::uint32_t k = 1; k <= in.index(); ++k)
         items += (k > 1 ? ", " : "") + values(module_.code[i + k].value, module_.code[i + k].count);
     std::string out;
-    for (const char* p = bytecode::info(in.opcode).syntax; *p; ++p) {
+    for (const char *p = bytecode::info(in.opcode).syntax; *p; ++p) {
       if (*p != '{' || p[1] == ' ' || p[1] == '\0') {
         out += *p;
         continue;
       }
-      const char* close = p;
-      while (*close && *close != '}') ++close;
+      const char *close = p;
+      while (*close && *close != '}')
+        ++close;
       const std::string key(p + 1, close);
-      if (key == "items") out += items;
-      else if (key == "as") out += in.alias() ? " as " + module_.strings[in.alias() - 1] : "";
-      else if (key == "pending") out += in.flag ? " pending" : "";
-      else if (key == "label") out += string_literal(module_.strings[in.index()]);
-      else out += operands[key[0] - '0'];
+      if (key == "items")
+        out += items;
+      else if (key == "as")
+        out += in.alias() ? " as " + module_.strings[in.alias() - 1] : "";
+      else if (key == "pending")
+        out += in.flag ? " pending" : "";
+      else if (key == "label")
+        out += string_literal(module_.strings[in.index()]);
+      else
+        out += operands[key[0] - '0'];
       p = close;
     }
     return out;
@@ -105,7 +115,7 @@ private:
 
   /// Prints the instruction at `i` (and its items); returns the next index.
   std::uint32_t statement(std::uint32_t i, unsigned indent) {
-    const Instruction& in = module_.code[i];
+    const Instruction &in = module_.code[i];
     switch (in.opcode) {
     case Opcode::Declare: at(in.line, indent, declaration(module_.declarations[in.index()])); return i + 1;
     case Opcode::Hold:
@@ -115,27 +125,29 @@ private:
     }
   }
 
-  void block(const char* keyword, bytecode::InstructionRange range) {
+  void block(const char *keyword, bytecode::InstructionRange range) {
     if (range.size() == 0) return;
     raw(std::string("  ") + keyword + " {");
-    for (std::uint32_t i = range.begin; i < range.end;) i = statement(i, 2);
+    for (std::uint32_t i = range.begin; i < range.end;)
+      i = statement(i, 2);
     raw("  }");
   }
 
-  void plan(const bytecode::PlanEntry& plan) {
+  void plan(const bytecode::PlanEntry &plan) {
     at(plan.line, 0, "plan " + string_literal(module_.strings[plan.name]) + " {");
     block("reclaim", plan.reclaim);
-    for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end;) i = statement(i, 1);
+    for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end;)
+      i = statement(i, 1);
     block("enter", plan.enter);
     block("exit", plan.exit);
     raw("}");
   }
 
-  void program(const bytecode::ProgramEntry& program) {
+  void program(const bytecode::ProgramEntry &program) {
     at(program.line, 0, "program " + string_literal(module_.strings[program.name]) + " {");
     unsigned depth = 1;
     for (std::uint32_t i = program.body.begin; i < program.body.end;) {
-      const Instruction& in = module_.code[i];
+      const Instruction &in = module_.code[i];
       if (in.opcode == Opcode::End) {
         --depth;
         raw(std::string(depth * 2, ' ') + "}");
@@ -148,14 +160,14 @@ private:
     raw("}");
   }
 
-  const bytecode::Module& module_;
+  const bytecode::Module &module_;
   std::string text_;
   std::uint32_t next_line_ = 1;
 };
 
 } // namespace
 
-std::string disassemble(const bytecode::Module& module, const std::string& origin) {
+std::string disassemble(const bytecode::Module &module, const std::string &origin) {
   return Disassembler(module).run(origin);
 }
 

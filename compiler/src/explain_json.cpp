@@ -6,11 +6,11 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json optional_location(const std::optional<Location>& location) {
+json optional_location(const std::optional<Location> &location) {
   return location ? json(location->name()) : json(nullptr);
 }
 
-json optional_bytes(const std::optional<std::uint64_t>& bytes) {
+json optional_bytes(const std::optional<std::uint64_t> &bytes) {
   return bytes ? json(*bytes) : json(nullptr);
 }
 
@@ -32,19 +32,19 @@ std::string_view unit_kind(ReportUnit::Kind kind) {
   return "plan";
 }
 
-json position(const SourceFile& source, ast::Span span) {
+json position(const SourceFile &source, ast::Span span) {
   const auto [line, column] = source.line_and_column(span.begin);
   return json{{"line", line}, {"column", column}};
 }
 
-json unit_json(const FileReport& report, const ReportUnit& unit) {
+json unit_json(const FileReport &report, const ReportUnit &unit) {
   json out;
   out["kind"] = unit_kind(unit.kind);
   out["name"] = unit.name;
   out["position"] = position(*report.source, unit.span);
   out["feasible"] = unit.feasible;
   json steps = json::array();
-  for (const ReportStep& s : unit.steps) {
+  for (const ReportStep &s : unit.steps) {
     json step;
     step["phase"] = s.context;
     step["step"] = s.text;
@@ -61,7 +61,7 @@ json unit_json(const FileReport& report, const ReportUnit& unit) {
   }
   out["steps"] = std::move(steps);
   json locations = json::array();
-  for (const LocationPrediction& p : unit.locations) {
+  for (const LocationPrediction &p : unit.locations) {
     json location;
     location["location"] = p.location.name();
     location["budget_bytes"] = optional_bytes(p.budget_bytes);
@@ -84,22 +84,23 @@ json unit_json(const FileReport& report, const ReportUnit& unit) {
 
 } // namespace
 
-std::string json_text(const nlohmann::ordered_json& document) {
+std::string json_text(const nlohmann::ordered_json &document) {
   return document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-json explain_json(const std::vector<FileReport>& reports) {
+json explain_json(const std::vector<FileReport> &reports) {
   json out;
   out["schema"] = kExplainSchema;
   bool feasible = true;
   json files = json::array();
-  for (const FileReport& report : reports) {
+  for (const FileReport &report : reports) {
     json file;
     file["file"] = report.file;
     file["feasible"] = report.feasible;
     file["setup_steps"] = report.setup_steps;
     json units = json::array();
-    for (const ReportUnit& unit : report.units) units.push_back(unit_json(report, unit));
+    for (const ReportUnit &unit : report.units)
+      units.push_back(unit_json(report, unit));
     file["units"] = std::move(units);
     files.push_back(std::move(file));
     feasible = feasible && report.feasible;

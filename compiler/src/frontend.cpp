@@ -30,10 +30,10 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef p
   return std::move(*buffer);
 }
 
-llvm::Expected<bytecode::Module> load_buffer(const llvm::MemoryBuffer& buffer) {
+llvm::Expected<bytecode::Module> load_buffer(const llvm::MemoryBuffer &buffer) {
   try {
     return bytecode::load_module(std::as_bytes(std::span(buffer.getBufferStart(), buffer.getBufferSize())));
-  } catch (const bytecode::ModuleError& error) {
+  } catch (const bytecode::ModuleError &error) {
     return llvm::createStringError(std::errc::invalid_argument, "[%s] '%s' is not a valid module: %s",
                                    diag_code_text(DiagCode::InvalidModule).data(),
                                    buffer.getBufferIdentifier().str().c_str(), error.what());
@@ -47,7 +47,8 @@ llvm::Expected<bytecode::Module> load_module_file(llvm::StringRef path) {
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path);
   if (!buffer) return buffer.takeError();
   if (!is_module((*buffer)->getBuffer()))
-    return llvm::createStringError(std::errc::invalid_argument, "[%s] '%s' is not a bytecode module (no FHRB magic)",
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "[%s] '%s' is not a bytecode module (no FHRB magic)",
                                    diag_code_text(DiagCode::InvalidModule).data(), path.str().c_str());
   return load_buffer(**buffer);
 }

@@ -26,21 +26,23 @@ struct Encoded {
 
 class Lowering {
 public:
-  Lowering(const ir::Module& module, const SourceFile& source) : module_(module), source_(source) {}
+  Lowering(const ir::Module &module, const SourceFile &source) : module_(module), source_(source) {}
 
   std::vector<char> run() {
     declarations();
     setup();
     setup_end_ = static_cast<std::uint32_t>(code_.size());
-    for (const ir::Plan& plan : module_.plans) this->plan(plan);
-    for (const ir::Program& program : module_.programs) this->program(program);
+    for (const ir::Plan &plan : module_.plans)
+      this->plan(plan);
+    for (const ir::Program &program : module_.programs)
+      this->program(program);
     return assemble();
   }
 
 private:
   std::uint32_t line(ast::Span span) const { return source_.line_and_column(span.begin).first; }
 
-  std::uint32_t intern(const std::string& text) {
+  std::uint32_t intern(const std::string &text) {
     auto [it, inserted] = string_index_.try_emplace(text, static_cast<std::uint32_t>(strings_.size()));
     if (inserted) strings_.push_back(text);
     return it->second;
@@ -53,7 +55,7 @@ private:
 
   void declarations() {
     for (std::size_t v = 0; v < module_.values.size();) {
-      const ir::Value& value = module_.values[v];
+      const ir::Value &value = module_.values[v];
       const bool family = value.family != ir::kNoFamily;
       const std::uint32_t count = family ? module_.families[value.family].count : 1;
       decl_of_value_.insert(decl_of_value_.end(), count, static_cast<std::uint32_t>(decl_names_.size()));
@@ -67,7 +69,7 @@ private:
     return module_.values[a].family != ir::kNoFamily && module_.values[a].family == module_.values[b].family;
   }
 
-  static Opcode opcode_of(const Action& action) {
+  static Opcode opcode_of(const Action &action) {
     switch (action.kind) {
     case ActionKind::Ensure: return Opcode::Ensure;
     case ActionKind::Copy: return Opcode::Copy;
@@ -101,11 +103,12 @@ private:
   }
 
   /// A hold/lease/acquire header followed by its items (runs of one family).
-  void value_list(Encoded header, const std::vector<ValueId>& values) {
+  void value_list(Encoded header, const std::vector<ValueId> &values) {
     std::vector<Encoded> items;
     for (std::size_t i = 0; i < values.size();) {
       std::size_t run = 1;
-      while (i + run < values.size() && values[i + run] == values[i] + run && same_family(values[i], values[i + run]))
+      while (i + run < values.size() && values[i + run] == values[i] + run &&
+             same_family(values[i], values[i + run]))
         ++run;
       Encoded item;
       item.opcode = Opcode::Item;
@@ -117,12 +120,13 @@ private:
     }
     header.index = static_cast<std::uint32_t>(items.size());
     emit(header);
-    for (const Encoded& item : items) emit(item);
+    for (const Encoded &item : items)
+      emit(item);
   }
 
-  std::uint32_t alias(const std::string& name) { return name.empty() ? 0 : intern(name) + 1; }
+  std::uint32_t alias(const std::string &name) { return name.empty() ? 0 : intern(name) + 1; }
 
-  Encoded reserve(Location location, std::uint64_t nbytes, const std::string& label, const std::string& name,
+  Encoded reserve(Location location, std::uint64_t nbytes, const std::string &label, const std::string &name,
                   ast::Span span) {
     Encoded in;
     in.opcode = Opcode::Reserve;
@@ -137,11 +141,11 @@ private:
   void setup() {
     std::vector<std::uint32_t> instruction_of_step(module_.setup.size(), 0);
     for (std::size_t s = 0; s < module_.setup.size();) {
-      const ir::SetupStep& step = module_.setup[s];
+      const ir::SetupStep &step = module_.setup[s];
       switch (step.kind) {
       case ir::SetupKind::Adopt:
       case ir::SetupKind::RegisterSource: {
-        const ir::Value& value = module_.values[step.value];
+        const ir::Value &value = module_.values[step.value];
         if (value.family == ir::kNoFamily || value.family_index == 0) {
           Encoded in;
           in.opcode = Opcode::Declare;
@@ -193,14 +197,14 @@ private:
     }
   }
 
-  void plan(const ir::Plan& plan) {
+  void plan(const ir::Plan &plan) {
     PlanRecord record{intern(plan.name), line(plan.span), static_cast<std::uint32_t>(code_.size()), {}};
     std::size_t start = code_.size();
     actions(plan.reclaim.actions, plan.reclaim.spans);
     record.counts[0] = static_cast<std::uint32_t>(code_.size() - start);
     start = code_.size();
     for (std::size_t i = 0; i < plan.reservations.size(); ++i) {
-      const Reservation& r = plan.reservations[i];
+      const Reservation &r = plan.reservations[i];
       emit(reserve(r.location, r.nbytes, r.label, {}, plan.reservation_spans[i]));
     }
     record.counts[1] = static_cast<std::uint32_t>(code_.size() - start);
@@ -213,9 +217,9 @@ private:
     plans_.push_back(record);
   }
 
-  void program_items(const std::vector<ir::ProgramItem>& items) {
+  void program_items(const std::vector<ir::ProgramItem> &items) {
     for (std::size_t i = 0; i < items.size();) {
-      const ir::ProgramItem& item = items[i];
+      const ir::ProgramItem &item = items[i];
       Encoded in;
       in.line = line(item.span);
       switch (item.kind) {
@@ -268,23 +272,23 @@ private:
     }
   }
 
-  void program(const ir::Program& program) {
+  void program(const ir::Program &program) {
     const auto start = static_cast<std::uint32_t>(code_.size());
     program_items(program.items);
-    programs_.push_back(
-        ProgramRecord{intern(program.name), line(program.span), start, static_cast<std::uint32_t>(code_.size()) - start});
+    programs_.push_back(ProgramRecord{intern(program.name), line(program.span), start,
+                                      static_cast<std::uint32_t>(code_.size()) - start});
   }
 
   // ---- encoding --------------------------------------------------------------
   using Buffer = llvm::SmallVector<char, 0>;
 
-  static void leb(llvm::raw_ostream& os, std::uint64_t value) { llvm::encodeULEB128(value, os); }
-  static void byte(llvm::raw_ostream& os, std::uint8_t value) { os << static_cast<char>(value); }
+  static void leb(llvm::raw_ostream &os, std::uint64_t value) { llvm::encodeULEB128(value, os); }
+  static void byte(llvm::raw_ostream &os, std::uint8_t value) { os << static_cast<char>(value); }
 
-  void encode_instruction(llvm::raw_ostream& os, const Encoded& in) {
+  void encode_instruction(llvm::raw_ostream &os, const Encoded &in) {
     byte(os, static_cast<std::uint8_t>(in.opcode));
     bool first_location = true;
-    for (const char* kind = bytecode::info(in.opcode).operands; *kind; ++kind) {
+    for (const char *kind = bytecode::info(in.opcode).operands; *kind; ++kind) {
       switch (*kind) {
       case 'L':
         byte(os, static_cast<std::uint8_t>((first_location ? in.location : in.from).index()));
@@ -307,7 +311,7 @@ private:
     {
       llvm::raw_svector_ostream os(sections[0]);
       leb(os, strings_.size());
-      for (const std::string& s : strings_) {
+      for (const std::string &s : strings_) {
         leb(os, s.size());
         os << s;
       }
@@ -316,7 +320,7 @@ private:
       llvm::raw_svector_ostream os(sections[1]);
       leb(os, module_.device_count ? *module_.device_count + 1 : 0);
       leb(os, module_.budgets.size());
-      for (const auto& [location, budget] : module_.budgets) {
+      for (const auto &[location, budget] : module_.budgets) {
         byte(os, static_cast<std::uint8_t>(location.index()));
         byte(os, budget ? 1 : 0);
         if (budget) leb(os, *budget);
@@ -328,14 +332,16 @@ private:
       leb(os, decl_names_.size());
       std::size_t v = 0;
       for (std::size_t d = 0; d < decl_names_.size(); ++d) {
-        const ir::Value& value = module_.values[v];
+        const ir::Value &value = module_.values[v];
         leb(os, decl_names_[d]);
         leb(os, decl_family_sizes_[d]);
         leb(os, value.spec.logical_nbytes);
         leb(os, value.spec.storage_nbytes);
         byte(os, static_cast<std::uint8_t>(
                      (value.spec.replica_mode == ReplicaMode::Replicable ? bytecode::kDeclReplicable : 0) |
-                     (value.spec.recoverability == Recoverability::Reconstructible ? bytecode::kDeclReconstructible : 0)));
+                     (value.spec.recoverability == Recoverability::Reconstructible
+                          ? bytecode::kDeclReconstructible
+                          : 0)));
         byte(os, static_cast<std::uint8_t>(value.location.index()));
         v += decl_family_sizes_[d] == 0 ? 1 : decl_family_sizes_[d];
       }
@@ -343,22 +349,24 @@ private:
     {
       llvm::raw_svector_ostream os(sections[3]);
       leb(os, code_.size());
-      for (const Encoded& in : code_) encode_instruction(os, in);
+      for (const Encoded &in : code_)
+        encode_instruction(os, in);
     }
     {
       llvm::raw_svector_ostream os(sections[4]);
       leb(os, plans_.size());
-      for (const PlanRecord& p : plans_) {
+      for (const PlanRecord &p : plans_) {
         leb(os, p.name);
         leb(os, p.line);
         leb(os, p.start);
-        for (std::uint32_t c : p.counts) leb(os, c);
+        for (std::uint32_t c : p.counts)
+          leb(os, c);
       }
     }
     {
       llvm::raw_svector_ostream os(sections[5]);
       leb(os, programs_.size());
-      for (const ProgramRecord& p : programs_) {
+      for (const ProgramRecord &p : programs_) {
         leb(os, p.name);
         leb(os, p.line);
         leb(os, p.start);
@@ -369,7 +377,7 @@ private:
       llvm::raw_svector_ostream os(sections[6]);
       leb(os, code_.size());
       std::int64_t previous = 0;
-      for (const Encoded& in : code_) {
+      for (const Encoded &in : code_) {
         const std::int64_t delta = static_cast<std::int64_t>(in.line) - previous;
         leb(os, (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63));
         previous = in.line;
@@ -384,7 +392,8 @@ private:
     out.write<std::uint16_t>(0);
     out.write<std::uint32_t>(bytecode::kSectionCount);
     std::size_t payload = bytecode::kSectionCount * bytecode::kSectionEntrySize;
-    for (const Buffer& s : sections) payload += s.size();
+    for (const Buffer &s : sections)
+      payload += s.size();
     out.write<std::uint32_t>(static_cast<std::uint32_t>(payload));
     const std::size_t checksum_at = file.size();
     out.write<std::uint64_t>(0); // patched below
@@ -397,9 +406,10 @@ private:
       out.write<std::uint32_t>(0);
       offset += static_cast<std::uint32_t>(sections[i].size());
     }
-    for (const Buffer& s : sections) os.write(s.data(), s.size());
-    const std::uint64_t sum = bytecode::checksum(std::as_bytes(std::span(file.data() + bytecode::kHeaderSize,
-                                                                      file.size() - bytecode::kHeaderSize)));
+    for (const Buffer &s : sections)
+      os.write(s.data(), s.size());
+    const std::uint64_t sum = bytecode::checksum(
+        std::as_bytes(std::span(file.data() + bytecode::kHeaderSize, file.size() - bytecode::kHeaderSize)));
     llvm::support::endian::write64le(file.data() + checksum_at, sum);
     return std::vector<char>(file.begin(), file.end());
   }
@@ -412,8 +422,8 @@ private:
     std::uint32_t name, line, start, length;
   };
 
-  const ir::Module& module_;
-  const SourceFile& source_;
+  const ir::Module &module_;
+  const SourceFile &source_;
   std::vector<std::string> strings_;
   llvm::StringMap<std::uint32_t> string_index_;
   std::vector<std::uint32_t> decl_of_value_;
@@ -427,7 +437,7 @@ private:
 
 } // namespace
 
-std::vector<char> lower_module(const ir::Module& module, const SourceFile& source) {
+std::vector<char> lower_module(const ir::Module &module, const SourceFile &source) {
   return Lowering(module, source).run();
 }
 

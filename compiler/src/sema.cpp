@@ -27,13 +27,14 @@ struct LifetimeName {
 
 class Analyzer {
 public:
-  Analyzer(const ast::File& file, SourceFile& source) : file_(file), source_(source) {}
+  Analyzer(const ast::File &file, SourceFile &source) : file_(file), source_(source) {}
 
   ir::Module run() {
     // Plans are collected before programs so that a program may run a plan
     // declared after it; everything else takes effect in file order.
-    for (ast::StmtId id : file_.top_level) top_statement(id);
-    for (const auto& [program, loop_scope] : deferred_programs_) {
+    for (ast::StmtId id : file_.top_level)
+      top_statement(id);
+    for (const auto &[program, loop_scope] : deferred_programs_) {
       loops_ = loop_scope;
       this->program(program);
     }
@@ -44,8 +45,8 @@ public:
   std::optional<std::uint64_t> evaluate(ast::ExprId root);
 
 private:
-  const ast::Stmt& stmt(ast::StmtId id) const { return file_.statements[id]; }
-  std::span<const ast::StmtId> children(const ast::Stmt& s) const {
+  const ast::Stmt &stmt(ast::StmtId id) const { return file_.statements[id]; }
+  std::span<const ast::StmtId> children(const ast::Stmt &s) const {
     return {file_.children.data() + s.first_child, s.child_count};
   }
   void error(DiagCode code, std::string message, ast::Span span, std::string hint = {}) {
@@ -55,8 +56,8 @@ private:
     if (++expanded_ <= kMaxExpandedItems) return true;
     if (!expansion_reported_)
       error(DiagCode::TooManyValues,
-            "the file expands to more than " + std::to_string(kMaxExpandedItems) +
-                " values and statements", span);
+            "the file expands to more than " + std::to_string(kMaxExpandedItems) + " values and statements",
+            span);
     expansion_reported_ = true;
     return false;
   }
@@ -68,25 +69,26 @@ private:
   std::vector<std::string> value_names() const;
 
   // ---- pieces --------------------------------------------------------------
-  std::optional<Location> location(const ast::LocationRef& ref);
-  std::optional<std::string> text(const ast::Stmt& s);
-  bool operand_values(const ast::Operand& operand, std::vector<ValueId>& out);
-  bool operand_list(const ast::Stmt& s, std::vector<ValueId>& out);
-  bool actions_of(const ast::Stmt& s, std::vector<std::pair<Action, ast::Span>>& out);
-  void action_items(std::span<const ast::StmtId> items, ir::ActionList& out);
-  template <typename F> void for_each_iteration(const ast::Stmt& s, F&& body);
+  std::optional<Location> location(const ast::LocationRef &ref);
+  std::optional<std::string> text(const ast::Stmt &s);
+  bool operand_values(const ast::Operand &operand, std::vector<ValueId> &out);
+  bool operand_list(const ast::Stmt &s, std::vector<ValueId> &out);
+  bool actions_of(const ast::Stmt &s, std::vector<std::pair<Action, ast::Span>> &out);
+  void action_items(std::span<const ast::StmtId> items, ir::ActionList &out);
+  template <typename F>
+  void for_each_iteration(const ast::Stmt &s, F &&body);
 
   // ---- statements ------------------------------------------------------------
   void top_statement(ast::StmtId id);
-  void value(const ast::Stmt& s);
-  void plan(const ast::Stmt& s);
+  void value(const ast::Stmt &s);
+  void plan(const ast::Stmt &s);
   void program(ast::StmtId id);
-  void program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem>& out);
-  std::optional<std::uint32_t> plan_named(const ast::Stmt& s);
-  void lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>& out);
+  void program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem> &out);
+  std::optional<std::uint32_t> plan_named(const ast::Stmt &s);
+  void lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep> &out);
 
-  const ast::File& file_;
-  SourceFile& source_;
+  const ast::File &file_;
+  SourceFile &source_;
   ir::Module module_;
   llvm::StringMap<std::uint64_t> consts_;
   llvm::StringMap<ValueName> values_;
@@ -103,15 +105,18 @@ private:
 
 std::vector<std::string> Analyzer::number_names() const {
   std::vector<std::string> names;
-  for (const auto& entry : consts_) names.push_back(entry.getKey().str());
-  for (const auto& [name, value] : loops_) names.emplace_back(name);
+  for (const auto &entry : consts_)
+    names.push_back(entry.getKey().str());
+  for (const auto &[name, value] : loops_)
+    names.emplace_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::vector<std::string> Analyzer::value_names() const {
   std::vector<std::string> names;
-  for (const auto& entry : values_) names.push_back(entry.getKey().str());
+  for (const auto &entry : values_)
+    names.push_back(entry.getKey().str());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -142,7 +147,7 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
   while (!work.empty()) {
     Frame frame = work.back();
     work.pop_back();
-    const ast::Expr& e = file_.exprs[frame.id];
+    const ast::Expr &e = file_.exprs[frame.id];
     if (e.kind == ExprKind::Number) {
       if (e.number_overflow) {
         error(DiagCode::SizeOverflow, "size does not fit in 64 bits", e.span);
@@ -191,8 +196,10 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
       break;
     case ExprKind::Divide:
       ok = *rhs != 0;
-      if (ok) value = *lhs / *rhs;
-      else error(DiagCode::DivisionByZero, "division by zero", e.span);
+      if (ok)
+        value = *lhs / *rhs;
+      else
+        error(DiagCode::DivisionByZero, "division by zero", e.span);
       break;
     default: break;
     }
@@ -202,21 +209,20 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
 }
 
 bool Analyzer::declare_global(std::string_view name, ast::Span span) {
-  const bool taken = consts_.count(name) || values_.count(name) ||
-                     std::any_of(loops_.begin(), loops_.end(),
-                                 [&](const auto& loop) { return loop.first == name; });
+  const bool taken =
+      consts_.count(name) || values_.count(name) ||
+      std::any_of(loops_.begin(), loops_.end(), [&](const auto &loop) { return loop.first == name; });
   if (taken) error(DiagCode::DuplicateName, "'" + std::string(name) + "' is already declared", span);
   return !taken;
 }
 
-std::optional<Location> Analyzer::location(const ast::LocationRef& ref) {
+std::optional<Location> Analyzer::location(const ast::LocationRef &ref) {
   if (ref.device_expr != ast::kNone) {
     std::optional<std::uint64_t> device = evaluate(ref.device_expr);
     if (!device) return std::nullopt;
     if (*device >= Location::kMaxCudaDevices) {
       error(DiagCode::BadLocation,
-            "location 'cuda:" + std::to_string(*device) + "' is out of range (cuda:0 to cuda:127)",
-            ref.span);
+            "location 'cuda:" + std::to_string(*device) + "' is out of range (cuda:0 to cuda:127)", ref.span);
       return std::nullopt;
     }
     return Location::cuda(static_cast<unsigned>(*device));
@@ -229,7 +235,7 @@ std::optional<Location> Analyzer::location(const ast::LocationRef& ref) {
   return std::nullopt;
 }
 
-std::optional<std::string> Analyzer::text(const ast::Stmt& s) {
+std::optional<std::string> Analyzer::text(const ast::Stmt &s) {
   std::string out;
   std::string_view raw = s.text;
   const ast::Span span = s.text_span;
@@ -247,8 +253,8 @@ std::optional<std::string> Analyzer::text(const ast::Stmt& s) {
     const std::size_t close = raw.find('}', i);
     const std::string_view name = close == std::string_view::npos ? "" : raw.substr(i + 1, close - i - 1);
     if (close == std::string_view::npos || name.empty()) {
-      error(DiagCode::BadInterpolation, "'{' starts an interpolation that has no name and '}'",
-            span, "write \\{ for a literal brace");
+      error(DiagCode::BadInterpolation, "'{' starts an interpolation that has no name and '}'", span,
+            "write \\{ for a literal brace");
       return std::nullopt;
     }
     bool found = false;
@@ -273,7 +279,7 @@ std::optional<std::string> Analyzer::text(const ast::Stmt& s) {
   return out;
 }
 
-bool Analyzer::operand_values(const ast::Operand& operand, std::vector<ValueId>& out) {
+bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> &out) {
   auto it = values_.find(operand.name);
   if (it == values_.end()) {
     std::string suggestion = closest_match(operand.name, value_names());
@@ -281,12 +287,12 @@ bool Analyzer::operand_values(const ast::Operand& operand, std::vector<ValueId>&
           suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return false;
   }
-  const ValueName& value = it->second;
+  const ValueName &value = it->second;
   const std::string name(operand.name);
   if (operand.kind == ast::OperandKind::Whole) {
     if (value.family) {
-      error(DiagCode::FamilyNeedsIndex, "'" + name + "' is a family of " + std::to_string(value.count) +
-                                            " values", operand.span,
+      error(DiagCode::FamilyNeedsIndex,
+            "'" + name + "' is a family of " + std::to_string(value.count) + " values", operand.span,
             "write " + name + "[i], " + name + "[a..b] or " + name + "[*]");
       return false;
     }
@@ -323,11 +329,12 @@ bool Analyzer::operand_values(const ast::Operand& operand, std::vector<ValueId>&
       return false;
     }
   }
-  for (std::uint64_t i = first; i < last; ++i) out.push_back(value.first + static_cast<ValueId>(i));
+  for (std::uint64_t i = first; i < last; ++i)
+    out.push_back(value.first + static_cast<ValueId>(i));
   return true;
 }
 
-bool Analyzer::operand_list(const ast::Stmt& s, std::vector<ValueId>& out) {
+bool Analyzer::operand_list(const ast::Stmt &s, std::vector<ValueId> &out) {
   bool ok = true;
   for (std::uint32_t i = 0; i < s.operand_count; ++i)
     ok = operand_values(file_.operands[s.first_operand + i], out) && ok;
@@ -339,7 +346,7 @@ bool Analyzer::operand_list(const ast::Stmt& s, std::vector<ValueId>& out) {
   return ok;
 }
 
-bool Analyzer::actions_of(const ast::Stmt& s, std::vector<std::pair<Action, ast::Span>>& out) {
+bool Analyzer::actions_of(const ast::Stmt &s, std::vector<std::pair<Action, ast::Span>> &out) {
   Action action;
   switch (s.kind) {
   case StmtKind::Ensure: action.kind = ActionKind::Ensure; break;
@@ -370,12 +377,13 @@ bool Analyzer::actions_of(const ast::Stmt& s, std::vector<std::pair<Action, ast:
   return true;
 }
 
-template <typename F> void Analyzer::for_each_iteration(const ast::Stmt& s, F&& body) {
+template <typename F>
+void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
   std::optional<std::uint64_t> first = evaluate(s.exprs[0]);
   std::optional<std::uint64_t> last = evaluate(s.exprs[1]);
   if (!first || !last) return;
   if (values_.count(s.name) || consts_.count(s.name) ||
-      std::any_of(loops_.begin(), loops_.end(), [&](const auto& l) { return l.first == s.name; })) {
+      std::any_of(loops_.begin(), loops_.end(), [&](const auto &l) { return l.first == s.name; })) {
     error(DiagCode::DuplicateName, "loop variable '" + std::string(s.name) + "' hides another name",
           s.name_span);
     return;
@@ -389,22 +397,23 @@ template <typename F> void Analyzer::for_each_iteration(const ast::Stmt& s, F&& 
   loops_.pop_back();
 }
 
-void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList& out) {
+void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList &out) {
   std::vector<std::pair<Action, ast::Span>> expanded;
   for (ast::StmtId id : items) {
-    const ast::Stmt& s = stmt(id);
+    const ast::Stmt &s = stmt(id);
     if (s.kind == StmtKind::For) {
       for_each_iteration(s, [&] { action_items(children(s), out); });
       continue;
     }
     expanded.clear();
     if (actions_of(s, expanded))
-      for (const auto& [action, span] : expanded) out.add(action, span);
+      for (const auto &[action, span] : expanded)
+        out.add(action, span);
   }
 }
 
 void Analyzer::top_statement(ast::StmtId id) {
-  const ast::Stmt& s = stmt(id);
+  const ast::Stmt &s = stmt(id);
   switch (s.kind) {
   case StmtKind::Const: {
     std::optional<std::uint64_t> value = evaluate(s.exprs[0]);
@@ -449,7 +458,7 @@ void Analyzer::top_statement(ast::StmtId id) {
   case StmtKind::Discard: {
     std::vector<std::pair<Action, ast::Span>> actions;
     if (!actions_of(s, actions)) break;
-    for (const auto& [action, span] : actions) {
+    for (const auto &[action, span] : actions) {
       ir::SetupStep step;
       step.kind = ir::SetupKind::Action;
       step.action = action;
@@ -465,7 +474,7 @@ void Analyzer::top_statement(ast::StmtId id) {
     auto it = lifetimes_.find(s.name);
     if (it == lifetimes_.end() || it->second.released) {
       std::vector<std::string> names;
-      for (const auto& entry : lifetimes_)
+      for (const auto &entry : lifetimes_)
         if (!entry.getValue().released) names.push_back(entry.getKey().str());
       std::string suggestion = closest_match(s.name, names);
       error(DiagCode::UnknownLifetime,
@@ -484,12 +493,11 @@ void Analyzer::top_statement(ast::StmtId id) {
     break;
   }
   case StmtKind::Plan: plan(s); break;
-  case StmtKind::Program:
-    deferred_programs_.emplace_back(id, loops_);
-    break;
+  case StmtKind::Program: deferred_programs_.emplace_back(id, loops_); break;
   case StmtKind::For:
     for_each_iteration(s, [&] {
-      for (ast::StmtId child : children(s)) top_statement(child);
+      for (ast::StmtId child : children(s))
+        top_statement(child);
     });
     break;
   default:
@@ -498,7 +506,7 @@ void Analyzer::top_statement(ast::StmtId id) {
   }
 }
 
-void Analyzer::lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>& out) {
+void Analyzer::lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep> &out) {
   ir::SetupStep step;
   step.span = s.span;
   std::optional<Location> at = location(s.locations[0]);
@@ -525,8 +533,7 @@ void Analyzer::lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>
   step.location = *at;
   if (!s.alias.empty()) {
     if (lifetimes_.count(s.alias) && !lifetimes_[s.alias].released) {
-      error(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime",
-            s.alias_span);
+      error(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime", s.alias_span);
       return;
     }
     lifetimes_[s.alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false};
@@ -535,7 +542,7 @@ void Analyzer::lifetime_statement(const ast::Stmt& s, std::vector<ir::SetupStep>
   out.push_back(std::move(step));
 }
 
-void Analyzer::value(const ast::Stmt& s) {
+void Analyzer::value(const ast::Stmt &s) {
   std::uint64_t count = 1;
   if (s.family) {
     std::optional<std::uint64_t> declared = evaluate(s.exprs[0]);
@@ -574,7 +581,8 @@ void Analyzer::value(const ast::Stmt& s) {
   const auto first = static_cast<ValueId>(module_.values.size());
   values_[s.name] = ValueName{first, static_cast<std::uint32_t>(count), s.family};
   const auto family = s.family ? static_cast<std::uint32_t>(module_.families.size()) : ir::kNoFamily;
-  if (s.family) module_.families.push_back(ir::Family{std::string(s.name), first, static_cast<std::uint32_t>(count)});
+  if (s.family)
+    module_.families.push_back(ir::Family{std::string(s.name), first, static_cast<std::uint32_t>(count)});
   for (std::uint64_t i = 0; i < count; ++i) {
     ir::Value value;
     value.name = s.family ? std::string(s.name) + "[" + std::to_string(i) + "]" : std::string(s.name);
@@ -592,7 +600,7 @@ void Analyzer::value(const ast::Stmt& s) {
   }
 }
 
-void Analyzer::plan(const ast::Stmt& s) {
+void Analyzer::plan(const ast::Stmt &s) {
   std::optional<std::string> name = text(s);
   if (!name) return;
   if (name->find_first_not_of(" \t\n") == std::string::npos) {
@@ -607,7 +615,7 @@ void Analyzer::plan(const ast::Stmt& s) {
   plan.name = *name;
   plan.span = s.text_span;
   for (ast::StmtId id : children(s)) {
-    const ast::Stmt& item = stmt(id);
+    const ast::Stmt &item = stmt(id);
     switch (item.kind) {
     case StmtKind::Reclaim: action_items(children(item), plan.reclaim); break;
     case StmtKind::Enter: action_items(children(item), plan.enter); break;
@@ -615,8 +623,8 @@ void Analyzer::plan(const ast::Stmt& s) {
     default: { // Reserve
       std::vector<ir::SetupStep> steps;
       if (!item.alias.empty()) {
-        error(DiagCode::MisplacedStatement, "a plan's reservations end with the plan; 'as' names are for setup",
-              item.alias_span);
+        error(DiagCode::MisplacedStatement,
+              "a plan's reservations end with the plan; 'as' names are for setup", item.alias_span);
         break;
       }
       lifetime_statement(item, steps);
@@ -631,12 +639,13 @@ void Analyzer::plan(const ast::Stmt& s) {
   module_.plans.push_back(std::move(plan));
 }
 
-std::optional<std::uint32_t> Analyzer::plan_named(const ast::Stmt& s) {
+std::optional<std::uint32_t> Analyzer::plan_named(const ast::Stmt &s) {
   std::optional<std::string> name = text(s);
   if (!name) return std::nullopt;
   if (auto it = plans_.find(*name); it != plans_.end()) return it->second;
   std::vector<std::string> names;
-  for (const auto& entry : plans_) names.push_back(entry.getKey().str());
+  for (const auto &entry : plans_)
+    names.push_back(entry.getKey().str());
   std::sort(names.begin(), names.end());
   std::string suggestion = closest_match(*name, names);
   error(DiagCode::UnknownPlan, "no plan named \"" + *name + "\"", s.text_span,
@@ -644,9 +653,9 @@ std::optional<std::uint32_t> Analyzer::plan_named(const ast::Stmt& s) {
   return std::nullopt;
 }
 
-void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem>& out) {
+void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem> &out) {
   for (ast::StmtId id : items) {
-    const ast::Stmt& s = stmt(id);
+    const ast::Stmt &s = stmt(id);
     ir::ProgramItem item;
     item.span = s.span;
     switch (s.kind) {
@@ -696,13 +705,11 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
       item.reservation = Reservation{steps[0].location, steps[0].nbytes, steps[0].label};
       break;
     }
-    case StmtKind::For:
-      for_each_iteration(s, [&] { program_items(children(s), out); });
-      continue;
+    case StmtKind::For: for_each_iteration(s, [&] { program_items(children(s), out); }); continue;
     default: { // a direct primitive
       std::vector<std::pair<Action, ast::Span>> actions;
       if (!actions_of(s, actions)) continue;
-      for (const auto& [action, span] : actions) {
+      for (const auto &[action, span] : actions) {
         ir::ProgramItem direct;
         direct.kind = ir::ProgramItemKind::Direct;
         direct.span = span;
@@ -717,7 +724,7 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
 }
 
 void Analyzer::program(ast::StmtId id) {
-  const ast::Stmt& s = stmt(id);
+  const ast::Stmt &s = stmt(id);
   ir::Program program;
   ++program_counter_;
   if (s.has_text) {
@@ -734,10 +741,10 @@ void Analyzer::program(ast::StmtId id) {
 
 } // namespace
 
-ir::Module analyze(const ast::File& file, SourceFile& source) { return Analyzer(file, source).run(); }
+ir::Module analyze(const ast::File &file, SourceFile &source) { return Analyzer(file, source).run(); }
 
-std::optional<std::uint64_t> evaluate_constant(const ast::File& file, ast::ExprId expression,
-                                               SourceFile& source) {
+std::optional<std::uint64_t> evaluate_constant(const ast::File &file, ast::ExprId expression,
+                                               SourceFile &source) {
   return Analyzer(file, source).evaluate(expression);
 }
 

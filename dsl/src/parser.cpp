@@ -13,9 +13,9 @@ namespace {
 using ast::StmtKind;
 
 /// The text of a token for a message: printable ASCII kept, other bytes as \xNN.
-std::string printable(const char* begin, const char* end) {
+std::string printable(const char *begin, const char *end) {
   std::string out;
-  for (const char* p = begin; p < end; ++p) {
+  for (const char *p = begin; p < end; ++p) {
     const auto byte = static_cast<unsigned char>(*p);
     if (byte >= 0x20 && byte < 0x7f) {
       out += *p;
@@ -33,16 +33,16 @@ std::string printable(const char* begin, const char* end) {
 /// nest), the expression stack and the nesting depth.
 class Builder {
 public:
-  Builder(SourceFile& source, ast::File& file)
-      : source_(source), file_(file), base_(source.text().data()) {}
+  Builder(SourceFile &source, ast::File &file) : source_(source), file_(file), base_(source.text().data()) {}
 
-  std::uint32_t offset(const char* p) const { return static_cast<std::uint32_t>(p - base_); }
-  template <typename Input> ast::Span span(const Input& in) const {
+  std::uint32_t offset(const char *p) const { return static_cast<std::uint32_t>(p - base_); }
+  template <typename Input>
+  ast::Span span(const Input &in) const {
     return {offset(in.begin()), offset(in.end())};
   }
 
-  ast::Stmt& top() { return open_.back(); }
-  ast::File& file() { return file_; }
+  ast::Stmt &top() { return open_.back(); }
+  ast::File &file() { return file_; }
 
   void open(StmtKind kind, ast::Span keyword) {
     ast::Stmt statement;
@@ -58,9 +58,8 @@ public:
     ast::Stmt statement = open_.back();
     open_.pop_back();
     statement.span.end = end;
-    statement.operand_count =
-        static_cast<std::uint32_t>(file_.operands.size()) - statement.first_operand;
-    std::vector<ast::StmtId>& children = open_children_.back();
+    statement.operand_count = static_cast<std::uint32_t>(file_.operands.size()) - statement.first_operand;
+    std::vector<ast::StmtId> &children = open_children_.back();
     statement.first_child = static_cast<std::uint32_t>(file_.children.size());
     statement.child_count = static_cast<std::uint32_t>(children.size());
     file_.children.insert(file_.children.end(), children.begin(), children.end());
@@ -70,7 +69,7 @@ public:
     (open_children_.empty() ? file_.top_level : open_children_.back()).push_back(id);
   }
 
-  ast::ExprId push(const ast::Expr& expression) {
+  ast::ExprId push(const ast::Expr &expression) {
     const auto id = static_cast<ast::ExprId>(file_.exprs.size());
     file_.exprs.push_back(expression);
     expressions_.push_back(id);
@@ -87,31 +86,31 @@ public:
   ast::ExprId take_device_expression() { return std::exchange(device_expression_, ast::kNone); }
   void set_device_expression(ast::ExprId id) { device_expression_ = id; }
 
-  void enter_nesting(const char* at) {
+  void enter_nesting(const char *at) {
     if (++depth_ <= kMaxNestingDepth) return;
-    report(DiagCode::TooDeep,
-           "nesting deeper than " + std::to_string(kMaxNestingDepth) + " levels", at, at + 1, {});
+    report(DiagCode::TooDeep, "nesting deeper than " + std::to_string(kMaxNestingDepth) + " levels", at,
+           at + 1, {});
     throw grammar::SyntaxAbort{};
   }
   void leave_nesting() { --depth_; }
 
-  void report(DiagCode code, std::string message, const char* begin, const char* end,
-              std::string hint) {
+  void report(DiagCode code, std::string message, const char *begin, const char *end, std::string hint) {
     source_.report(code, std::move(message), {offset(begin), offset(end)}, std::move(hint));
     error_reported_ = true;
   }
 
   /// After a failed statement: forget what it built, report it if nothing
   /// more precise was, and continue at the next statement.
-  void recover(const char* begin, const char* end) {
+  void recover(const char *begin, const char *end) {
     if (!error_reported_) {
-      const char* word_end = begin;
-      while (word_end < end && !llvm::isSpace(*word_end)) ++word_end;
-      const std::string found =
-          printable(begin, begin + std::min<std::ptrdiff_t>(word_end - begin, 40));
+      const char *word_end = begin;
+      while (word_end < end && !llvm::isSpace(*word_end))
+        ++word_end;
+      const std::string found = printable(begin, begin + std::min<std::ptrdiff_t>(word_end - begin, 40));
       report(DiagCode::ExpectedStatement,
              "expected a statement (const, budget, location, devices, value, an action, hold, "
-             "lease, reserve, release, plan, program or for), found '" + found + "'",
+             "lease, reserve, release, plan, program or for), found '" +
+                 found + "'",
              begin, word_end == begin ? begin + 1 : word_end, {});
     }
     error_reported_ = false;
@@ -123,16 +122,18 @@ public:
   }
   void statement_done() { error_reported_ = false; }
 
-  template <typename Input> void mark_line(const Input& in) {
+  template <typename Input>
+  void mark_line(const Input &in) {
     std::uint64_t line = 0;
-    for (char c : in.string_view()) line = std::min<std::uint64_t>(line * 10 + static_cast<unsigned>(c - '0'), 1u << 30);
+    for (char c : in.string_view())
+      line = std::min<std::uint64_t>(line * 10 + static_cast<unsigned>(c - '0'), 1u << 30);
     source_.add_line_mark(ast::LineMark{offset(in.begin()), static_cast<std::uint32_t>(line)});
   }
 
 private:
-  SourceFile& source_;
-  ast::File& file_;
-  const char* base_;
+  SourceFile &source_;
+  ast::File &file_;
+  const char *base_;
   std::vector<ast::Stmt> open_;
   std::vector<std::vector<ast::StmtId>> open_children_;
   std::vector<ast::ExprId> expressions_;
@@ -142,8 +143,8 @@ private:
 };
 
 std::string suggest_unit(llvm::StringRef word) {
-  static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB", "B"};
-  for (const char* unit : units)
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB", "B"};
+  for (const char *unit : units)
     if (word.equals_insensitive(unit)) return std::string("did you mean '") + unit + "'?";
   return {};
 }
@@ -161,19 +162,27 @@ std::uint64_t unit_multiplier(llvm::StringRef unit) {
 }
 
 // ---- actions ----------------------------------------------------------------
-template <typename Rule> struct action : tao::pegtl::nothing<Rule> {};
+template <typename Rule>
+struct action : tao::pegtl::nothing<Rule> {};
 
-template <StmtKind K, typename Keyword> struct action<grammar::begin<K, Keyword>> {
-  template <typename Input> static void apply(const Input& in, Builder& b) { b.open(K, b.span(in)); }
+template <StmtKind K, typename Keyword>
+struct action<grammar::begin<K, Keyword>> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.open(K, b.span(in));
+  }
 };
 
 /// Completes the innermost open statement.
 struct close_statement {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     b.close(b.offset(in.end()));
   }
 };
-#define FHR_CLOSES(rule) template <> struct action<rule> : close_statement {}
+#define FHR_CLOSES(rule)                                                                                     \
+  template <>                                                                                                \
+  struct action<rule> : close_statement {}
 FHR_CLOSES(grammar::const_statement);
 FHR_CLOSES(grammar::budget_statement);
 FHR_CLOSES(grammar::location_statement);
@@ -202,29 +211,43 @@ FHR_CLOSES(grammar::program_for);
 FHR_CLOSES(grammar::top_for);
 #undef FHR_CLOSES
 
-template <> struct action<grammar::line_number> {
-  template <typename Input> static void apply(const Input& in, Builder& b) { b.mark_line(in); }
+template <>
+struct action<grammar::line_number> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.mark_line(in);
+  }
 };
 
-template <> struct action<grammar::top_statement> {
-  template <typename Input> static void apply(const Input&, Builder& b) { b.statement_done(); }
+template <>
+struct action<grammar::top_statement> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.statement_done();
+  }
 };
 
-template <> struct action<grammar::recover> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::recover> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     b.recover(in.begin(), in.end());
   }
 };
 
-template <> struct action<grammar::declared_name> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::declared_name> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     b.top().name = in.string_view();
     b.top().name_span = b.span(in);
   }
 };
 
-template <> struct action<grammar::alias_name> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::alias_name> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     b.top().alias = in.string_view();
     b.top().alias_span = b.span(in);
   }
@@ -232,25 +255,32 @@ template <> struct action<grammar::alias_name> {
 
 /// A string literal's raw contents (escapes are interpreted by sema).
 struct take_text {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     std::string_view quoted = in.string_view();
     b.top().text = quoted.substr(1, quoted.size() - 2);
     b.top().text_span = b.span(in);
     b.top().has_text = true;
   }
 };
-template <> struct action<grammar::plan_name> : take_text {};
-template <> struct action<grammar::label> : take_text {};
+template <>
+struct action<grammar::plan_name> : take_text {};
+template <>
+struct action<grammar::label> : take_text {};
 
-template <int Slot> struct action<grammar::slot_expression<Slot>> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <int Slot>
+struct action<grammar::slot_expression<Slot>> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.top().exprs[Slot] = b.pop();
   }
 };
 
-template <int Slot> struct action<grammar::slot_location<Slot>> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
-    ast::LocationRef& ref = b.top().locations[Slot];
+template <int Slot>
+struct action<grammar::slot_location<Slot>> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    ast::LocationRef &ref = b.top().locations[Slot];
     ref.span = b.span(in);
     ref.text = in.string_view();
     ref.device_expr = b.take_device_expression();
@@ -258,14 +288,18 @@ template <int Slot> struct action<grammar::slot_location<Slot>> {
   }
 };
 
-template <> struct action<grammar::device_expression> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <>
+struct action<grammar::device_expression> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.set_device_expression(b.pop());
   }
 };
 
-template <> struct action<grammar::number> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::number> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
@@ -279,7 +313,8 @@ template <> struct action<grammar::number> {
       overflow = overflow || value > (UINT64_MAX - digit) / 10;
       value = value * 10 + digit;
     }
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+      ++i;
     if (i < text.size()) {
       const std::uint64_t multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
       overflow = overflow || (value != 0 && multiplier > UINT64_MAX / value);
@@ -291,8 +326,10 @@ template <> struct action<grammar::number> {
   }
 };
 
-template <> struct action<grammar::name_reference> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::name_reference> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Name;
     expression.span = b.span(in);
@@ -303,7 +340,8 @@ template <> struct action<grammar::name_reference> {
 
 /// Folds the two topmost expressions into one binary node.
 struct fold_binary {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     const ast::ExprId rhs = b.pop();
     const ast::ExprId lhs = b.pop();
     ast::Expr expression;
@@ -319,11 +357,15 @@ struct fold_binary {
     b.push(expression);
   }
 };
-template <> struct action<grammar::multiplicative_tail> : fold_binary {};
-template <> struct action<grammar::additive_tail> : fold_binary {};
+template <>
+struct action<grammar::multiplicative_tail> : fold_binary {};
+template <>
+struct action<grammar::additive_tail> : fold_binary {};
 
-template <> struct action<grammar::parenthesized> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::parenthesized> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     // The inner expression keeps its node; its span grows to cover the parentheses.
     const ast::ExprId inner = b.pop();
     b.file().exprs[inner].span = b.span(in);
@@ -331,50 +373,74 @@ template <> struct action<grammar::parenthesized> {
   }
 };
 
-template <> struct action<grammar::operand_name> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::operand_name> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     ast::Operand operand;
     operand.span = b.span(in);
     operand.name = in.string_view();
     b.file().operands.push_back(operand);
   }
 };
-template <> struct action<grammar::operand> {
-  template <typename Input> static void apply(const Input& in, Builder& b) {
+template <>
+struct action<grammar::operand> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
     b.file().operands.back().span.end = b.offset(in.end());
   }
 };
-template <> struct action<grammar::index_all> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <>
+struct action<grammar::index_all> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.file().operands.back().kind = ast::OperandKind::All;
   }
 };
-template <> struct action<grammar::index_first> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <>
+struct action<grammar::index_first> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.file().operands.back().kind = ast::OperandKind::Index;
     b.file().operands.back().first = b.pop();
   }
 };
-template <> struct action<grammar::index_last> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <>
+struct action<grammar::index_last> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.file().operands.back().kind = ast::OperandKind::Range;
     b.file().operands.back().last = b.pop();
   }
 };
 
-template <> struct action<grammar::replicable_mode> {
-  template <typename Input> static void apply(const Input&, Builder& b) { b.top().replicable = true; }
+template <>
+struct action<grammar::replicable_mode> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().replicable = true;
+  }
 };
-template <> struct action<grammar::source_placement> {
-  template <typename Input> static void apply(const Input&, Builder& b) {
+template <>
+struct action<grammar::source_placement> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
     b.top().source_placement = true;
   }
 };
-template <> struct action<grammar::family_count> {
-  template <typename Input> static void apply(const Input&, Builder& b) { b.top().family = true; }
+template <>
+struct action<grammar::family_count> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().family = true;
+  }
 };
-template <> struct action<grammar::pending_flag> {
-  template <typename Input> static void apply(const Input&, Builder& b) { b.top().pending = true; }
+template <>
+struct action<grammar::pending_flag> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().pending = true;
+  }
 };
 
 // ---- control ------------------------------------------------------------------
@@ -384,21 +450,27 @@ inline constexpr bool is_nesting =
     std::is_same_v<Rule, grammar::program_for> || std::is_same_v<Rule, grammar::top_for> ||
     std::is_same_v<Rule, grammar::scope_statement>;
 
-template <typename Rule> struct control : tao::pegtl::normal<Rule> {
-  template <typename Input> static void start(const Input& in, Builder& b) {
+template <typename Rule>
+struct control : tao::pegtl::normal<Rule> {
+  template <typename Input>
+  static void start(const Input &in, Builder &b) {
     if constexpr (is_nesting<Rule>) b.enter_nesting(in.current());
   }
-  template <typename Input> static void success(const Input&, Builder& b) {
+  template <typename Input>
+  static void success(const Input &, Builder &b) {
     if constexpr (is_nesting<Rule>) b.leave_nesting();
   }
-  template <typename Input> static void failure(const Input&, Builder& b) {
+  template <typename Input>
+  static void failure(const Input &, Builder &b) {
     if constexpr (is_nesting<Rule>) b.leave_nesting();
   }
-  template <typename Input> [[noreturn]] static void raise(const Input& in, Builder& b) {
+  template <typename Input>
+  [[noreturn]] static void raise(const Input &in, Builder &b) {
     using info = grammar::error_info<Rule>; // a compile error here: add a row to the table
-    const char* at = in.current();
-    const char* end = at;
-    while (end < in.end() && !llvm::isSpace(*end) && end - at < 40) ++end;
+    const char *at = in.current();
+    const char *end = at;
+    while (end < in.end() && !llvm::isSpace(*end) && end - at < 40)
+      ++end;
     std::string hint;
     if constexpr (std::is_same_v<Rule, grammar::misspelled_unit>)
       hint = suggest_unit(llvm::StringRef(at, static_cast<std::size_t>(end - at)));
@@ -407,15 +479,14 @@ template <typename Rule> struct control : tao::pegtl::normal<Rule> {
       message += ", found the end of the file";
     else if (end > at)
       message += ", found '" + printable(at, end) + "'";
-    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end,
-             std::move(hint));
+    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end, std::move(hint));
     throw grammar::SyntaxAbort{};
   }
 };
 
 } // namespace
 
-ast::File parse(SourceFile& source) {
+ast::File parse(SourceFile &source) {
   ast::File file;
   llvm::StringRef text = source.text();
   if (text.size() >= kMaxSourceBytes) {
@@ -434,26 +505,26 @@ ast::File parse(SourceFile& source) {
 }
 
 namespace {
-struct standalone_expression
-    : tao::pegtl::seq<grammar::ws, tao::pegtl::must<grammar::slot_expression<0>>, grammar::ws,
-                      tao::pegtl::must<tao::pegtl::eof>> {};
+struct standalone_expression : tao::pegtl::seq<grammar::ws, tao::pegtl::must<grammar::slot_expression<0>>,
+                                               grammar::ws, tao::pegtl::must<tao::pegtl::eof>> {};
 } // namespace
 
 namespace grammar {
-template <> struct error_info<tao::pegtl::eof> {
+template <>
+struct error_info<tao::pegtl::eof> {
   static constexpr DiagCode code = DiagCode::ExpectedExpression;
-  static constexpr const char* message = "unexpected text after the size";
+  static constexpr const char *message = "unexpected text after the size";
 };
 } // namespace grammar
 
-bool parse_expression(SourceFile& source, ast::File& file, ast::ExprId& expression) {
+bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expression) {
   Builder builder(source, file);
   builder.open(StmtKind::Const, {0, 0});
   tao::pegtl::memory_input<tao::pegtl::tracking_mode::lazy, tao::pegtl::eol::lf_crlf> input(
       source.text().data(), source.text().size(), source.name().str());
   try {
     tao::pegtl::parse<standalone_expression, action, control>(input, builder);
-  } catch (const grammar::SyntaxAbort&) {
+  } catch (const grammar::SyntaxAbort &) {
     return false;
   }
   expression = builder.top().exprs[0];

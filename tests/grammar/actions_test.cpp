@@ -10,7 +10,7 @@ TEST_CASE("grammar/actions: ensure, copy, move [from], drop, discard") {
     drop a at cuda:1
     discard a)");
   std::vector<ActionKind> kinds;
-  for (const ir::SetupStep& s : c.module.setup)
+  for (const ir::SetupStep &s : c.module.setup)
     if (s.kind == ir::SetupKind::Action) kinds.push_back(s.action.kind);
   CHECK(kinds == std::vector<ActionKind>{ActionKind::Ensure, ActionKind::Copy, ActionKind::Move,
                                          ActionKind::Drop, ActionKind::Discard});

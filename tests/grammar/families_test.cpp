@@ -9,7 +9,7 @@ TEST_CASE("grammar/families: index, half-open range, star") {
   CHECK(c.module.values[5].name == "rk[5]");
   REQUIRE(c.module.families.size() == 1);
   CHECK(c.module.families[0].count == 32);
-  const ir::Plan& p = c.module.plans[0];
+  const ir::Plan &p = c.module.plans[0];
   REQUIRE(p.enter.size() == 1 + 8 + 32);
   CHECK(p.enter.actions[0].value == 3);
   CHECK(p.enter.actions[1].value == 0);

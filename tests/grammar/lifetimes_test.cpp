@@ -22,8 +22,10 @@ TEST_CASE("grammar/hold, lease, reserve, release") {
 TEST_CASE("grammar/lifetimes: errors") {
   const std::string decl = "value a 1 MiB at pinned\n";
   CHECK(diagnostic_codes(decl + "release nothing") == std::vector<std::string>{"E0404"});
-  CHECK(diagnostic_codes(decl + "hold a at pinned as h\nrelease h\nrelease h") == std::vector<std::string>{"E0404"});
-  CHECK(diagnostic_codes(decl + "hold a at pinned as h\nhold a at pinned as h") == std::vector<std::string>{"E0102"});
+  CHECK(diagnostic_codes(decl + "hold a at pinned as h\nrelease h\nrelease h") ==
+        std::vector<std::string>{"E0404"});
+  CHECK(diagnostic_codes(decl + "hold a at pinned as h\nhold a at pinned as h") ==
+        std::vector<std::string>{"E0102"});
   CHECK(diagnostic_codes(decl + "reserve pinned 1 MiB \"  \"") == std::vector<std::string>{"E0401"});
   CHECK(diagnostic_codes(decl + "reserve pinned 1 MiB") == std::vector<std::string>{"E0006"});
   CHECK(diagnostic_codes(decl + "reserve pinned 1 MiB \"open") == std::vector<std::string>{"E0007"});

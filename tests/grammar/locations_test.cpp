@@ -17,7 +17,8 @@ TEST_CASE("grammar/locations: errors") {
   CHECK(diagnostic_codes("budget cuda:01 1 GiB") == std::vector<std::string>{"E0301"});
   CHECK(diagnostic_codes("budget cuda:-1 1 GiB") == std::vector<std::string>{"E0301"});
   CHECK(diagnostic_codes("budget disk 1 GiB") == std::vector<std::string>{"E0005"});
-  CHECK(diagnostic_codes("budget pinned 1 GiB\nbudget pinned-host 2 GiB") == std::vector<std::string>{"E0303"});
+  CHECK(diagnostic_codes("budget pinned 1 GiB\nbudget pinned-host 2 GiB") ==
+        std::vector<std::string>{"E0303"});
   CHECK(diagnostic_codes("devices 129") == std::vector<std::string>{"E0302"});
   CHECK(diagnostic_codes("devices 1\ndevices 2") == std::vector<std::string>{"E0102"});
   CHECK(first_message("budget cuda:128 1 GiB") == "location 'cuda:128' is out of range (cuda:0 to cuda:127)");

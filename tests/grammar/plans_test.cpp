@@ -12,7 +12,7 @@ TEST_CASE("grammar/plan: reclaim, reserve, enter, exit in any order, several blo
       enter { ensure a at cuda:1 }
       reserve cuda:1 3 MiB "w2"
     })");
-  const ir::Plan& p = c.module.plans[0];
+  const ir::Plan &p = c.module.plans[0];
   CHECK(p.name == "p");
   CHECK(p.reclaim.size() == 1);
   CHECK(p.enter.size() == 2);

@@ -18,7 +18,7 @@ TEST_CASE("grammar/program: nested scopes, run, actions, acquire, hold, reserve,
       actions "evict" { drop k at cuda:0 }
       ensure k at cuda:1
     })");
-  const ir::Program& p = c.module.programs[0];
+  const ir::Program &p = c.module.programs[0];
   CHECK(p.name == "pipeline");
   REQUIRE(p.items.size() == 4);
   CHECK(p.items[0].kind == ir::ProgramItemKind::Scope);

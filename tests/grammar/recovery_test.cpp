@@ -19,6 +19,7 @@ TEST_CASE("grammar/recovery: binary garbage is an error, not a crash") {
 }
 TEST_CASE("grammar/recovery: deep nesting of blocks is bounded") {
   std::string nested;
-  for (int i = 0; i < 200; ++i) nested += "for i" + std::to_string(i) + " in 0..1 { ";
+  for (int i = 0; i < 200; ++i)
+    nested += "for i" + std::to_string(i) + " in 0..1 { ";
   CHECK(diagnostic_codes(nested).front() == "E0011");
 }

@@ -2,7 +2,7 @@
 using namespace fhr;
 using namespace fhr::test;
 namespace {
-std::uint64_t budget_of(const std::string& size) {
+std::uint64_t budget_of(const std::string &size) {
   CompiledFile c = compile_ok("budget pinned " + size);
   REQUIRE(c.module.budgets.size() == 1);
   return *c.module.budgets[0].second;
@@ -42,6 +42,7 @@ TEST_CASE("grammar/sizes: errors") {
   std::string deep = "budget pinned " + std::string(100, '(') + "1" + std::string(100, ')');
   CHECK(diagnostic_codes(deep) == std::vector<std::string>{"E0011"});
   std::string long_sum = "budget pinned 0";
-  for (int i = 0; i < 100000; ++i) long_sum += "+1";
+  for (int i = 0; i < 100000; ++i)
+    long_sum += "+1";
   CHECK(budget_of(long_sum.substr(14)) == 100000);
 }

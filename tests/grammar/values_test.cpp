@@ -7,11 +7,11 @@ TEST_CASE("grammar/value: size, storage, mode and placement") {
     value b 8 MiB storage 9 MiB replicable source pageable
     value c 1 KiB exclusive at cuda:3)");
   REQUIRE(c.module.values.size() == 3);
-  const ir::Value& a = c.module.values[0];
+  const ir::Value &a = c.module.values[0];
   CHECK(a.spec.storage_nbytes == 8 * MiB);
   CHECK(a.spec.replica_mode == ReplicaMode::Exclusive);
   CHECK(a.adopted());
-  const ir::Value& b = c.module.values[1];
+  const ir::Value &b = c.module.values[1];
   CHECK(b.spec.logical_nbytes == 8 * MiB);
   CHECK(b.spec.storage_nbytes == 9 * MiB);
   CHECK(b.spec.replica_mode == ReplicaMode::Replicable);

@@ -21,32 +21,33 @@ using namespace fhr::test;
 
 namespace {
 
-std::vector<char> compile_bytes(const std::string& text, const std::string& name = "test.fhr") {
+std::vector<char> compile_bytes(const std::string &text, const std::string &name = "test.fhr") {
   CompiledFile compiled = compile_text(text, name);
   REQUIRE_MESSAGE(compiled.ok(), text);
   return lower_module(compiled.module, *compiled.source);
 }
 
-bytecode::Module load(const std::vector<char>& bytes) {
+bytecode::Module load(const std::vector<char> &bytes) {
   return bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
 
 /// The explain JSON without what legitimately differs between a source and
 /// its module: the file name and columns.
-std::string explain_signature(const CompiledFile& compiled) {
+std::string explain_signature(const CompiledFile &compiled) {
   Analysis analysis = analyze_module(compiled.module);
   nlohmann::ordered_json j = explain_json({build_report(*compiled.source, compiled.module, analysis)});
-  for (auto& file : j["files"]) {
+  for (auto &file : j["files"]) {
     file.erase("file");
-    for (auto& unit : file["units"]) {
+    for (auto &unit : file["units"]) {
       unit["position"].erase("column");
-      for (auto& step : unit["steps"]) step["position"].erase("column");
+      for (auto &step : unit["steps"])
+        step["position"].erase("column");
     }
   }
   return json_text(j);
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -55,7 +56,7 @@ std::string read_file(const std::filesystem::path& path) {
 
 /// Source → module → text → module must give the same bytes, and explaining
 /// the module must give the same verdicts, steps and numbers as the source.
-void check_round_trip(const std::string& text) {
+void check_round_trip(const std::string &text) {
   const std::vector<char> first = compile_bytes(text);
   const bytecode::Module module = load(first);
   const std::string disassembled = disassemble(module, "test.fhrb");
@@ -68,26 +69,27 @@ void check_round_trip(const std::string& text) {
 
 std::vector<std::string> example_paths() {
   std::vector<std::string> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/examples"))
+  for (const auto &entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/examples"))
     if (entry.path().extension() == ".fhr") paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
   return paths;
 }
 
-void fix_checksum(std::vector<char>& bytes) {
+void fix_checksum(std::vector<char> &bytes) {
   if (bytes.size() < bytecode::kHeaderSize) return;
   const std::uint64_t sum = bytecode::checksum(
       std::as_bytes(std::span(bytes.data() + bytecode::kHeaderSize, bytes.size() - bytecode::kHeaderSize)));
-  for (int i = 0; i < 8; ++i) bytes[16 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    bytes[16 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
 }
 
 /// Loads possibly corrupt bytes; if they verify, the module must disassemble,
 /// compile and explain. Returns whether they verified.
-bool load_and_explain(const std::vector<char>& bytes) {
+bool load_and_explain(const std::vector<char> &bytes) {
   bytecode::Module module;
   try {
     module = load(bytes);
-  } catch (const bytecode::ModuleError& error) {
+  } catch (const bytecode::ModuleError &error) {
     CHECK(std::strlen(error.what()) > 0);
     return false;
   }
@@ -99,10 +101,10 @@ bool load_and_explain(const std::vector<char>& bytes) {
   return true;
 }
 
-bytecode::ModuleErrorCode error_of(const std::vector<char>& bytes) {
+bytecode::ModuleErrorCode error_of(const std::vector<char> &bytes) {
   try {
     load(bytes);
-  } catch (const bytecode::ModuleError& error) {
+  } catch (const bytecode::ModuleError &error) {
     return error.code();
   }
   FAIL("the module verified");
@@ -112,7 +114,7 @@ bytecode::ModuleErrorCode error_of(const std::vector<char>& bytes) {
 } // namespace
 
 TEST_CASE("bytecode: every example round-trips byte for byte and explains the same") {
-  for (const std::string& path : example_paths()) {
+  for (const std::string &path : example_paths()) {
     CAPTURE(path);
     check_round_trip(read_file(path));
   }
@@ -138,7 +140,7 @@ plan "load" {
   CHECK(module.value_count == 64);
   REQUIRE(module.plans.size() == 1);
   CHECK(module.plans[0].enter.size() == 1);
-  const bytecode::Instruction& ensure = module.code[module.plans[0].enter.begin];
+  const bytecode::Instruction &ensure = module.code[module.plans[0].enter.begin];
   CHECK(ensure.opcode == bytecode::Opcode::Ensure);
   CHECK(ensure.count == 32);
   CHECK(ensure.location == Location::cuda(0));
@@ -149,8 +151,9 @@ plan "load" {
 }
 
 TEST_CASE("bytecode: actions written apart stay apart even on consecutive values") {
-  const bytecode::Module module = load(compile_bytes(
-      "value rk[4] 1 MiB replicable source pageable\nplan \"p\" { enter {\n ensure rk[0] at cuda:0\n ensure rk[1] at cuda:0\n} }"));
+  const bytecode::Module module =
+      load(compile_bytes("value rk[4] 1 MiB replicable source pageable\nplan \"p\" { enter {\n ensure rk[0] "
+                         "at cuda:0\n ensure rk[1] at cuda:0\n} }"));
   CHECK(module.plans[0].enter.size() == 2);
 }
 
@@ -202,7 +205,7 @@ TEST_CASE("bytecode: structural rules reject modules that decode") {
 
 TEST_CASE("bytecode mutation: every truncation and every single-byte change of every example") {
   std::size_t verified = 0, rejected = 0;
-  for (const std::string& path : example_paths()) {
+  for (const std::string &path : example_paths()) {
     CAPTURE(path);
     const std::vector<char> good = compile_bytes(read_file(path));
     for (std::size_t length = 0; length < good.size(); ++length)
@@ -213,8 +216,10 @@ TEST_CASE("bytecode mutation: every truncation and every single-byte change of e
         std::vector<char> raw = good;
         raw[at] = static_cast<char>(value);
         // Without a fixed checksum, only header changes can get past it.
-        if (at >= bytecode::kHeaderSize) CHECK_FALSE(load_and_explain(raw));
-        else load_and_explain(raw);
+        if (at >= bytecode::kHeaderSize)
+          CHECK_FALSE(load_and_explain(raw));
+        else
+          load_and_explain(raw);
         // With the checksum recomputed the verifier itself is exercised.
         fix_checksum(raw);
         (load_and_explain(raw) ? verified : rejected) += 1;

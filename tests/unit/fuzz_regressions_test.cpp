@@ -10,7 +10,7 @@
 
 TEST_CASE("fuzz regressions go through parse, sema, explain and every output") {
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/tests/fuzz-regressions")) {
+  for (const auto &entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/tests/fuzz-regressions")) {
     std::ifstream in(entry.path(), std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();

@@ -105,7 +105,10 @@ TEST_CASE("ensure reconstructs with a temporary charge at the source location") 
   State state;
   state.set_budget(pageable, 10 * MiB);
   state.set_budget(gpu0, 100 * MiB);
-  REQUIRE_FALSE(state.register_source(0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable).failed());
+  REQUIRE_FALSE(state
+                    .register_source(
+                        0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable)
+                    .failed());
   Outcome loaded = state.apply(act(ActionKind::Ensure, 0, gpu0));
   CHECK(loaded.verdict == Verdict::Ok);
   CHECK(loaded.source == pageable);
@@ -117,7 +120,11 @@ TEST_CASE("ensure reconstructs with a temporary charge at the source location") 
   SUBCASE("the temporary charge must fit the source location's budget") {
     State tight;
     tight.set_budget(pageable, 4 * MiB);
-    REQUIRE_FALSE(tight.register_source(0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable).failed());
+    REQUIRE_FALSE(
+        tight
+            .register_source(0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible),
+                             pageable)
+            .failed());
     Outcome refused = tight.apply(act(ActionKind::Ensure, 0, gpu0));
     CHECK(refused.error == ErrorClass::Budget);
     CHECK(refused.where == pageable);
@@ -126,7 +133,10 @@ TEST_CASE("ensure reconstructs with a temporary charge at the source location") 
   SUBCASE("loading into the source location charges it once, not twice") {
     State same;
     same.set_budget(pageable, 8 * MiB);
-    REQUIRE_FALSE(same.register_source(0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable).failed());
+    REQUIRE_FALSE(
+        same.register_source(0, spec(8 * MiB, ReplicaMode::Replicable, Recoverability::Reconstructible),
+                             pageable)
+            .failed());
     CHECK_FALSE(same.apply(act(ActionKind::Ensure, 0, pageable)).failed());
     CHECK(same.account(pageable).used_bytes == 8 * MiB);
     CHECK(same.account(pageable).peak_charged_bytes == 8 * MiB);
@@ -176,7 +186,9 @@ TEST_CASE("move removes at most one replica; destination resident means pure rem
 
 TEST_CASE("move of a source-backed value with no replica reconstructs and removes nothing") {
   State state;
-  REQUIRE_FALSE(state.register_source(0, spec(MiB, ReplicaMode::Exclusive, Recoverability::Reconstructible), pinned).failed());
+  REQUIRE_FALSE(
+      state.register_source(0, spec(MiB, ReplicaMode::Exclusive, Recoverability::Reconstructible), pinned)
+          .failed());
   const std::uint64_t version = state.version();
   Outcome moved = state.apply(act(ActionKind::Move, 0, gpu0));
   CHECK(moved.source == pinned);
@@ -201,7 +213,9 @@ TEST_CASE("drop: absent no-op, protection before the final-copy rule, reconstruc
   CHECK(protected_drop.reason == Reason::MaterializationProtected);
   state.release(hold);
 
-  REQUIRE_FALSE(state.register_source(1, spec(MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable).failed());
+  REQUIRE_FALSE(
+      state.register_source(1, spec(MiB, ReplicaMode::Replicable, Recoverability::Reconstructible), pageable)
+          .failed());
   REQUIRE_FALSE(state.apply(act(ActionKind::Ensure, 1, gpu0)).failed());
   CHECK_FALSE(state.apply(act(ActionKind::Drop, 1, gpu0)).failed());
   CHECK(state.value(1).resident.empty());

@@ -6,7 +6,7 @@ using namespace fhr;
 using namespace fhr::test;
 
 TEST_CASE("a pipeline is feasible only thanks to reclaim between stages") {
-  const char* text = R"(
+  const char *text = R"(
     budget cuda:0 100 MiB
     value k[4] 40 MiB replicable source pageable
     plan "s0" { enter { ensure k[0..2] at cuda:0 } }
@@ -16,17 +16,18 @@ TEST_CASE("a pipeline is feasible only thanks to reclaim between stages") {
     program "bad" { run "s0" run "s1-greedy" })";
   Explained e = explain(text);
   REQUIRE(e.analysis.programs.size() == 2);
-  const ProgramReport& good = e.analysis.programs[0];
+  const ProgramReport &good = e.analysis.programs[0];
   CHECK(good.feasible);
   CHECK(good.rows.size() == 6);
-  const ProgramReport& bad = e.analysis.programs[1];
+  const ProgramReport &bad = e.analysis.programs[1];
   CHECK_FALSE(bad.feasible);
   CHECK(bad.rows.back().part == ProgramPart::Preflight);
   CHECK(bad.rows.back().raised == ErrorClass::Plan);
   CHECK(bad.rows.back().outcome.error == ErrorClass::Budget);
   // Each plan alone is feasible from the setup state.
-  for (const PlanReport& plan : e.analysis.plans) CHECK(plan.explanation.feasible);
-  const LocationPrediction& gpu = good.locations.front();
+  for (const PlanReport &plan : e.analysis.plans)
+    CHECK(plan.explanation.feasible);
+  const LocationPrediction &gpu = good.locations.front();
   CHECK(gpu.peak_used == 80 * MiB);
   CHECK(gpu.peak_charged == 80 * MiB);
 }
@@ -41,7 +42,7 @@ TEST_CASE("a scope body's acquire protects until the body ends, then exit may ev
         reserve cuda:0 64 MiB "tmp"
       }
     })");
-  const ProgramReport& p = e.analysis.programs[0];
+  const ProgramReport &p = e.analysis.programs[0];
   CHECK(p.feasible);
   REQUIRE(p.rows.size() == 4);
   CHECK(p.rows[1].part == ProgramPart::Acquire);
@@ -73,7 +74,7 @@ TEST_CASE("an exit that the body made impossible fails as plan-execution") {
         move a to cuda:0
       }
     })");
-  const ProgramReport& p = stuck.analysis.programs[0];
+  const ProgramReport &p = stuck.analysis.programs[0];
   CHECK_FALSE(p.feasible);
   CHECK(p.rows.back().part == ProgramPart::Exit);
   CHECK(p.rows.back().raised == ErrorClass::PlanExecution);
@@ -95,7 +96,7 @@ TEST_CASE("acquire of a value that is not resident names it") {
     value a 1 MiB at pinned
     value b 1 MiB at pageable
     program { acquire a, b at pinned })");
-  const ProgramReport& p = e.analysis.programs[0];
+  const ProgramReport &p = e.analysis.programs[0];
   CHECK_FALSE(p.feasible);
   CHECK(p.rows[0].outcome.error == ErrorClass::Unavailable);
   CHECK(e.report.units[0].steps[0].reason == "value 'b' is not resident at pinned");

@@ -18,18 +18,22 @@ public:
   std::string generate() {
     out_.clear();
     if (chance(50)) line("devices " + std::to_string(pick(1, 4)));
-    for (const char* loc : {"pinned", "cuda:0", "cuda:1"})
+    for (const char *loc : {"pinned", "cuda:0", "cuda:1"})
       if (chance(60)) line(std::string("budget ") + loc + " " + std::to_string(pick(1, 64)) + " MiB");
     if (chance(30)) line("location pageable");
     if (chance(30)) line("const unit = " + std::to_string(pick(1, 4)) + " MiB");
     const int values = pick(1, 6);
-    for (int v = 0; v < values; ++v) value(v);
+    for (int v = 0; v < values; ++v)
+      value(v);
     const int setup = pick(0, 6);
-    for (int s = 0; s < setup; ++s) setup_statement();
+    for (int s = 0; s < setup; ++s)
+      setup_statement();
     const int plans = pick(0, 4);
-    for (int p = 0; p < plans; ++p) plan(p);
+    for (int p = 0; p < plans; ++p)
+      plan(p);
     const int programs = plans > 0 ? pick(0, 2) : 0;
-    for (int p = 0; p < programs; ++p) program(plans);
+    for (int p = 0; p < programs; ++p)
+      program(plans);
     return out_;
   }
 
@@ -41,14 +45,15 @@ private:
 
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(int percent) { return pick(1, 100) <= percent; }
-  void line(const std::string& text, int indent = 0) { out_ += std::string(indent * 2, ' ') + text + "\n"; }
+  void line(const std::string &text, int indent = 0) { out_ += std::string(indent * 2, ' ') + text + "\n"; }
 
   std::string location() {
-    static const char* const locations[] = {"pageable", "pinned", "cuda:0", "cuda:1", "cuda:2"};
+    static const char *const locations[] = {"pageable", "pinned", "cuda:0", "cuda:1", "cuda:2"};
     return locations[pick(0, 4)];
   }
   std::string size() {
-    return chance(20) ? std::to_string(pick(0, 5000)) : std::to_string(pick(1, 16)) + (chance(50) ? " MiB" : " KiB");
+    return chance(20) ? std::to_string(pick(0, 5000))
+                      : std::to_string(pick(1, 16)) + (chance(50) ? " MiB" : " KiB");
   }
 
   void value(int v) {
@@ -64,7 +69,7 @@ private:
   }
 
   std::string operand() {
-    const Value& v = values_[pick(0, static_cast<int>(values_.size()) - 1)];
+    const Value &v = values_[pick(0, static_cast<int>(values_.size()) - 1)];
     if (!v.family) return v.name;
     const int kind = pick(0, 2);
     if (kind == 0) return v.name + "[*]";
@@ -86,12 +91,13 @@ private:
 
   std::string operand_list() {
     std::string list = operand();
-    for (int n = pick(0, 2); n > 0; --n) list += ", " + operand();
+    for (int n = pick(0, 2); n > 0; --n)
+      list += ", " + operand();
     return list;
   }
 
   std::string label() {
-    static const char* const labels[] = {"tmp", "workspace", "key-switch \\{buffer\\}", "out \\\"x\\\""};
+    static const char *const labels[] = {"tmp", "workspace", "key-switch \\{buffer\\}", "out \\\"x\\\""};
     return std::string("\"") + labels[pick(0, 3)] + "\"";
   }
 
@@ -105,9 +111,12 @@ private:
     } else {
       const std::string alias = chance(60) ? "life" + std::to_string(lifetime_counter_++) : "";
       std::string text;
-      if (kind == 3) text = "hold " + operand_list() + " at " + location();
-      else if (kind == 4) text = "lease " + operand_list() + " at " + location() + (chance(50) ? " pending" : "");
-      else text = "reserve " + location() + " " + size() + " " + label();
+      if (kind == 3)
+        text = "hold " + operand_list() + " at " + location();
+      else if (kind == 4)
+        text = "lease " + operand_list() + " at " + location() + (chance(50) ? " pending" : "");
+      else
+        text = "reserve " + location() + " " + size() + " " + label();
       if (!alias.empty()) {
         text += " as " + alias;
         active_.push_back(alias);
@@ -116,7 +125,7 @@ private:
     }
   }
 
-  void action_block(const char* keyword, int indent) {
+  void action_block(const char *keyword, int indent) {
     line(std::string(keyword) + " {", indent);
     for (int n = pick(0, 4); n > 0; --n) {
       if (chance(15)) {
@@ -134,7 +143,8 @@ private:
   void plan(int p) {
     line("plan \"plan-" + std::to_string(p) + "\" {");
     if (chance(50)) action_block("reclaim", 1);
-    for (int n = pick(0, 2); n > 0; --n) line("reserve " + location() + " " + size() + " " + label(), 1);
+    for (int n = pick(0, 2); n > 0; --n)
+      line("reserve " + location() + " " + size() + " " + label(), 1);
     if (chance(80)) action_block("enter", 1);
     if (chance(60)) action_block("exit", 1);
     line("}");

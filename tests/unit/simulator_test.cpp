@@ -23,7 +23,7 @@ TEST_CASE("peaks start from the current charge; reservations come after reclaim"
       enter { ensure a at cuda:0 }
       exit { drop a at cuda:0 }
     })");
-  const Explanation& x = e.plan();
+  const Explanation &x = e.plan();
   CHECK(x.feasible);
   REQUIRE(x.steps.size() == 4);
   CHECK(x.steps[0].phase == Phase::Reclaim);
@@ -31,7 +31,7 @@ TEST_CASE("peaks start from the current charge; reservations come after reclaim"
   CHECK(x.steps[1].phase == Phase::Reserve);
   CHECK(x.steps[2].phase == Phase::Enter);
   CHECK(x.steps[2].outcome.source == pinned);
-  const LocationPrediction& gpu = e.location(x, gpu0);
+  const LocationPrediction &gpu = e.location(x, gpu0);
   CHECK(gpu.used_before == 20 * MiB);
   CHECK(gpu.reserved_before == 5 * MiB);
   CHECK(gpu.peak_charged == 65 * MiB); // 20 used + 5 + 30 reserved + 10 incoming
@@ -44,7 +44,7 @@ TEST_CASE("budget failure: peak includes the failing request, later steps are no
     value a 60 MiB replicable at pinned
     value b 50 MiB replicable at pinned
     plan "p" { enter { ensure a at cuda:0  ensure b at cuda:0  drop a at cuda:0 } })");
-  const Explanation& x = e.plan();
+  const Explanation &x = e.plan();
   CHECK_FALSE(x.feasible);
   REQUIRE(x.steps.size() == 2);
   CHECK(x.steps[1].outcome.error == ErrorClass::Budget);
@@ -63,7 +63,7 @@ TEST_CASE("move charges the destination before the source is freed") {
     budget cuda:0 64 MiB
     value a 40 MiB exclusive at cuda:0
     plan "p" { enter { move a to pinned  move a to cuda:0 } })");
-  const Explanation& x = e.plan();
+  const Explanation &x = e.plan();
   CHECK(x.feasible);
   CHECK(e.location(x, pinned).peak_used == 40 * MiB);
   CHECK(e.location(x, gpu0).peak_charged == 40 * MiB);
@@ -85,15 +85,15 @@ TEST_CASE("reconstruction: temporary charge at the source location, charged once
     plan "to-gpu" { enter { ensure k at cuda:0 } }
     plan "to-source" { enter { ensure k at pageable } }
     plan "too-big" { reserve pageable 8 MiB "scratch" enter { ensure k at cuda:0 } })");
-  const Explanation& to_gpu = e.plan(0);
+  const Explanation &to_gpu = e.plan(0);
   CHECK(to_gpu.feasible);
   CHECK(to_gpu.steps[0].outcome.source == pageable);
   CHECK(e.location(to_gpu, pageable).peak_charged == 10 * MiB);
   CHECK(e.location(to_gpu, pageable).peak_used == 0);
-  const Explanation& to_source = e.plan(1);
+  const Explanation &to_source = e.plan(1);
   CHECK(e.location(to_source, pageable).peak_charged == 10 * MiB);
   CHECK(e.location(to_source, pageable).peak_used == 10 * MiB);
-  const Explanation& too_big = e.plan(2);
+  const Explanation &too_big = e.plan(2);
   CHECK_FALSE(too_big.feasible);
   CHECK(too_big.steps[1].outcome.where == pageable);
   CHECK(e.location(too_big, pageable).peak_charged == 18 * MiB);
@@ -136,13 +136,13 @@ TEST_CASE("every failure reason and its error class") {
   };
   for (std::size_t i = 0; i < std::size(expected); ++i) {
     CAPTURE(e.analysis.plans[i].plan->name);
-    const Explanation& x = e.plan(i);
+    const Explanation &x = e.plan(i);
     CHECK_FALSE(x.feasible);
     CHECK(x.steps.back().outcome.reason == expected[i].reason);
     CHECK(x.steps.back().outcome.error == expected[i].error);
   }
   CHECK(e.plan(std::size(expected)).feasible);
-  const auto& discarded = e.report.units[6];
+  const auto &discarded = e.report.units[6];
   CHECK(discarded.steps[0].storage_bytes == 0); // handle failures carry no figures
   CHECK(discarded.steps[0].reason == "value 'gone' has been discarded");
 }
@@ -171,7 +171,7 @@ TEST_CASE("locations first referenced by a plan come after the registry, in simu
     budget pinned 1 GiB
     value a 1 MiB replicable at pinned
     plan "p" { reserve cuda:3 1 MiB "w" enter { ensure a at cuda:1 } })");
-  const Explanation& x = e.plan();
+  const Explanation &x = e.plan();
   REQUIRE(x.locations.size() == 3);
   CHECK(x.locations[0].location == pinned);
   CHECK(x.locations[1].location == Location::cuda(3));
@@ -184,7 +184,7 @@ TEST_CASE("a reservation over budget stops the plan before enter") {
     budget cuda:0 10 MiB
     value a 1 MiB replicable at pinned
     plan "p" { reserve cuda:0 11 MiB "big" enter { ensure a at cuda:0 } })");
-  const Explanation& x = e.plan();
+  const Explanation &x = e.plan();
   CHECK_FALSE(x.feasible);
   REQUIRE(x.steps.size() == 1);
   CHECK(x.steps[0].outcome.reason == Reason::ReservationExceedsBudget);
@@ -193,7 +193,7 @@ TEST_CASE("a reservation over budget stops the plan before enter") {
 }
 
 TEST_CASE("--budget overrides replace or add constructor budgets") {
-  const char* text = R"(
+  const char *text = R"(
     budget cuda:0 1 GiB
     value a 600 MiB replicable at pinned
     plan "p" { enter { ensure a at cuda:0 } })";

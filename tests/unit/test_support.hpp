@@ -15,24 +15,25 @@ constexpr std::uint64_t MiB = 1 << 20;
 constexpr std::uint64_t GiB = 1ull << 30;
 
 /// Compiles `text`; the test fails if it has diagnostics.
-inline CompiledFile compile_ok(const std::string& text) {
+inline CompiledFile compile_ok(const std::string &text) {
   CompiledFile compiled = compile_text(text, "test.fhr");
   if (!compiled.ok())
-    for (const Diagnostic& d : compiled.source->diagnostics())
+    for (const Diagnostic &d : compiled.source->diagnostics())
       FAIL_CHECK(diag_code_text(d.code).str() << ": " << d.message);
   return compiled;
 }
 
 /// The codes of every diagnostic of `text`, in report order.
-inline std::vector<std::string> diagnostic_codes(const std::string& text) {
+inline std::vector<std::string> diagnostic_codes(const std::string &text) {
   CompiledFile compiled = compile_text(text, "test.fhr");
   std::vector<std::string> codes;
-  for (const Diagnostic& d : compiled.source->diagnostics()) codes.push_back(diag_code_text(d.code).str());
+  for (const Diagnostic &d : compiled.source->diagnostics())
+    codes.push_back(diag_code_text(d.code).str());
   return codes;
 }
 
 /// The first diagnostic's message (empty if none).
-inline std::string first_message(const std::string& text) {
+inline std::string first_message(const std::string &text) {
   CompiledFile compiled = compile_text(text, "test.fhr");
   return compiled.source->diagnostics().empty() ? "" : compiled.source->diagnostics().front().message;
 }
@@ -42,16 +43,16 @@ struct Explained {
   Analysis analysis;
   FileReport report;
 
-  const Explanation& plan(std::size_t i = 0) const { return analysis.plans.at(i).explanation; }
-  const LocationPrediction& location(const Explanation& e, Location l) const {
-    for (const LocationPrediction& p : e.locations)
+  const Explanation &plan(std::size_t i = 0) const { return analysis.plans.at(i).explanation; }
+  const LocationPrediction &location(const Explanation &e, Location l) const {
+    for (const LocationPrediction &p : e.locations)
       if (p.location == l) return p;
     FAIL("location not in the explanation: " << l.name());
     return e.locations.front();
   }
 };
 
-inline Explained explain(const std::string& text, std::vector<BudgetOverride> overrides = {}) {
+inline Explained explain(const std::string &text, std::vector<BudgetOverride> overrides = {}) {
   Explained out{compile_ok(text), {}, {}};
   out.analysis = analyze_module(out.compiled.module, overrides);
   out.report = build_report(*out.compiled.source, out.compiled.module, out.analysis);

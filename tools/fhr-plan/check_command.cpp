@@ -4,11 +4,12 @@
 
 namespace fhr::cli {
 
-int run_check(const CommonOptions& options) {
+int run_check(const CommonOptions &options) {
   LoadedFiles loaded = load_files(options);
   std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::FailuresOnly);
   bool feasible = true;
-  for (const FileReport& r : reports) feasible = feasible && r.feasible;
+  for (const FileReport &r : reports)
+    feasible = feasible && r.feasible;
   if (options.format == "sarif")
     llvm::outs() << json_text(check_sarif(reports, FHR_VERSION)) << '\n';
   else if (options.format == "github")

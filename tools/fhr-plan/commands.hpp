@@ -30,16 +30,16 @@ struct LoadedFiles {
   std::vector<BudgetOverride> overrides;
   bool ok = true;
 };
-LoadedFiles load_files(const CommonOptions& options);
+LoadedFiles load_files(const CommonOptions &options);
 
 /// Analyses the good files and builds their reports.
-std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail detail);
+std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail);
 
-int run_explain(const CommonOptions& options);
-int run_check(const CommonOptions& options);
+int run_explain(const CommonOptions &options);
+int run_check(const CommonOptions &options);
 /// Lowers one file to a verified module at `output` (written atomically).
-int run_compile(const CommonOptions& options, const std::string& output);
+int run_compile(const CommonOptions &options, const std::string &output);
 /// Prints each module as .fhr text.
-int run_disasm(const CommonOptions& options);
+int run_disasm(const CommonOptions &options);
 
 } // namespace fhr::cli

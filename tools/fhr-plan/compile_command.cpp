@@ -8,7 +8,7 @@
 
 namespace fhr::cli {
 
-int run_compile(const CommonOptions& options, const std::string& output) {
+int run_compile(const CommonOptions &options, const std::string &output) {
   if (options.files.size() != 1) {
     llvm::errs() << "fhr-plan: compile takes exactly one input file\n";
     return kBadInput;
@@ -18,11 +18,12 @@ int run_compile(const CommonOptions& options, const std::string& output) {
     llvm::errs() << "fhr-plan: no module written\n";
     return kBadInput;
   }
-  const CompiledFile& file = loaded.files.front();
+  const CompiledFile &file = loaded.files.front();
   std::vector<char> bytes = lower_module(file.module, *file.source);
   // The module appears whole or not at all: written to a temporary file
   // beside the output, then renamed over it.
-  llvm::Error written = llvm::writeFileAtomically(output + ".tmp%%%%%%", output, llvm::StringRef(bytes.data(), bytes.size()));
+  llvm::Error written =
+      llvm::writeFileAtomically(output + ".tmp%%%%%%", output, llvm::StringRef(bytes.data(), bytes.size()));
   if (written) {
     llvm::WithColor::error(llvm::errs(), "fhr-plan")
         << "cannot write '" << output << "': " << llvm::toString(std::move(written)) << '\n';
@@ -31,9 +32,9 @@ int run_compile(const CommonOptions& options, const std::string& output) {
   return kFeasible;
 }
 
-int run_disasm(const CommonOptions& options) {
+int run_disasm(const CommonOptions &options) {
   int status = kFeasible;
-  for (const std::string& path : options.files) {
+  for (const std::string &path : options.files) {
     llvm::Expected<bytecode::Module> module = load_module_file(path);
     if (!module) {
       report_error(module.takeError());

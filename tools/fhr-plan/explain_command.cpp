@@ -16,9 +16,9 @@ void report_error(llvm::Error error) {
   llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(std::move(error)) << '\n';
 }
 
-LoadedFiles load_files(const CommonOptions& options) {
+LoadedFiles load_files(const CommonOptions &options) {
   LoadedFiles loaded;
-  for (const std::string& text : options.budget_overrides) {
+  for (const std::string &text : options.budget_overrides) {
     llvm::Expected<BudgetOverride> parsed = parse_budget_override(text);
     if (!parsed) {
       report_error(parsed.takeError());
@@ -27,7 +27,7 @@ LoadedFiles load_files(const CommonOptions& options) {
     }
     loaded.overrides.push_back(*parsed);
   }
-  for (const std::string& path : options.files) {
+  for (const std::string &path : options.files) {
     llvm::Expected<CompiledFile> compiled = compile_file(path);
     if (!compiled) {
       report_error(compiled.takeError());
@@ -43,9 +43,9 @@ LoadedFiles load_files(const CommonOptions& options) {
   return loaded;
 }
 
-std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail detail) {
+std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail) {
   std::vector<FileReport> reports;
-  for (const CompiledFile& file : loaded.files) {
+  for (const CompiledFile &file : loaded.files) {
     if (!file.ok()) continue;
     Analysis analysis = analyze_module(file.module, loaded.overrides);
     reports.push_back(build_report(*file.source, file.module, analysis, detail));
@@ -53,16 +53,17 @@ std::vector<FileReport> analyse_files(const LoadedFiles& loaded, ReportDetail de
   return reports;
 }
 
-int run_explain(const CommonOptions& options) {
+int run_explain(const CommonOptions &options) {
   LoadedFiles loaded = load_files(options);
   bool feasible = true;
   if (options.format == "json") {
     std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
     llvm::outs() << json_text(explain_json(reports)) << '\n';
-    for (const FileReport& r : reports) feasible = feasible && r.feasible;
+    for (const FileReport &r : reports)
+      feasible = feasible && r.feasible;
   } else {
     bool first = true;
-    for (const CompiledFile& file : loaded.files) {
+    for (const CompiledFile &file : loaded.files) {
       if (!file.ok()) continue;
       if (!first) llvm::outs() << '\n';
       first = false;

@@ -12,14 +12,16 @@ cl::SubCommand explain_command("explain", "Dry-run every plan and program; print
                                           "bytes and result, and the peak per location");
 cl::SubCommand check_command("check", "CI gate: quiet on success, one line per infeasible plan");
 cl::SubCommand compile_command("compile", "Lower a plan file to a verified bytecode module");
-cl::SubCommand disasm_command("disasm", "Print a bytecode module as .fhr text that compiles to the same bytes");
+cl::SubCommand disasm_command("disasm",
+                              "Print a bytecode module as .fhr text that compiles to the same bytes");
 
 cl::list<std::string> files(cl::Positional, cl::ZeroOrMore, cl::desc("<file.fhr | - >..."),
                             cl::sub(explain_command), cl::sub(check_command), cl::sub(compile_command),
                             cl::sub(disasm_command));
 cl::opt<std::string> output_path("o", cl::desc("Output module"), cl::value_desc("OUT.fhrb"), cl::Required,
                                  cl::sub(compile_command));
-cl::list<std::string> budgets("budget", cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
+cl::list<std::string> budgets("budget",
+                              cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
                               cl::sub(check_command));
 
@@ -28,40 +30,45 @@ cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl
                            cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command));
 
 enum class ExplainFormat { Text, Json };
-cl::opt<ExplainFormat> explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
-                                      cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
-                                                 clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/1")),
-                                      cl::sub(explain_command));
+cl::opt<ExplainFormat>
+    explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
+                   cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
+                              clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/1")),
+                   cl::sub(explain_command));
 enum class CheckFormat { Text, Github, Sarif };
-cl::opt<CheckFormat> check_format(
-    "format", cl::desc("Output format"), cl::init(CheckFormat::Text),
-    cl::values(clEnumValN(CheckFormat::Text, "text", "file:line:col: error: ..."),
-               clEnumValN(CheckFormat::Github, "github", "GitHub workflow annotations"),
-               clEnumValN(CheckFormat::Sarif, "sarif", "SARIF 2.1.0")),
-    cl::sub(check_command));
+cl::opt<CheckFormat>
+    check_format("format", cl::desc("Output format"), cl::init(CheckFormat::Text),
+                 cl::values(clEnumValN(CheckFormat::Text, "text", "file:line:col: error: ..."),
+                            clEnumValN(CheckFormat::Github, "github", "GitHub workflow annotations"),
+                            clEnumValN(CheckFormat::Sarif, "sarif", "SARIF 2.1.0")),
+                 cl::sub(check_command));
 
-void print_version(llvm::raw_ostream& os) { os << "fhr-plan " << FHR_VERSION << '\n'; }
+void print_version(llvm::raw_ostream &os) { os << "fhr-plan " << FHR_VERSION << '\n'; }
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   cl::SetVersionPrinter(print_version);
   // Messages name the tool, not the path it was started from, so that they
   // are the same wherever it is installed.
   std::string tool_name = "fhr-plan";
   if (argc > 0) argv[0] = tool_name.data();
-  if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "fhr-plan: explain and check residency plans for GPU encrypted computation\n",
-                                   &llvm::errs()))
+  if (!cl::ParseCommandLineOptions(
+          argc, argv, "fhr-plan: explain and check residency plans for GPU encrypted computation\n",
+          &llvm::errs()))
     return fhr::cli::kBadInput;
   if (verb_version) {
     print_version(llvm::outs());
     return fhr::cli::kFeasible;
   }
-  const char* verb = explain_command ? "explain" : check_command ? "check" : compile_command ? "compile" : "disasm";
+  const char *verb = explain_command   ? "explain"
+                     : check_command   ? "check"
+                     : compile_command ? "compile"
+                                       : "disasm";
   const bool any_verb = explain_command || check_command || compile_command || disasm_command;
   if (any_verb && files.empty()) {
-    llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan " << verb << " --help\n";
+    llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan " << verb
+                 << " --help\n";
     return fhr::cli::kBadInput;
   }
   fhr::cli::CommonOptions options;
@@ -72,7 +79,9 @@ int main(int argc, char** argv) {
     return fhr::cli::run_explain(options);
   }
   if (check_command) {
-    options.format = check_format == CheckFormat::Sarif ? "sarif" : check_format == CheckFormat::Github ? "github" : "text";
+    options.format = check_format == CheckFormat::Sarif    ? "sarif"
+                     : check_format == CheckFormat::Github ? "github"
+                                                           : "text";
     return fhr::cli::run_check(options);
   }
   if (compile_command) return fhr::cli::run_compile(options, output_path);

@@ -7,7 +7,7 @@
 
 namespace fhr::bytecode {
 
-ModuleError::ModuleError(ModuleErrorCode code, std::size_t offset, const std::string& message)
+ModuleError::ModuleError(ModuleErrorCode code, std::size_t offset, const std::string &message)
     : std::runtime_error(std::string(module_error_name(code)) + " at byte " + std::to_string(offset) + ": " +
                          message),
       code_(code), offset_(offset) {}
@@ -29,9 +29,9 @@ std::string_view module_error_name(ModuleErrorCode code) {
   return "bad module";
 }
 
-const Declaration& Module::declaration_of(std::uint32_t value) const {
+const Declaration &Module::declaration_of(std::uint32_t value) const {
   auto it = std::upper_bound(declarations.begin(), declarations.end(), value,
-                             [](std::uint32_t v, const Declaration& d) { return v < d.first_value; });
+                             [](std::uint32_t v, const Declaration &d) { return v < d.first_value; });
   return *(it - 1);
 }
 
@@ -40,24 +40,24 @@ namespace {
 /// Bounds-checked reading of one section.
 class Reader {
 public:
-  Reader(const std::byte* data, std::size_t begin, std::size_t end) : data_(data), at_(begin), end_(end) {}
+  Reader(const std::byte *data, std::size_t begin, std::size_t end) : data_(data), at_(begin), end_(end) {}
 
   std::size_t offset() const { return at_; }
   bool done() const { return at_ == end_; }
   std::size_t left() const { return end_ - at_; }
 
-  [[noreturn, gnu::cold, gnu::noinline]] void fail(ModuleErrorCode code, const std::string& message) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(ModuleErrorCode code, const std::string &message) const {
     throw ModuleError(code, at_, message);
   }
 
-  std::uint8_t byte(const char* what) {
+  std::uint8_t byte(const char *what) {
     if (at_ >= end_) [[unlikely]]
       missing(what);
     return static_cast<std::uint8_t>(data_[at_++]);
   }
 
   /// LEB128 with the one-byte case inline: most operands are small.
-  std::uint64_t leb(const char* what) {
+  std::uint64_t leb(const char *what) {
     if (end_ - at_ >= 2) [[likely]] {
       const auto first = static_cast<std::uint8_t>(data_[at_]);
       if (first < 0x80) [[likely]] {
@@ -73,11 +73,11 @@ public:
     return leb_slow(what);
   }
 
-  [[noreturn, gnu::cold, gnu::noinline]] void missing(const char* what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void missing(const char *what) const {
     fail(ModuleErrorCode::Truncated, std::string("missing ") + what);
   }
 
-  [[gnu::noinline]] std::uint64_t leb_slow(const char* what) {
+  [[gnu::noinline]] std::uint64_t leb_slow(const char *what) {
     std::uint64_t value = 0;
     for (unsigned shift = 0;; shift += 7) {
       const std::uint8_t b = byte(what);
@@ -89,15 +89,16 @@ public:
     }
   }
 
-  std::uint32_t leb32(const char* what) {
+  std::uint32_t leb32(const char *what) {
     const std::uint64_t value = leb(what);
-    if (value > UINT32_MAX) [[unlikely]] fail(ModuleErrorCode::BadSection, std::string(what) + " does not fit 32 bits");
+    if (value > UINT32_MAX) [[unlikely]]
+      fail(ModuleErrorCode::BadSection, std::string(what) + " does not fit 32 bits");
     return static_cast<std::uint32_t>(value);
   }
 
   /// A count of items each at least `min_bytes` long: refuses counts that the
   /// section cannot hold, so no length field drives an unbounded allocation.
-  std::uint32_t count(const char* what, std::size_t min_bytes) {
+  std::uint32_t count(const char *what, std::size_t min_bytes) {
     const std::uint32_t n = leb32(what);
     if (min_bytes > 0 && n > left() / min_bytes)
       fail(ModuleErrorCode::BadSection, std::string(what) + " " + std::to_string(n) + " exceeds the section");
@@ -106,12 +107,12 @@ public:
 
   std::string bytes(std::size_t n) {
     if (n > left()) fail(ModuleErrorCode::Truncated, "string runs past its section");
-    std::string out(reinterpret_cast<const char*>(data_ + at_), n);
+    std::string out(reinterpret_cast<const char *>(data_ + at_), n);
     at_ += n;
     return out;
   }
 
-  Location location(const char* what) {
+  Location location(const char *what) {
     const std::uint8_t index = byte(what);
     if (index >= Location::kCount) [[unlikely]]
       fail(ModuleErrorCode::BadOperand, std::string("invalid location byte for ") + what);
@@ -119,28 +120,30 @@ public:
   }
 
 private:
-  const std::byte* data_;
+  const std::byte *data_;
   std::size_t at_;
   std::size_t end_;
 };
 
-std::uint32_t read_u32(const std::byte* p) {
+std::uint32_t read_u32(const std::byte *p) {
   std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(p[i]);
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | static_cast<std::uint8_t>(p[i]);
   return v;
 }
-std::uint64_t read_u64(const std::byte* p) {
+std::uint64_t read_u64(const std::byte *p) {
   std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(p[i]);
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | static_cast<std::uint8_t>(p[i]);
   return v;
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*` and not a reserved word.
-bool is_identifier(const std::string& name) {
+bool is_identifier(const std::string &name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  for (const char* word : kReservedWords)
+  for (const char *word : kReservedWords)
     if (name == word) return false;
   return true;
 }
@@ -150,7 +153,8 @@ struct OperandKinds {
   char kinds[kOpcodeCount][5] = {};
   constexpr OperandKinds() {
     for (unsigned op = 0; op < kOpcodeCount; ++op)
-      for (unsigned k = 0; kOpcodes[op].operands[k] != '\0' && k < 4; ++k) kinds[op][k] = kOpcodes[op].operands[k];
+      for (unsigned k = 0; kOpcodes[op].operands[k] != '\0' && k < 4; ++k)
+        kinds[op][k] = kOpcodes[op].operands[k];
   }
 };
 constexpr OperandKinds kOperandKinds;
@@ -179,50 +183,63 @@ public:
 
 private:
   Reader section(SectionKind kind) const {
-    const SectionSpan& s = sections_[static_cast<unsigned>(kind) - 1];
+    const SectionSpan &s = sections_[static_cast<unsigned>(kind) - 1];
     return Reader(bytes_.data(), s.begin, s.end);
   }
-  static void finish(const Reader& r, const char* what) {
-    if (!r.done()) r.fail(ModuleErrorCode::BadSection, std::to_string(r.left()) + " unused bytes at the end of " + what);
+  static void finish(const Reader &r, const char *what) {
+    if (!r.done())
+      r.fail(ModuleErrorCode::BadSection, std::to_string(r.left()) + " unused bytes at the end of " + what);
   }
 
   void header() {
-    if (bytes_.size() < kHeaderSize) throw ModuleError(ModuleErrorCode::Truncated, 0, "shorter than the header");
-    if (std::memcmp(bytes_.data(), kMagic, 4) != 0) throw ModuleError(ModuleErrorCode::BadMagic, 0, "magic is not FHRB");
-    const auto version = static_cast<std::uint16_t>(static_cast<unsigned>(bytes_[4]) | static_cast<unsigned>(bytes_[5]) << 8);
+    if (bytes_.size() < kHeaderSize)
+      throw ModuleError(ModuleErrorCode::Truncated, 0, "shorter than the header");
+    if (std::memcmp(bytes_.data(), kMagic, 4) != 0)
+      throw ModuleError(ModuleErrorCode::BadMagic, 0, "magic is not FHRB");
+    const auto version =
+        static_cast<std::uint16_t>(static_cast<unsigned>(bytes_[4]) | static_cast<unsigned>(bytes_[5]) << 8);
     if (version != kFormatVersion)
       throw ModuleError(ModuleErrorCode::UnsupportedVersion, 4,
-                        "version " + std::to_string(version) + " (this reader knows " + std::to_string(kFormatVersion) + ")");
+                        "version " + std::to_string(version) + " (this reader knows " +
+                            std::to_string(kFormatVersion) + ")");
     if (bytes_[6] != std::byte{0} || bytes_[7] != std::byte{0})
       throw ModuleError(ModuleErrorCode::BadHeader, 6, "flags must be 0");
     const std::uint32_t section_count = read_u32(bytes_.data() + 8);
     const std::uint32_t payload_size = read_u32(bytes_.data() + 12);
-    if (read_u64(bytes_.data() + 24) != 0) throw ModuleError(ModuleErrorCode::BadHeader, 24, "reserved field must be 0");
+    if (read_u64(bytes_.data() + 24) != 0)
+      throw ModuleError(ModuleErrorCode::BadHeader, 24, "reserved field must be 0");
     if (payload_size != bytes_.size() - kHeaderSize)
-      throw ModuleError(bytes_.size() - kHeaderSize < payload_size ? ModuleErrorCode::Truncated : ModuleErrorCode::BadHeader,
-                        12, "payload size " + std::to_string(payload_size) + " but the file holds " +
-                                std::to_string(bytes_.size() - kHeaderSize));
+      throw ModuleError(bytes_.size() - kHeaderSize < payload_size ? ModuleErrorCode::Truncated
+                                                                   : ModuleErrorCode::BadHeader,
+                        12,
+                        "payload size " + std::to_string(payload_size) + " but the file holds " +
+                            std::to_string(bytes_.size() - kHeaderSize));
     if (checksum(bytes_.subspan(kHeaderSize)) != read_u64(bytes_.data() + 16))
-      throw ModuleError(ModuleErrorCode::ChecksumMismatch, 16, "the payload does not match its XXH64 checksum");
+      throw ModuleError(ModuleErrorCode::ChecksumMismatch, 16,
+                        "the payload does not match its XXH64 checksum");
     if (section_count != kSectionCount)
-      throw ModuleError(ModuleErrorCode::BadSectionTable, 8, "expected 7 sections, found " + std::to_string(section_count));
+      throw ModuleError(ModuleErrorCode::BadSectionTable, 8,
+                        "expected 7 sections, found " + std::to_string(section_count));
     std::size_t expected = kHeaderSize + std::size_t{kSectionCount} * kSectionEntrySize;
     if (expected > bytes_.size()) throw ModuleError(ModuleErrorCode::Truncated, kHeaderSize, "section table");
     for (std::uint32_t i = 0; i < kSectionCount; ++i) {
-      const std::byte* entry = bytes_.data() + kHeaderSize + i * kSectionEntrySize;
+      const std::byte *entry = bytes_.data() + kHeaderSize + i * kSectionEntrySize;
       const std::size_t at = kHeaderSize + i * kSectionEntrySize;
       const std::uint32_t kind = read_u32(entry), offset = read_u32(entry + 4), size = read_u32(entry + 8);
       if (kind != i + 1)
-        throw ModuleError(ModuleErrorCode::BadSectionTable, at, "section " + std::to_string(i) + " has kind " +
-                                                                     std::to_string(kind) + ", expected " + std::to_string(i + 1));
-      if (read_u32(entry + 12) != 0) throw ModuleError(ModuleErrorCode::BadSectionTable, at + 12, "reserved field must be 0");
+        throw ModuleError(ModuleErrorCode::BadSectionTable, at,
+                          "section " + std::to_string(i) + " has kind " + std::to_string(kind) +
+                              ", expected " + std::to_string(i + 1));
+      if (read_u32(entry + 12) != 0)
+        throw ModuleError(ModuleErrorCode::BadSectionTable, at + 12, "reserved field must be 0");
       // Sections are back to back in kind order: no gaps, no overlap.
       if (offset != expected)
         throw ModuleError(ModuleErrorCode::BadSectionTable, at + 4,
-                          "section " + std::to_string(kind) + " starts at " + std::to_string(offset) + ", expected " +
-                              std::to_string(expected));
+                          "section " + std::to_string(kind) + " starts at " + std::to_string(offset) +
+                              ", expected " + std::to_string(expected));
       if (size > bytes_.size() - offset)
-        throw ModuleError(ModuleErrorCode::BadSectionTable, at + 8, "section " + std::to_string(kind) + " runs past the file");
+        throw ModuleError(ModuleErrorCode::BadSectionTable, at + 8,
+                          "section " + std::to_string(kind) + " runs past the file");
       sections_[i] = {offset, std::size_t{offset} + size};
       expected = std::size_t{offset} + size;
     }
@@ -234,13 +251,15 @@ private:
     Reader r = section(SectionKind::Strings);
     const std::uint32_t n = r.count("string count", 1);
     module_.strings.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) module_.strings.push_back(r.bytes(r.count("string length", 0)));
+    for (std::uint32_t i = 0; i < n; ++i)
+      module_.strings.push_back(r.bytes(r.count("string length", 0)));
     finish(r, "STRINGS");
   }
 
-  std::uint32_t string_index(Reader& r, const char* what, bool non_blank) {
+  std::uint32_t string_index(Reader &r, const char *what, bool non_blank) {
     const std::uint32_t index = r.leb32(what);
-    if (index >= module_.strings.size()) r.fail(ModuleErrorCode::BadIndex, std::string(what) + " string " + std::to_string(index));
+    if (index >= module_.strings.size())
+      r.fail(ModuleErrorCode::BadIndex, std::string(what) + " string " + std::to_string(index));
     if (non_blank && module_.strings[index].find_first_not_of(" \t\n") == std::string::npos)
       r.fail(ModuleErrorCode::BadOperand, std::string(what) + " is blank");
     return index;
@@ -249,7 +268,8 @@ private:
   void machine() {
     Reader r = section(SectionKind::Machine);
     const std::uint32_t devices = r.leb32("device count");
-    if (devices > Location::kMaxCudaDevices + 1) r.fail(ModuleErrorCode::BadOperand, "device count above 128");
+    if (devices > Location::kMaxCudaDevices + 1)
+      r.fail(ModuleErrorCode::BadOperand, "device count above 128");
     if (devices > 0) module_.device_count = devices - 1;
     const std::uint32_t n = r.count("budget count", 2);
     bool seen[Location::kCount] = {};
@@ -277,16 +297,20 @@ private:
       Declaration d;
       d.name = string_index(r, "declaration name", true);
       if (!is_identifier(module_.strings[d.name]))
-        r.fail(ModuleErrorCode::BadOperand, "declaration name '" + module_.strings[d.name] + "' is not a name");
-      if (!names.insert(module_.strings[d.name]).second) r.fail(ModuleErrorCode::BadStructure, "two declarations have the same name");
+        r.fail(ModuleErrorCode::BadOperand,
+               "declaration name '" + module_.strings[d.name] + "' is not a name");
+      if (!names.insert(module_.strings[d.name]).second)
+        r.fail(ModuleErrorCode::BadStructure, "two declarations have the same name");
       d.family_size = r.leb32("family size");
       d.spec.logical_nbytes = r.leb("logical bytes");
       d.spec.storage_nbytes = r.leb("storage bytes");
-      if (d.spec.storage_nbytes < d.spec.logical_nbytes) r.fail(ModuleErrorCode::BadOperand, "storage below logical size");
+      if (d.spec.storage_nbytes < d.spec.logical_nbytes)
+        r.fail(ModuleErrorCode::BadOperand, "storage below logical size");
       const std::uint8_t flags = r.byte("declaration flags");
       if (flags > 3) r.fail(ModuleErrorCode::BadOperand, "unknown declaration flags");
       d.spec.replica_mode = flags & kDeclReplicable ? ReplicaMode::Replicable : ReplicaMode::Exclusive;
-      d.spec.recoverability = flags & kDeclReconstructible ? Recoverability::Reconstructible : Recoverability::MustPreserve;
+      d.spec.recoverability =
+          flags & kDeclReconstructible ? Recoverability::Reconstructible : Recoverability::MustPreserve;
       d.location = r.location("declaration location");
       d.first_value = static_cast<std::uint32_t>(values);
       values += d.value_count();
@@ -304,13 +328,13 @@ private:
     // The declaration of the last value operand: consecutive instructions
     // usually name values of the same declaration.
     std::uint32_t declaration_begin = 1, declaration_end = 0;
-    for (Instruction& in : module_.code) {
+    for (Instruction &in : module_.code) {
       const std::uint8_t op = r.byte("opcode");
       if (op >= kOpcodeCount) [[unlikely]]
         r.fail(ModuleErrorCode::BadOpcode, "opcode " + std::to_string(op));
       in.opcode = static_cast<Opcode>(op);
       bool first_location = true;
-      for (const char* kind = kOperandKinds.kinds[op]; *kind; ++kind) {
+      for (const char *kind = kOperandKinds.kinds[op]; *kind; ++kind) {
         switch (*kind) {
         case 'L':
           (first_location ? in.location : in.from) = r.location("location operand");
@@ -322,7 +346,7 @@ private:
           if (in.value < declaration_begin || in.value >= declaration_end) {
             if (in.value >= module_.value_count) [[unlikely]]
               r.fail(ModuleErrorCode::BadIndex, "value " + std::to_string(in.value));
-            const Declaration& d = module_.declaration_of(in.value);
+            const Declaration &d = module_.declaration_of(in.value);
             declaration_begin = d.first_value;
             declaration_end = d.first_value + d.value_count();
           }
@@ -340,7 +364,8 @@ private:
         case 'A':
           in.value = r.leb32("alias");
           if (in.value > module_.strings.size()) r.fail(ModuleErrorCode::BadIndex, "alias string");
-          if (in.value && !is_identifier(module_.strings[in.value - 1])) r.fail(ModuleErrorCode::BadOperand, "alias is not a name");
+          if (in.value && !is_identifier(module_.strings[in.value - 1]))
+            r.fail(ModuleErrorCode::BadOperand, "alias is not a name");
           break;
         case 'F': {
           const std::uint8_t f = r.byte("flag");
@@ -355,18 +380,20 @@ private:
     finish(r, "CODE");
   }
 
-  InstructionRange range(Reader& r, std::uint64_t& cursor, const char* what) {
+  InstructionRange range(Reader &r, std::uint64_t &cursor, const char *what) {
     const std::uint32_t n = r.leb32(what);
-    if (n > module_.code.size() - cursor) r.fail(ModuleErrorCode::BadIndex, std::string(what) + " runs past the code");
+    if (n > module_.code.size() - cursor)
+      r.fail(ModuleErrorCode::BadIndex, std::string(what) + " runs past the code");
     InstructionRange out{static_cast<std::uint32_t>(cursor), static_cast<std::uint32_t>(cursor + n)};
     cursor += n;
     return out;
   }
 
-  void expect_start(Reader& r, std::uint64_t cursor, std::uint32_t start, const char* what) {
+  void expect_start(Reader &r, std::uint64_t cursor, std::uint32_t start, const char *what) {
     if (start != cursor)
-      r.fail(ModuleErrorCode::BadStructure, std::string(what) + " starts at instruction " + std::to_string(start) +
-                                                ", expected " + std::to_string(cursor));
+      r.fail(ModuleErrorCode::BadStructure, std::string(what) + " starts at instruction " +
+                                                std::to_string(start) + ", expected " +
+                                                std::to_string(cursor));
   }
 
   void plans() {
@@ -380,7 +407,8 @@ private:
     for (std::uint32_t i = 0; i < n; ++i) {
       PlanEntry p;
       p.name = string_index(r, "plan name", true);
-      if (!plan_names.insert(module_.strings[p.name]).second) r.fail(ModuleErrorCode::BadStructure, "two plans have the same name");
+      if (!plan_names.insert(module_.strings[p.name]).second)
+        r.fail(ModuleErrorCode::BadStructure, "two plans have the same name");
       p.line = r.leb32("plan line");
       expect_start(r, cursor_, r.leb32("plan start"), "plan");
       p.reclaim = range(r, cursor_, "reclaim count");
@@ -410,14 +438,17 @@ private:
   void lines() {
     Reader r = section(SectionKind::Lines);
     const std::uint32_t n = r.leb32("line count");
-    if (n != module_.code.size()) r.fail(ModuleErrorCode::BadStructure, "line count differs from the instruction count");
+    if (n != module_.code.size())
+      r.fail(ModuleErrorCode::BadStructure, "line count differs from the instruction count");
     std::int64_t line = 0;
-    for (Instruction& in : module_.code) {
+    for (Instruction &in : module_.code) {
       const std::uint64_t zigzag = r.leb("line delta");
-      const std::int64_t delta = static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
+      const std::int64_t delta =
+          static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
       line += delta;
       // The language's `@line` directive stops at 2^30; so do modules.
-      if (line < 0 || line > (std::int64_t{1} << 30)) r.fail(ModuleErrorCode::BadOperand, "line out of range");
+      if (line < 0 || line > (std::int64_t{1} << 30))
+        r.fail(ModuleErrorCode::BadOperand, "line out of range");
       in.line = static_cast<std::uint32_t>(line);
     }
     finish(r, "LINES");
@@ -426,12 +457,14 @@ private:
   void verify_partition() {
     if (cursor_ != module_.code.size())
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].end,
-                        std::to_string(module_.code.size() - cursor_) + " instructions belong to no plan or program");
+                        std::to_string(module_.code.size() - cursor_) +
+                            " instructions belong to no plan or program");
   }
 
-  [[noreturn]] void fail_at(std::uint32_t index, ModuleErrorCode code, const std::string& message) const {
-    throw ModuleError(code, sections_[3].begin, "instruction " + std::to_string(index) + " (" +
-                                                    info(module_.code[index].opcode).mnemonic + "): " + message);
+  [[noreturn]] void fail_at(std::uint32_t index, ModuleErrorCode code, const std::string &message) const {
+    throw ModuleError(code, sections_[3].begin,
+                      "instruction " + std::to_string(index) + " (" +
+                          info(module_.code[index].opcode).mnemonic + "): " + message);
   }
 
   static bool is_action(Opcode op) {
@@ -441,16 +474,17 @@ private:
 
   /// Checks that instruction i+1..i+n are items; returns the index after them.
   std::uint32_t items(std::uint32_t i, std::uint32_t end) {
-    const Instruction& in = module_.code[i];
+    const Instruction &in = module_.code[i];
     if (in.index() == 0) fail_at(i, ModuleErrorCode::BadOperand, "empty value list");
     if (in.index() > end - i - 1) fail_at(i, ModuleErrorCode::BadStructure, "value list runs past its range");
     for (std::uint32_t k = i + 1; k <= i + in.index(); ++k)
-      if (module_.code[k].opcode != Opcode::Item) fail_at(k, ModuleErrorCode::BadStructure, "expected an item");
+      if (module_.code[k].opcode != Opcode::Item)
+        fail_at(k, ModuleErrorCode::BadStructure, "expected an item");
     return i + in.index() + 1;
   }
 
   void check_values_declared(std::uint32_t i, std::uint32_t declared_values) {
-    const Instruction& in = module_.code[i];
+    const Instruction &in = module_.code[i];
     if (in.value + in.count > declared_values)
       fail_at(i, ModuleErrorCode::BadStructure, "uses a value before its declaration");
   }
@@ -459,10 +493,11 @@ private:
     std::uint32_t declared = 0, declared_values = 0;
     std::vector<std::uint8_t> released(module_.setup.end, 0);
     for (std::uint32_t i = module_.setup.begin; i < module_.setup.end;) {
-      const Instruction& in = module_.code[i];
+      const Instruction &in = module_.code[i];
       switch (in.opcode) {
       case Opcode::Declare:
-        if (in.index() != declared) fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
+        if (in.index() != declared)
+          fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
         declared_values += module_.declarations[declared].value_count();
         ++declared;
         ++i;
@@ -470,17 +505,21 @@ private:
       case Opcode::Hold:
       case Opcode::Lease: {
         const std::uint32_t next = items(i, module_.setup.end);
-        for (std::uint32_t k = i + 1; k < next; ++k) check_values_declared(k, declared_values);
+        for (std::uint32_t k = i + 1; k < next; ++k)
+          check_values_declared(k, declared_values);
         i = next;
         break;
       }
       case Opcode::Reserve: ++i; break;
       case Opcode::Release: {
-        if (in.index() >= i) fail_at(i, ModuleErrorCode::BadIndex, "release target is not an earlier instruction");
-        const Instruction& target = module_.code[in.index()];
-        if ((target.opcode != Opcode::Hold && target.opcode != Opcode::Lease && target.opcode != Opcode::Reserve) ||
+        if (in.index() >= i)
+          fail_at(i, ModuleErrorCode::BadIndex, "release target is not an earlier instruction");
+        const Instruction &target = module_.code[in.index()];
+        if ((target.opcode != Opcode::Hold && target.opcode != Opcode::Lease &&
+             target.opcode != Opcode::Reserve) ||
             target.alias() == 0)
-          fail_at(i, ModuleErrorCode::BadStructure, "release target is not a named hold, lease or reservation");
+          fail_at(i, ModuleErrorCode::BadStructure,
+                  "release target is not a named hold, lease or reservation");
         if (released[in.index()]) fail_at(i, ModuleErrorCode::BadStructure, "released twice");
         released[in.index()] = 1;
         ++i;
@@ -495,36 +534,41 @@ private:
     }
     if (declared != module_.declarations.size())
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[2].begin,
-                        std::to_string(module_.declarations.size() - declared) + " declarations are never declared in setup");
+                        std::to_string(module_.declarations.size() - declared) +
+                            " declarations are never declared in setup");
   }
 
   void verify_actions_only(InstructionRange range) {
     for (std::uint32_t i = range.begin; i < range.end; ++i)
-      if (!is_action(module_.code[i].opcode)) fail_at(i, ModuleErrorCode::BadStructure, "only actions belong here");
+      if (!is_action(module_.code[i].opcode))
+        fail_at(i, ModuleErrorCode::BadStructure, "only actions belong here");
   }
 
-  void verify_plan(const PlanEntry& plan) {
+  void verify_plan(const PlanEntry &plan) {
     verify_actions_only(plan.reclaim);
     for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end; ++i)
       if (module_.code[i].opcode != Opcode::Reserve || module_.code[i].alias() != 0)
-        fail_at(i, ModuleErrorCode::BadStructure, "a plan's reservation list holds only unnamed reservations");
+        fail_at(i, ModuleErrorCode::BadStructure,
+                "a plan's reservation list holds only unnamed reservations");
     verify_actions_only(plan.enter);
     verify_actions_only(plan.exit);
   }
 
-  void verify_program(const ProgramEntry& program) {
+  void verify_program(const ProgramEntry &program) {
     std::vector<Opcode> open; // Scope or Actions
     for (std::uint32_t i = program.body.begin; i < program.body.end;) {
-      const Instruction& in = module_.code[i];
+      const Instruction &in = module_.code[i];
       const bool in_actions = !open.empty() && open.back() == Opcode::Actions;
       if (in_actions && in.opcode != Opcode::End && !is_action(in.opcode))
         fail_at(i, ModuleErrorCode::BadStructure, "an action list holds only actions");
       switch (in.opcode) {
       case Opcode::Scope:
       case Opcode::Run:
-        if (in.index() >= module_.plans.size()) fail_at(i, ModuleErrorCode::BadIndex, "plan " + std::to_string(in.index()));
+        if (in.index() >= module_.plans.size())
+          fail_at(i, ModuleErrorCode::BadIndex, "plan " + std::to_string(in.index()));
         if (in.opcode == Opcode::Scope) {
-          if (open.size() >= kMaxScopeDepth) fail_at(i, ModuleErrorCode::BadStructure, "scopes nest too deep");
+          if (open.size() >= kMaxScopeDepth)
+            fail_at(i, ModuleErrorCode::BadStructure, "scopes nest too deep");
           open.push_back(Opcode::Scope);
         }
         ++i;
@@ -554,13 +598,16 @@ private:
       }
     }
     if (!open.empty())
-      throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].begin, "a program ends inside a scope or action list");
+      throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].begin,
+                        "a program ends inside a scope or action list");
   }
 
   void verify_instructions() {
     verify_setup();
-    for (const PlanEntry& plan : module_.plans) verify_plan(plan);
-    for (const ProgramEntry& program : module_.programs) verify_program(program);
+    for (const PlanEntry &plan : module_.plans)
+      verify_plan(plan);
+    for (const ProgramEntry &program : module_.programs)
+      verify_program(program);
   }
 
   std::span<const std::byte> bytes_;

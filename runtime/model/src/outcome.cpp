@@ -17,16 +17,15 @@ std::string_view action_keyword(ActionKind kind) {
 
 namespace {
 /// " (budget B, used B, reserved B, requested B)" when the figures are known.
-std::string budget_figures(const FailureDetail* detail) {
+std::string budget_figures(const FailureDetail *detail) {
   if (!detail) return {};
-  return " (budget " + std::to_string(detail->budget_bytes) + " B, used " + std::to_string(detail->used_bytes) +
-         " B, reserved " + std::to_string(detail->reserved_bytes) + " B, requested " +
-         std::to_string(detail->requested_bytes) + " B)";
+  return " (budget " + std::to_string(detail->budget_bytes) + " B, used " +
+         std::to_string(detail->used_bytes) + " B, reserved " + std::to_string(detail->reserved_bytes) +
+         " B, requested " + std::to_string(detail->requested_bytes) + " B)";
 }
 } // namespace
 
-std::string describe(const Outcome& outcome, const MessageContext& context,
-                     const FailureDetail* detail) {
+std::string describe(const Outcome &outcome, const MessageContext &context, const FailureDetail *detail) {
   const std::string where = outcome.where.name();
   const std::string value(context.value_name);
   switch (outcome.reason) {
@@ -34,9 +33,11 @@ std::string describe(const Outcome& outcome, const MessageContext& context,
   case Reason::DestinationAlreadyResident: return "destination already resident";
   case Reason::DestinationOwnsSelectedReplica: return "destination already owns the selected replica";
   case Reason::MaterializationAlreadyAbsent: return "materialization already absent";
-  case Reason::TransitionExceedsBudget: return "Transition exceeds budget at " + where + budget_figures(detail);
+  case Reason::TransitionExceedsBudget:
+    return "Transition exceeds budget at " + where + budget_figures(detail);
   case Reason::ReservationExceedsBudget:
-    return "Reservation '" + std::string(context.label) + "' exceeds budget at " + where + budget_figures(detail);
+    return "Reservation '" + std::string(context.label) + "' exceeds budget at " + where +
+           budget_figures(detail);
   case Reason::WouldReplicateExclusive: return "EnsureResident would replicate an EXCLUSIVE value";
   case Reason::NoMaterializationOrSource: return "value has no materialization or source";
   case Reason::ExplicitSourceNotResident: return "explicit source " + where + " is not resident";
@@ -66,7 +67,7 @@ std::string describe(const Outcome& outcome, const MessageContext& context,
   return {};
 }
 
-std::string_view describe_verdict(const Outcome& outcome) {
+std::string_view describe_verdict(const Outcome &outcome) {
   switch (outcome.verdict) {
   case Verdict::Ok: return "ok";
   case Verdict::NoOp: return "no-op";

@@ -23,10 +23,9 @@ Outcome no_op(Reason reason, std::optional<Location> source, std::optional<Locat
 /// Releases a temporary reconstruction charge however the transition ends.
 class TemporaryCharge {
 public:
-  TemporaryCharge(LocationAccount& account, std::uint64_t nbytes)
-      : account_(&account), nbytes_(nbytes) {}
-  TemporaryCharge(const TemporaryCharge&) = delete;
-  TemporaryCharge& operator=(const TemporaryCharge&) = delete;
+  TemporaryCharge(LocationAccount &account, std::uint64_t nbytes) : account_(&account), nbytes_(nbytes) {}
+  TemporaryCharge(const TemporaryCharge &) = delete;
+  TemporaryCharge &operator=(const TemporaryCharge &) = delete;
   ~TemporaryCharge() { release(); }
   void release() {
     if (account_) account_->reserved_bytes -= nbytes_;
@@ -34,7 +33,7 @@ public:
   }
 
 private:
-  LocationAccount* account_;
+  LocationAccount *account_;
   std::uint64_t nbytes_;
 };
 } // namespace
@@ -56,7 +55,7 @@ Outcome State::validate(Location location) const {
 }
 
 void State::reset_peaks() {
-  for (LocationAccount& account : accounts_) {
+  for (LocationAccount &account : accounts_) {
     account.peak_used_bytes = account.used_bytes;
     account.peak_charged_bytes = account.charged_bytes();
   }
@@ -69,23 +68,20 @@ void State::ensure_registered(Location location) {
   ++version_;
 }
 
-const ValueRecord& State::value(ValueId value) const {
+const ValueRecord &State::value(ValueId value) const {
   static const ValueRecord unregistered;
   return value < values_.size() ? values_[value] : unregistered;
 }
 
 Outcome State::resolve(ValueId value) const {
-  const ValueRecord& record = this->value(value);
-  if (record.status == ValueStatus::Unregistered)
-    return failure(Reason::HandleUnknown, ErrorClass::Handle);
-  if (record.status == ValueStatus::Discarded)
-    return failure(Reason::HandleDiscarded, ErrorClass::Handle);
+  const ValueRecord &record = this->value(value);
+  if (record.status == ValueStatus::Unregistered) return failure(Reason::HandleUnknown, ErrorClass::Handle);
+  if (record.status == ValueStatus::Discarded) return failure(Reason::HandleDiscarded, ErrorClass::Handle);
   return {};
 }
 
-Outcome State::admit(Location location, std::uint64_t nbytes, bool temporary,
-                     FailureDetail* detail) {
-  LocationAccount& account = accounts_[location.index()];
+Outcome State::admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail *detail) {
+  LocationAccount &account = accounts_[location.index()];
   if (!account.admits(nbytes)) {
     if (detail) {
       detail->budget_bytes = *account.budget_bytes;
@@ -104,9 +100,9 @@ Outcome State::admit(Location location, std::uint64_t nbytes, bool temporary,
 
 void State::install(ValueId value, Location location) {
   ensure_registered(location);
-  ValueRecord& record = values_[value];
+  ValueRecord &record = values_[value];
   record.resident.insert(location);
-  LocationAccount& account = accounts_[location.index()];
+  LocationAccount &account = accounts_[location.index()];
   account.used_bytes += record.spec.storage_nbytes;
   account.peak_used_bytes = std::max(account.peak_used_bytes, account.used_bytes);
   account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
@@ -114,16 +110,15 @@ void State::install(ValueId value, Location location) {
 }
 
 void State::remove(ValueId value, Location location) {
-  ValueRecord& record = values_[value];
+  ValueRecord &record = values_[value];
   record.resident.erase(location);
   accounts_[location.index()].used_bytes -= record.spec.storage_nbytes;
   ++version_;
 }
 
-Outcome State::adopt(ValueId value, const ValueSpec& spec, Location at, FailureDetail* detail) {
+Outcome State::adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail) {
   if (Outcome valid = validate(at); valid.failed()) return valid;
-  if (Outcome admitted = admit(at, spec.storage_nbytes, false, detail); admitted.failed())
-    return admitted;
+  if (Outcome admitted = admit(at, spec.storage_nbytes, false, detail); admitted.failed()) return admitted;
   if (values_.size() <= value) values_.resize(value + 1);
   values_[value] = ValueRecord{};
   values_[value].status = ValueStatus::Live;
@@ -132,7 +127,7 @@ Outcome State::adopt(ValueId value, const ValueSpec& spec, Location at, FailureD
   return success(std::nullopt, at);
 }
 
-Outcome State::register_source(ValueId value, const ValueSpec& spec, Location source_location) {
+Outcome State::register_source(ValueId value, const ValueSpec &spec, Location source_location) {
   if (Outcome valid = validate(source_location); valid.failed()) return valid;
   assert(spec.recoverability == Recoverability::Reconstructible);
   ensure_registered(source_location);
@@ -145,7 +140,7 @@ Outcome State::register_source(ValueId value, const ValueSpec& spec, Location so
   return success(source_location, std::nullopt);
 }
 
-Outcome State::apply(const Action& action, FailureDetail* detail, TransitionHooks* hooks) {
+Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
   if (Outcome resolved = resolve(action.value); resolved.failed()) return resolved;
   if (action.kind != ActionKind::Discard) {
     if (Outcome valid = validate(action.location); valid.failed()) return valid;
@@ -163,9 +158,9 @@ Outcome State::apply(const Action& action, FailureDetail* detail, TransitionHook
 }
 
 /// Reconstructs `value` from its source into `to` (§4.5, §6.1 steps 3–5).
-Outcome State::reconstruct_into(ValueId value, Location to, Outcome result,
-                                FailureDetail* detail, TransitionHooks* hooks) {
-  const ValueRecord& record = values_[value];
+Outcome State::reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail *detail,
+                                TransitionHooks *hooks) {
+  const ValueRecord &record = values_[value];
   const Location source = *record.source_location;
   const std::uint64_t nbytes = record.spec.storage_nbytes;
   if (Outcome admitted = admit(source, nbytes, true, detail); admitted.failed()) return admitted;
@@ -185,8 +180,8 @@ Outcome State::reconstruct_into(ValueId value, Location to, Outcome result,
   return result;
 }
 
-Outcome State::ensure(const Action& action, FailureDetail* detail, TransitionHooks* hooks) {
-  const ValueRecord& record = values_[action.value];
+Outcome State::ensure(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+  const ValueRecord &record = values_[action.value];
   const Location to = action.location;
   if (record.resident.contains(to)) return no_op(Reason::DestinationAlreadyResident, std::nullopt, to);
   if (record.spec.replica_mode == ReplicaMode::Exclusive && !record.resident.empty())
@@ -201,13 +196,12 @@ Outcome State::ensure(const Action& action, FailureDetail* detail, TransitionHoo
     install(action.value, to);
     return success(source, to);
   }
-  if (!record.source_location)
-    return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
+  if (!record.source_location) return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
   return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
 }
 
-Outcome State::move(const Action& action, FailureDetail* detail, TransitionHooks* hooks) {
-  const ValueRecord& record = values_[action.value];
+Outcome State::move(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+  const ValueRecord &record = values_[action.value];
   const Location to = action.location;
   std::optional<Location> selected;
   if (action.from) {
@@ -218,8 +212,7 @@ Outcome State::move(const Action& action, FailureDetail* detail, TransitionHooks
     selected = record.resident.first_except(to);
   }
   if (record.resident.contains(to)) {
-    if (!selected || *selected == to)
-      return no_op(Reason::DestinationOwnsSelectedReplica, selected, to);
+    if (!selected || *selected == to) return no_op(Reason::DestinationOwnsSelectedReplica, selected, to);
     if (record.protected_at.contains(*selected))
       return failure(Reason::SourceProtected, ErrorClass::InUse, *selected);
     if (hooks) hooks->remove(action.value, *selected);
@@ -240,13 +233,12 @@ Outcome State::move(const Action& action, FailureDetail* detail, TransitionHooks
     remove(action.value, *selected);
     return success(selected, to);
   }
-  if (!record.source_location)
-    return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
+  if (!record.source_location) return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
   return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
 }
 
-Outcome State::drop(const Action& action) {
-  const ValueRecord& record = values_[action.value];
+Outcome State::drop(const Action &action) {
+  const ValueRecord &record = values_[action.value];
   const Location at = action.location;
   if (!record.resident.contains(at)) return no_op(Reason::MaterializationAlreadyAbsent, at, std::nullopt);
   if (record.protected_at.contains(at))
@@ -257,8 +249,8 @@ Outcome State::drop(const Action& action) {
   return success(at, std::nullopt);
 }
 
-Outcome State::discard(const Action& action, FailureDetail* detail, TransitionHooks* hooks) {
-  ValueRecord& record = values_[action.value];
+Outcome State::discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+  ValueRecord &record = values_[action.value];
   LocationSet protected_resident;
   record.resident.for_each([&](Location l) {
     if (record.protected_at.contains(l)) protected_resident.insert(l);
@@ -281,11 +273,10 @@ bool State::is_protected(ValueId value, Location at) const {
   return this->value(value).protected_at.contains(at);
 }
 
-void State::add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold,
-                       int delta_pending) {
-  ValueRecord& record = values_[value];
+void State::add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold, int delta_pending) {
+  ValueRecord &record = values_[value];
   auto entry = std::find_if(record.protections.begin(), record.protections.end(),
-                            [&](const Protection& p) { return p.location == at; });
+                            [&](const Protection &p) { return p.location == at; });
   if (entry == record.protections.end()) {
     record.protections.push_back(Protection{at});
     entry = record.protections.end() - 1;
@@ -303,8 +294,8 @@ void State::add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_
   }
 }
 
-Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Location at,
-                       LifetimeId* id, ValueId* failed_value) {
+Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Location at, LifetimeId *id,
+                       ValueId *failed_value) {
   assert(kind != LifetimeKind::Reservation);
   if (Outcome valid = validate(at); valid.failed()) return valid;
   for (ValueId value : values) {
@@ -331,15 +322,15 @@ Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Locat
   return success(std::nullopt, at);
 }
 
-Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId* id,
-                       FailureDetail* detail) {
+Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId *id,
+                       FailureDetail *detail) {
   if (Outcome valid = validate(at); valid.failed()) return valid;
   if (Outcome admitted = admit(at, nbytes, false, detail); admitted.failed()) {
     admitted.reason = Reason::ReservationExceedsBudget;
     return admitted;
   }
   ensure_registered(at);
-  LocationAccount& account = accounts_[at.index()];
+  LocationAccount &account = accounts_[at.index()];
   account.reserved_bytes += nbytes;
   account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
   Lifetime lifetime;
@@ -354,7 +345,7 @@ Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, Lif
 }
 
 Outcome State::release(LifetimeId id, bool events_pending) {
-  Lifetime& lifetime = lifetimes_[id];
+  Lifetime &lifetime = lifetimes_[id];
   if (lifetime.state != LifetimeState::Active) return {}; // release is idempotent
   switch (lifetime.kind) {
   case LifetimeKind::Reservation:
@@ -362,7 +353,8 @@ Outcome State::release(LifetimeId id, bool events_pending) {
     lifetime.state = LifetimeState::Released;
     break;
   case LifetimeKind::Hold:
-    for (ValueId value : lifetime.values) add_tokens(value, lifetime.location, lifetime.kind, -1, 0);
+    for (ValueId value : lifetime.values)
+      add_tokens(value, lifetime.location, lifetime.kind, -1, 0);
     lifetime.state = LifetimeState::Released;
     break;
   case LifetimeKind::Lease: {
@@ -378,9 +370,10 @@ Outcome State::release(LifetimeId id, bool events_pending) {
 }
 
 void State::complete_pending(LifetimeId id) {
-  Lifetime& lifetime = lifetimes_[id];
+  Lifetime &lifetime = lifetimes_[id];
   if (lifetime.state != LifetimeState::Pending) return;
-  for (ValueId value : lifetime.values) add_tokens(value, lifetime.location, lifetime.kind, 0, -1);
+  for (ValueId value : lifetime.values)
+    add_tokens(value, lifetime.location, lifetime.kind, 0, -1);
   lifetime.state = LifetimeState::Released;
   ++version_;
 }

@@ -31,22 +31,27 @@ struct SetupReport {
 };
 
 struct PlanReport {
-  const ir::Plan* plan = nullptr;
+  const ir::Plan *plan = nullptr;
   Explanation explanation;
 };
 
 /// Which part of a program a row comes from.
 enum class ProgramPart : std::uint8_t {
   Preflight, ///< a scope's or action list's preflight refused it (the failing step)
-  Reclaim, Reserve, Enter, Exit, ///< a scope's plan, executed
-  Execute,   ///< an `actions` list, executed
-  Acquire, Hold, BodyReserve, ///< lifetimes opened in a body
-  Direct,    ///< a direct primitive
+  Reclaim,
+  Reserve,
+  Enter,
+  Exit,    ///< a scope's plan, executed
+  Execute, ///< an `actions` list, executed
+  Acquire,
+  Hold,
+  BodyReserve, ///< lifetimes opened in a body
+  Direct,      ///< a direct primitive
 };
 
 struct ProgramRow {
   ProgramPart part = ProgramPart::Direct;
-  const ir::ProgramItem* item = nullptr;
+  const ir::ProgramItem *item = nullptr;
   /// The step within the item: an action index (per phase for plans), a
   /// reservation index; for Preflight the simulated step.
   Phase phase = Phase::Enter;
@@ -59,7 +64,7 @@ struct ProgramRow {
 };
 
 struct ProgramReport {
-  const ir::Program* program = nullptr;
+  const ir::Program *program = nullptr;
   bool feasible = true;
   std::vector<ProgramRow> rows;
   std::vector<LocationPrediction> locations;
@@ -75,16 +80,16 @@ struct Analysis {
 };
 
 /// The device configuration a module declares (`devices N`).
-DeviceConfig device_config(const ir::Module& module);
+DeviceConfig device_config(const ir::Module &module);
 /// The state a module's budgets describe, before any setup step.
-State initial_state(const ir::Module& module, const std::vector<BudgetOverride>& overrides);
+State initial_state(const ir::Module &module, const std::vector<BudgetOverride> &overrides);
 
 /// Runs the setup statements on `state` (stops at the first failure).
-SetupReport run_setup(const ir::Module& module, State& state);
+SetupReport run_setup(const ir::Module &module, State &state);
 
-Analysis analyze_module(const ir::Module& module, const std::vector<BudgetOverride>& overrides = {});
+Analysis analyze_module(const ir::Module &module, const std::vector<BudgetOverride> &overrides = {});
 
 /// Runs one program from `state` (which it changes).
-ProgramReport run_program(const ir::Module& module, const ir::Program& program, State& state);
+ProgramReport run_program(const ir::Module &module, const ir::Program &program, State &state);
 
 } // namespace fhr

@@ -10,6 +10,6 @@
 
 namespace fhr {
 
-std::string disassemble(const bytecode::Module& module, const std::string& origin);
+std::string disassemble(const bytecode::Module &module, const std::string &origin);
 
 } // namespace fhr

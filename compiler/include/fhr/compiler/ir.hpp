@@ -42,7 +42,7 @@ struct ActionList {
   std::vector<Action> actions;
   std::vector<ast::Span> spans;
 
-  void add(const Action& action, ast::Span span) {
+  void add(const Action &action, ast::Span span) {
     actions.push_back(action);
     spans.push_back(span);
   }
@@ -65,15 +65,15 @@ enum class SetupKind : std::uint8_t { Adopt, RegisterSource, Action, Hold, Lease
 struct SetupStep {
   SetupKind kind = SetupKind::Action;
   ast::Span span;
-  ValueId value = 0;          ///< Adopt, RegisterSource
-  Action action;              ///< Action
-  std::vector<ValueId> values;///< Hold, Lease (duplicates collapsed)
-  Location location;          ///< Hold, Lease, Reserve
-  bool pending = false;       ///< Lease: a released CUDA lease whose events are incomplete
-  std::uint64_t nbytes = 0;   ///< Reserve
-  std::string label;          ///< Reserve
-  std::string alias;          ///< `as NAME`, if any
-  std::uint32_t target = 0;   ///< Release: the setup step that created the lifetime
+  ValueId value = 0;           ///< Adopt, RegisterSource
+  Action action;               ///< Action
+  std::vector<ValueId> values; ///< Hold, Lease (duplicates collapsed)
+  Location location;           ///< Hold, Lease, Reserve
+  bool pending = false;        ///< Lease: a released CUDA lease whose events are incomplete
+  std::uint64_t nbytes = 0;    ///< Reserve
+  std::string label;           ///< Reserve
+  std::string alias;           ///< `as NAME`, if any
+  std::uint32_t target = 0;    ///< Release: the setup step that created the lifetime
 };
 
 enum class ProgramItemKind : std::uint8_t { Scope, Run, Actions, Acquire, Hold, Reserve, Direct };
@@ -81,13 +81,13 @@ enum class ProgramItemKind : std::uint8_t { Scope, Run, Actions, Acquire, Hold, 
 struct ProgramItem {
   ProgramItemKind kind = ProgramItemKind::Direct;
   ast::Span span;
-  std::uint32_t plan = 0;       ///< Scope, Run: index into Module::plans
-  std::string name;             ///< Actions: its name
-  ActionList actions;           ///< Actions; Direct holds exactly one
-  std::vector<ValueId> values;  ///< Acquire, Hold
-  Location location;            ///< Acquire, Hold, Reserve
-  Reservation reservation;      ///< Reserve
-  std::vector<ProgramItem> body;///< Scope
+  std::uint32_t plan = 0;        ///< Scope, Run: index into Module::plans
+  std::string name;              ///< Actions: its name
+  ActionList actions;            ///< Actions; Direct holds exactly one
+  std::vector<ValueId> values;   ///< Acquire, Hold
+  Location location;             ///< Acquire, Hold, Reserve
+  Reservation reservation;       ///< Reserve
+  std::vector<ProgramItem> body; ///< Scope
 };
 
 struct Program {

@@ -14,6 +14,6 @@
 
 namespace fhr {
 
-std::vector<char> lower_module(const ir::Module& module, const SourceFile& source);
+std::vector<char> lower_module(const ir::Module &module, const SourceFile &source);
 
 } // namespace fhr

@@ -14,22 +14,22 @@
 namespace fhr {
 
 /// Version of the JSON schema of `explain --format json`.
-inline constexpr const char* kExplainSchema = "fhr-explain/1";
+inline constexpr const char *kExplainSchema = "fhr-explain/1";
 
 /// Prints the text report of one file, unit by unit.
-void print_explain_text(llvm::raw_ostream& os, const SourceFile& source, const ir::Module& module,
-                        const Analysis& analysis);
-nlohmann::ordered_json explain_json(const std::vector<FileReport>& reports);
+void print_explain_text(llvm::raw_ostream &os, const SourceFile &source, const ir::Module &module,
+                        const Analysis &analysis);
+nlohmann::ordered_json explain_json(const std::vector<FileReport> &reports);
 
 /// Serialises JSON output. Names and labels come from user files and may hold
 /// invalid UTF-8; such bytes become U+FFFD instead of aborting the dump.
-std::string json_text(const nlohmann::ordered_json& document);
+std::string json_text(const nlohmann::ordered_json &document);
 
 /// One line per failing plan, program or setup: `file:line:col: error: ...`.
-void print_check_text(llvm::raw_ostream& os, const std::vector<FileReport>& reports);
+void print_check_text(llvm::raw_ostream &os, const std::vector<FileReport> &reports);
 /// GitHub workflow commands: `::error file=...,line=...,col=...,title=...::message`.
-void print_check_github(llvm::raw_ostream& os, const std::vector<FileReport>& reports);
+void print_check_github(llvm::raw_ostream &os, const std::vector<FileReport> &reports);
 /// SARIF 2.1.0 log with one result per failure.
-nlohmann::ordered_json check_sarif(const std::vector<FileReport>& reports, const std::string& version);
+nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports, const std::string &version);
 
 } // namespace fhr

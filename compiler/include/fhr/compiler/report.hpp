@@ -23,7 +23,7 @@ struct ReportStep {
   std::optional<Location> source, destination;
   std::uint64_t logical_bytes = 0, storage_bytes = 0;
   Verdict verdict = Verdict::Ok;
-  std::string reason;  ///< no-op or failure reason
+  std::string reason;                   ///< no-op or failure reason
   ErrorClass error = ErrorClass::None;  ///< the failure's category
   ErrorClass raised = ErrorClass::None; ///< what a caller would catch
 };
@@ -41,7 +41,7 @@ struct ReportUnit {
 
 struct FileReport {
   std::string file;
-  const SourceFile* source = nullptr;
+  const SourceFile *source = nullptr;
   std::size_t setup_steps = 0;
   std::vector<ReportUnit> units; ///< setup (only when it failed), plans, programs
   bool feasible = true;
@@ -53,19 +53,19 @@ enum class ReportDetail { AllSteps, FailuresOnly };
 
 /// Builds the units one at a time and hands each to `sink`, so that a report
 /// of millions of steps never has to be held whole.
-void for_each_unit(const ir::Module& module, const Analysis& analysis, ReportDetail detail,
-                   const std::function<void(const ReportUnit&)>& sink);
+void for_each_unit(const ir::Module &module, const Analysis &analysis, ReportDetail detail,
+                   const std::function<void(const ReportUnit &)> &sink);
 
-FileReport build_report(const SourceFile& source, const ir::Module& module, const Analysis& analysis,
+FileReport build_report(const SourceFile &source, const ir::Module &module, const Analysis &analysis,
                         ReportDetail detail = ReportDetail::AllSteps);
 
 /// "30 MiB", "1500 KB", "4097 B": exact, in the largest unit that divides.
 std::string format_size(std::uint64_t bytes);
 
 /// `text` as a .fhr string literal that reads back as `text`.
-std::string string_literal(const std::string& text);
+std::string string_literal(const std::string &text);
 
 /// The one-line summary of a unit's first failure: "Transition exceeds ..."
-std::string failure_summary(const ReportUnit& unit);
+std::string failure_summary(const ReportUnit &unit);
 
 } // namespace fhr

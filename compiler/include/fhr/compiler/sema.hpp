@@ -20,11 +20,11 @@ inline constexpr std::uint64_t kMaxExpandedItems = 10'000'000;
 /// Limit on declared values (each is a record with a name in the IR).
 inline constexpr std::uint64_t kMaxValues = 1'000'000;
 
-ir::Module analyze(const ast::File& file, SourceFile& source);
+ir::Module analyze(const ast::File &file, SourceFile &source);
 
 /// Evaluates a constant size expression with no names in scope (command-line
 /// overrides). Reports into `source`.
-std::optional<std::uint64_t> evaluate_constant(const ast::File& file, ast::ExprId expression,
-                                               SourceFile& source);
+std::optional<std::uint64_t> evaluate_constant(const ast::File &file, ast::ExprId expression,
+                                               SourceFile &source);
 
 } // namespace fhr

@@ -26,17 +26,17 @@ enum class ExprKind : std::uint8_t { Number, Name, Add, Subtract, Multiply, Divi
 struct Expr {
   ExprKind kind = ExprKind::Number;
   Span span;
-  std::uint64_t number = 0;   ///< Number: the value with its unit applied
+  std::uint64_t number = 0;     ///< Number: the value with its unit applied
   bool number_overflow = false; ///< Number: literal times unit does not fit 64 bits
-  std::string_view name;      ///< Name
+  std::string_view name;        ///< Name
   ExprId lhs = kNone, rhs = kNone;
 };
 
 /// A location as written: a fixed spelling, or `cuda:{expr}`.
 struct LocationRef {
   Span span;
-  std::string_view text;       ///< e.g. "pinned", "cuda:3"
-  ExprId device_expr = kNone;  ///< set for cuda:{expr}
+  std::string_view text;      ///< e.g. "pinned", "cuda:3"
+  ExprId device_expr = kNone; ///< set for cuda:{expr}
   bool present = false;
 };
 
@@ -52,34 +52,52 @@ struct Operand {
 };
 
 enum class StmtKind : std::uint8_t {
-  Const, Budget, LocationDecl, Devices, Value,
-  Ensure, Copy, Move, Drop, Discard,
-  Hold, Lease, Acquire, Reserve, Release,
-  Plan, Reclaim, Enter, Exit,
-  Program, Scope, Run, Actions,
+  Const,
+  Budget,
+  LocationDecl,
+  Devices,
+  Value,
+  Ensure,
+  Copy,
+  Move,
+  Drop,
+  Discard,
+  Hold,
+  Lease,
+  Acquire,
+  Reserve,
+  Release,
+  Plan,
+  Reclaim,
+  Enter,
+  Exit,
+  Program,
+  Scope,
+  Run,
+  Actions,
   For,
 };
 
 struct Stmt {
   StmtKind kind = StmtKind::Const;
-  Span span;                 ///< the whole statement
-  Span keyword;              ///< its first word
-  std::string_view name;     ///< const / value / for variable / release target
+  Span span;             ///< the whole statement
+  Span keyword;          ///< its first word
+  std::string_view name; ///< const / value / for variable / release target
   Span name_span;
-  std::string_view text;     ///< raw string literal contents (plan, label, ...)
+  std::string_view text; ///< raw string literal contents (plan, label, ...)
   Span text_span;
   bool has_text = false;
-  std::string_view alias;    ///< `as NAME`
+  std::string_view alias; ///< `as NAME`
   Span alias_span;
   ExprId exprs[3] = {kNone, kNone, kNone}; ///< see the grammar for each kind
-  LocationRef locations[2];  ///< [1] is `from` of a move
+  LocationRef locations[2];                ///< [1] is `from` of a move
   std::uint32_t first_operand = 0, operand_count = 0;
   std::uint32_t first_child = 0, child_count = 0;
   /// Value: replica mode given, `replicable`, `source` placement.
   bool replicable = false;
   bool source_placement = false;
-  bool family = false;       ///< Value: declared as name[count]
-  bool pending = false;      ///< Lease: `pending`
+  bool family = false;  ///< Value: declared as name[count]
+  bool pending = false; ///< Lease: `pending`
 };
 
 struct File {

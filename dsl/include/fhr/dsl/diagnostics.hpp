@@ -52,14 +52,14 @@ public:
   void add_line_mark(ast::LineMark mark) { line_marks_.push_back(mark); }
 
   void report(DiagCode code, std::string message, ast::Span span, std::string hint = {});
-  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
   bool has_errors() const { return !diagnostics_.empty(); }
 
   /// Prints every diagnostic, in source order, with caret lines.
-  void print(llvm::raw_ostream& os, bool colors) const;
+  void print(llvm::raw_ostream &os, bool colors) const;
   /// Prints one located message (used for infeasible actions too).
-  void print_message(llvm::raw_ostream& os, ast::Span span, llvm::SourceMgr::DiagKind kind,
-                     const llvm::Twine& message, bool colors) const;
+  void print_message(llvm::raw_ostream &os, ast::Span span, llvm::SourceMgr::DiagKind kind,
+                     const llvm::Twine &message, bool colors) const;
 
 private:
   llvm::SourceMgr source_manager_;
@@ -69,6 +69,6 @@ private:
 };
 
 /// The closest candidate by edit distance, if close enough to suggest.
-std::string closest_match(llvm::StringRef name, const std::vector<std::string>& candidates);
+std::string closest_match(llvm::StringRef name, const std::vector<std::string> &candidates);
 
 } // namespace fhr

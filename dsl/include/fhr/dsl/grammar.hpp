@@ -21,7 +21,8 @@ struct comment : seq<one<'#'>, until<eolf>> {};
 /// `@line N`: the next line counts as line N (as C's #line). The
 /// disassembler writes it so that recompiled text keeps the original lines.
 struct line_number : plus<digit> {};
-struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, line_number, star<blank>, eolf> {};
+struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, line_number, star<blank>, eolf> {
+};
 struct separator : sor<ascii::space, comment, line_directive> {};
 struct ws : star<separator> {};
 
@@ -61,11 +62,10 @@ struct kw_for : TAO_PEGTL_KEYWORD("for") {};
 struct kw_in : TAO_PEGTL_KEYWORD("in") {};
 
 struct keyword
-    : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_storage, kw_exclusive,
-          kw_replicable, kw_at, kw_source, kw_ensure, kw_copy, kw_move, kw_drop, kw_discard,
-          kw_to, kw_from, kw_hold, kw_lease, kw_pending, kw_acquire, kw_reserve, kw_release,
-          kw_as, kw_plan, kw_reclaim, kw_enter, kw_exit, kw_program, kw_scope, kw_run,
-          kw_actions, kw_for, kw_in> {};
+    : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_storage, kw_exclusive, kw_replicable,
+          kw_at, kw_source, kw_ensure, kw_copy, kw_move, kw_drop, kw_discard, kw_to, kw_from, kw_hold,
+          kw_lease, kw_pending, kw_acquire, kw_reserve, kw_release, kw_as, kw_plan, kw_reclaim, kw_enter,
+          kw_exit, kw_program, kw_scope, kw_run, kw_actions, kw_for, kw_in> {};
 
 struct name : seq<not_at<keyword>, identifier> {};
 
@@ -83,16 +83,14 @@ struct string_literal : seq<one<'"'>, string_body> {};
 
 // ---- expressions -----------------------------------------------------------
 struct digits : seq<digit, star<opt<one<'_'>>, digit>> {};
-struct unit
-    : sor<TAO_PEGTL_KEYWORD("KiB"), TAO_PEGTL_KEYWORD("MiB"), TAO_PEGTL_KEYWORD("GiB"),
-          TAO_PEGTL_KEYWORD("TiB"), TAO_PEGTL_KEYWORD("KB"), TAO_PEGTL_KEYWORD("MB"),
-          TAO_PEGTL_KEYWORD("GB"), TAO_PEGTL_KEYWORD("TB"), TAO_PEGTL_KEYWORD("B")> {};
+struct unit : sor<TAO_PEGTL_KEYWORD("KiB"), TAO_PEGTL_KEYWORD("MiB"), TAO_PEGTL_KEYWORD("GiB"),
+                  TAO_PEGTL_KEYWORD("TiB"), TAO_PEGTL_KEYWORD("KB"), TAO_PEGTL_KEYWORD("MB"),
+                  TAO_PEGTL_KEYWORD("GB"), TAO_PEGTL_KEYWORD("TB"), TAO_PEGTL_KEYWORD("B")> {};
 /// A word that is a unit in the wrong case (`Mib`, `kb`): always an error.
-struct misspelled_unit
-    : seq<sor<TAO_PEGTL_ISTRING("kib"), TAO_PEGTL_ISTRING("mib"), TAO_PEGTL_ISTRING("gib"),
-              TAO_PEGTL_ISTRING("tib"), TAO_PEGTL_ISTRING("kb"), TAO_PEGTL_ISTRING("mb"),
-              TAO_PEGTL_ISTRING("gb"), TAO_PEGTL_ISTRING("tb"), TAO_PEGTL_ISTRING("b")>,
-          not_at<identifier_other>> {};
+struct misspelled_unit : seq<sor<TAO_PEGTL_ISTRING("kib"), TAO_PEGTL_ISTRING("mib"), TAO_PEGTL_ISTRING("gib"),
+                                 TAO_PEGTL_ISTRING("tib"), TAO_PEGTL_ISTRING("kb"), TAO_PEGTL_ISTRING("mb"),
+                                 TAO_PEGTL_ISTRING("gb"), TAO_PEGTL_ISTRING("tb"), TAO_PEGTL_ISTRING("b")>,
+                             not_at<identifier_other>> {};
 struct reject_unit : raise<misspelled_unit> {};
 struct number : seq<digits, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
 
@@ -110,21 +108,21 @@ struct additive_tail : seq<additive_operator, ws, must<term>> {};
 struct expression : seq<term, star<ws, additive_tail>> {};
 
 /// An expression stored into a statement's expression slot N.
-template <int Slot> struct slot_expression : expression {};
+template <int Slot>
+struct slot_expression : expression {};
 
 // ---- locations ---------------------------------------------------------------
 struct brace_close : one<'}'> {};
 struct device_expression : expression {};
 struct cuda_device_braced : seq<one<'{'>, ws, must<device_expression>, ws, must<brace_close>> {};
-struct cuda_location
-    : seq<TAO_PEGTL_STRING("cuda"),
-          opt<one<':'>, sor<cuda_device_braced, star<sor<identifier_other, one<'-'>>>>>> {};
-struct location
-    : seq<sor<cuda_location, TAO_PEGTL_STRING("pageable-host"), TAO_PEGTL_STRING("pinned-host"),
-              TAO_PEGTL_STRING("pageable"), TAO_PEGTL_STRING("pinned")>,
-          not_at<identifier_other>> {};
+struct cuda_location : seq<TAO_PEGTL_STRING("cuda"),
+                           opt<one<':'>, sor<cuda_device_braced, star<sor<identifier_other, one<'-'>>>>>> {};
+struct location : seq<sor<cuda_location, TAO_PEGTL_STRING("pageable-host"), TAO_PEGTL_STRING("pinned-host"),
+                          TAO_PEGTL_STRING("pageable"), TAO_PEGTL_STRING("pinned")>,
+                      not_at<identifier_other>> {};
 /// A location stored into a statement's location slot N.
-template <int Slot> struct slot_location : location {};
+template <int Slot>
+struct slot_location : location {};
 
 // ---- operands ----------------------------------------------------------------
 struct bracket_close : one<']'> {};
@@ -142,22 +140,21 @@ struct operand_list : list_must<operand, one<','>, separator> {};
 
 // ---- statements ----------------------------------------------------------------
 /// Matching the keyword opens a statement of kind K in the builder.
-template <ast::StmtKind K, typename Keyword> struct begin : Keyword {};
+template <ast::StmtKind K, typename Keyword>
+struct begin : Keyword {};
 
 struct equals : one<'='> {};
 struct brace_open : one<'{'> {};
 struct alias : seq<kw_as, ws, must<alias_name>> {};
 
-struct const_statement
-    : seq<begin<ast::StmtKind::Const, kw_const>, ws, must<declared_name>, ws, must<equals>, ws,
-          must<slot_expression<0>>> {};
+struct const_statement : seq<begin<ast::StmtKind::Const, kw_const>, ws, must<declared_name>, ws, must<equals>,
+                             ws, must<slot_expression<0>>> {};
 struct budget_statement
-    : seq<begin<ast::StmtKind::Budget, kw_budget>, ws, must<slot_location<0>>, ws,
-          must<slot_expression<0>>> {};
-struct location_statement
-    : seq<begin<ast::StmtKind::LocationDecl, kw_location>, ws, must<slot_location<0>>> {};
-struct devices_statement
-    : seq<begin<ast::StmtKind::Devices, kw_devices>, ws, must<slot_expression<0>>> {};
+    : seq<begin<ast::StmtKind::Budget, kw_budget>, ws, must<slot_location<0>>, ws, must<slot_expression<0>>> {
+};
+struct location_statement : seq<begin<ast::StmtKind::LocationDecl, kw_location>, ws, must<slot_location<0>>> {
+};
+struct devices_statement : seq<begin<ast::StmtKind::Devices, kw_devices>, ws, must<slot_expression<0>>> {};
 
 struct family_count : seq<one<'['>, ws, must<slot_expression<0>>, ws, must<bracket_close>> {};
 struct replicable_mode : kw_replicable {};
@@ -170,45 +167,34 @@ struct value_statement
           must<slot_expression<1>>, opt<ws, kw_storage, ws, must<slot_expression<2>>>,
           opt<ws, sor<replicable_mode, exclusive_mode>>, ws, must<placement>> {};
 
-struct ensure_action
-    : seq<begin<ast::StmtKind::Ensure, kw_ensure>, ws, must<operand>, ws, must<kw_at>, ws,
-          must<slot_location<0>>> {};
-struct copy_action
-    : seq<begin<ast::StmtKind::Copy, kw_copy>, ws, must<operand>, ws, must<kw_to>, ws,
-          must<slot_location<0>>> {};
-struct move_action
-    : seq<begin<ast::StmtKind::Move, kw_move>, ws, must<operand>, ws, must<kw_to>, ws,
-          must<slot_location<0>>, opt<ws, kw_from, ws, must<slot_location<1>>>> {};
-struct drop_action
-    : seq<begin<ast::StmtKind::Drop, kw_drop>, ws, must<operand>, ws, must<kw_at>, ws,
-          must<slot_location<0>>> {};
-struct discard_action
-    : seq<begin<ast::StmtKind::Discard, kw_discard>, ws, must<operand>> {};
+struct ensure_action : seq<begin<ast::StmtKind::Ensure, kw_ensure>, ws, must<operand>, ws, must<kw_at>, ws,
+                           must<slot_location<0>>> {};
+struct copy_action : seq<begin<ast::StmtKind::Copy, kw_copy>, ws, must<operand>, ws, must<kw_to>, ws,
+                         must<slot_location<0>>> {};
+struct move_action : seq<begin<ast::StmtKind::Move, kw_move>, ws, must<operand>, ws, must<kw_to>, ws,
+                         must<slot_location<0>>, opt<ws, kw_from, ws, must<slot_location<1>>>> {};
+struct drop_action : seq<begin<ast::StmtKind::Drop, kw_drop>, ws, must<operand>, ws, must<kw_at>, ws,
+                         must<slot_location<0>>> {};
+struct discard_action : seq<begin<ast::StmtKind::Discard, kw_discard>, ws, must<operand>> {};
 struct action : sor<ensure_action, copy_action, move_action, drop_action, discard_action> {};
 
 struct pending_flag : kw_pending {};
-struct hold_statement
-    : seq<begin<ast::StmtKind::Hold, kw_hold>, ws, must<operand_list>, ws, must<kw_at>, ws,
-          must<slot_location<0>>, opt<ws, alias>> {};
-struct lease_statement
-    : seq<begin<ast::StmtKind::Lease, kw_lease>, ws, must<operand_list>, ws, must<kw_at>, ws,
-          must<slot_location<0>>, opt<ws, pending_flag>, opt<ws, alias>> {};
-struct acquire_statement
-    : seq<begin<ast::StmtKind::Acquire, kw_acquire>, ws, must<operand_list>, ws, must<kw_at>, ws,
-          must<slot_location<0>>> {};
+struct hold_statement : seq<begin<ast::StmtKind::Hold, kw_hold>, ws, must<operand_list>, ws, must<kw_at>, ws,
+                            must<slot_location<0>>, opt<ws, alias>> {};
+struct lease_statement : seq<begin<ast::StmtKind::Lease, kw_lease>, ws, must<operand_list>, ws, must<kw_at>,
+                             ws, must<slot_location<0>>, opt<ws, pending_flag>, opt<ws, alias>> {};
+struct acquire_statement : seq<begin<ast::StmtKind::Acquire, kw_acquire>, ws, must<operand_list>, ws,
+                               must<kw_at>, ws, must<slot_location<0>>> {};
 struct label : string_literal {};
-struct reserve_statement
-    : seq<begin<ast::StmtKind::Reserve, kw_reserve>, ws, must<slot_location<0>>, ws,
-          must<slot_expression<0>>, ws, must<label>, opt<ws, alias>> {};
-struct release_statement
-    : seq<begin<ast::StmtKind::Release, kw_release>, ws, must<declared_name>> {};
+struct reserve_statement : seq<begin<ast::StmtKind::Reserve, kw_reserve>, ws, must<slot_location<0>>, ws,
+                               must<slot_expression<0>>, ws, must<label>, opt<ws, alias>> {};
+struct release_statement : seq<begin<ast::StmtKind::Release, kw_release>, ws, must<declared_name>> {};
 
 /// `for NAME in FIRST..LAST { Item* }`; Close names what the body may hold.
 template <typename Item, typename Close>
-struct for_statement
-    : seq<begin<ast::StmtKind::For, kw_for>, ws, must<declared_name>, ws, must<kw_in>, ws,
-          must<slot_expression<0>>, ws, must<range_dots>, ws, must<slot_expression<1>>, ws,
-          must<brace_open>, ws, star<Item, ws>, must<Close>> {};
+struct for_statement : seq<begin<ast::StmtKind::For, kw_for>, ws, must<declared_name>, ws, must<kw_in>, ws,
+                           must<slot_expression<0>>, ws, must<range_dots>, ws, must<slot_expression<1>>, ws,
+                           must<brace_open>, ws, star<Item, ws>, must<Close>> {};
 
 // -- plans
 struct close_actions : one<'}'> {};
@@ -224,43 +210,36 @@ struct exit_block : action_block<ast::StmtKind::Exit, kw_exit> {};
 struct plan_name : string_literal {};
 struct close_plan : one<'}'> {};
 struct plan_item : sor<reclaim_block, enter_block, exit_block, reserve_statement> {};
-struct plan_statement
-    : seq<begin<ast::StmtKind::Plan, kw_plan>, ws, must<plan_name>, ws, must<brace_open>, ws,
-          star<plan_item, ws>, must<close_plan>> {};
+struct plan_statement : seq<begin<ast::StmtKind::Plan, kw_plan>, ws, must<plan_name>, ws, must<brace_open>,
+                            ws, star<plan_item, ws>, must<close_plan>> {};
 
 // -- programs
 struct close_program : one<'}'> {};
 struct program_item;
 struct program_for : for_statement<program_item, close_program> {};
-struct scope_statement
-    : seq<begin<ast::StmtKind::Scope, kw_scope>, ws, must<plan_name>, ws, must<brace_open>, ws,
-          star<program_item, ws>, must<close_program>> {};
+struct scope_statement : seq<begin<ast::StmtKind::Scope, kw_scope>, ws, must<plan_name>, ws, must<brace_open>,
+                             ws, star<program_item, ws>, must<close_program>> {};
 struct run_statement : seq<begin<ast::StmtKind::Run, kw_run>, ws, must<plan_name>> {};
-struct actions_statement
-    : seq<begin<ast::StmtKind::Actions, kw_actions>, ws, must<plan_name>, ws, must<brace_open>, ws,
-          star<action_item, ws>, must<close_actions>> {};
-struct program_item
-    : sor<scope_statement, run_statement, actions_statement, acquire_statement, hold_statement,
-          reserve_statement, action, program_for> {};
-struct program_statement
-    : seq<begin<ast::StmtKind::Program, kw_program>, opt<ws, plan_name>, ws, must<brace_open>, ws,
-          star<program_item, ws>, must<close_program>> {};
+struct actions_statement : seq<begin<ast::StmtKind::Actions, kw_actions>, ws, must<plan_name>, ws,
+                               must<brace_open>, ws, star<action_item, ws>, must<close_actions>> {};
+struct program_item : sor<scope_statement, run_statement, actions_statement, acquire_statement,
+                          hold_statement, reserve_statement, action, program_for> {};
+struct program_statement : seq<begin<ast::StmtKind::Program, kw_program>, opt<ws, plan_name>, ws,
+                               must<brace_open>, ws, star<program_item, ws>, must<close_program>> {};
 
 // -- top level
 struct close_top_for : one<'}'> {};
 struct top_statement;
 struct top_for : for_statement<top_statement, close_top_for> {};
-struct top_statement
-    : sor<const_statement, budget_statement, location_statement, devices_statement,
-          value_statement, action, hold_statement, lease_statement, reserve_statement,
-          release_statement, plan_statement, program_statement, top_for> {};
+struct top_statement : sor<const_statement, budget_statement, location_statement, devices_statement,
+                           value_statement, action, hold_statement, lease_statement, reserve_statement,
+                           release_statement, plan_statement, program_statement, top_for> {};
 
 /// Skips to the next line that starts (in column 1) with a statement keyword.
 struct rest_of_line : star<not_one<'\n'>> {};
 struct statement_start
-    : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_ensure, kw_copy, kw_move,
-          kw_drop, kw_discard, kw_hold, kw_lease, kw_reserve, kw_release, kw_plan, kw_program,
-          kw_for> {};
+    : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_ensure, kw_copy, kw_move, kw_drop,
+          kw_discard, kw_hold, kw_lease, kw_reserve, kw_release, kw_plan, kw_program, kw_for> {};
 struct recover : seq<plus<not_one<'\n'>>, star<not_at<one<'\n'>, statement_start>, one<'\n'>, rest_of_line>,
                      opt<one<'\n'>>> {};
 
@@ -270,12 +249,14 @@ struct SyntaxAbort {};
 struct file : seq<ws, until<eof, sor<try_catch_type<SyntaxAbort, top_statement>, recover>, ws>> {};
 
 // ---- error table ---------------------------------------------------------------
-template <typename Rule> struct error_info; // no definition: a raised rule must have a row
+template <typename Rule>
+struct error_info; // no definition: a raised rule must have a row
 
-#define FHR_SYNTAX_ERROR(rule, code_name, text)                                                    \
-  template <> struct error_info<rule> {                                                            \
-    static constexpr DiagCode code = DiagCode::code_name;                                          \
-    static constexpr const char* message = text;                                                   \
+#define FHR_SYNTAX_ERROR(rule, code_name, text)                                                              \
+  template <>                                                                                                \
+  struct error_info<rule> {                                                                                  \
+    static constexpr DiagCode code = DiagCode::code_name;                                                    \
+    static constexpr const char *message = text;                                                             \
   }
 
 FHR_SYNTAX_ERROR(declared_name, ExpectedName, "expected a name");
@@ -300,7 +281,8 @@ FHR_SYNTAX_ERROR(index_last, ExpectedExpression, "expected the end of the range 
 FHR_SYNTAX_ERROR(operand, ExpectedOperand, "expected a value (name, name[i], name[a..b] or name[*])");
 FHR_SYNTAX_ERROR(operand_list, ExpectedOperand, "expected a value (name, name[i], name[a..b] or name[*])");
 FHR_SYNTAX_ERROR(equals, ExpectedToken, "expected '='");
-FHR_SYNTAX_ERROR(placement, ExpectedPlacement, "expected 'at LOCATION' (adopted) or 'source LOCATION' (reconstructible)");
+FHR_SYNTAX_ERROR(placement, ExpectedPlacement,
+                 "expected 'at LOCATION' (adopted) or 'source LOCATION' (reconstructible)");
 FHR_SYNTAX_ERROR(kw_at, ExpectedToken, "expected 'at'");
 FHR_SYNTAX_ERROR(kw_to, ExpectedToken, "expected 'to'");
 FHR_SYNTAX_ERROR(kw_in, ExpectedToken, "expected 'in'");
@@ -308,9 +290,12 @@ FHR_SYNTAX_ERROR(range_dots, ExpectedToken, "expected '..'");
 FHR_SYNTAX_ERROR(label, ExpectedString, "expected a label string");
 FHR_SYNTAX_ERROR(plan_name, ExpectedString, "expected a name string");
 FHR_SYNTAX_ERROR(brace_open, ExpectedToken, "expected '{'");
-FHR_SYNTAX_ERROR(close_actions, ExpectedBlockItem, "expected an action (ensure, copy, move, drop, discard), 'for' or '}'");
-FHR_SYNTAX_ERROR(close_plan, ExpectedBlockItem, "expected 'reclaim', 'reserve', 'enter', 'exit' or '}' in a plan");
-FHR_SYNTAX_ERROR(close_program, ExpectedBlockItem, "expected 'scope', 'run', 'actions', 'acquire', 'hold', 'reserve', an action, 'for' or '}'");
+FHR_SYNTAX_ERROR(close_actions, ExpectedBlockItem,
+                 "expected an action (ensure, copy, move, drop, discard), 'for' or '}'");
+FHR_SYNTAX_ERROR(close_plan, ExpectedBlockItem,
+                 "expected 'reclaim', 'reserve', 'enter', 'exit' or '}' in a plan");
+FHR_SYNTAX_ERROR(close_program, ExpectedBlockItem,
+                 "expected 'scope', 'run', 'actions', 'acquire', 'hold', 'reserve', an action, 'for' or '}'");
 FHR_SYNTAX_ERROR(close_top_for, ExpectedBlockItem, "expected a statement or '}'");
 
 #undef FHR_SYNTAX_ERROR

@@ -15,10 +15,10 @@ inline constexpr std::size_t kMaxSourceBytes = std::size_t{1} << 30;
 /// Deepest nesting of parentheses, `for` loops and scopes.
 inline constexpr unsigned kMaxNestingDepth = 64;
 
-ast::File parse(SourceFile& source);
+ast::File parse(SourceFile &source);
 
 /// Parses one standalone size expression (for `--budget LOC=SIZE`).
 /// Returns false and reports into `source` on a syntax error.
-bool parse_expression(SourceFile& source, ast::File& file, ast::ExprId& expression);
+bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expression);
 
 } // namespace fhr

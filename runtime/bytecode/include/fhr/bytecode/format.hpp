@@ -63,9 +63,9 @@ enum class Opcode : std::uint8_t {
 };
 
 struct OpcodeInfo {
-  const char* mnemonic;
-  const char* operands; ///< operand kind letters, see opcodes.def
-  const char* syntax;   ///< disassembly template
+  const char *mnemonic;
+  const char *operands; ///< operand kind letters, see opcodes.def
+  const char *syntax;   ///< disassembly template
 };
 
 inline constexpr OpcodeInfo kOpcodes[] = {
@@ -75,7 +75,7 @@ inline constexpr OpcodeInfo kOpcodes[] = {
 };
 inline constexpr unsigned kOpcodeCount = sizeof(kOpcodes) / sizeof(kOpcodes[0]);
 
-inline const OpcodeInfo& info(Opcode op) { return kOpcodes[static_cast<unsigned>(op)]; }
+inline const OpcodeInfo &info(Opcode op) { return kOpcodes[static_cast<unsigned>(op)]; }
 
 /// Declaration flag bits.
 inline constexpr std::uint8_t kDeclReplicable = 1;
@@ -84,11 +84,11 @@ inline constexpr std::uint8_t kDeclReconstructible = 2;
 /// The words of the plan language that cannot name a value or an alias.
 /// Declaration names and aliases in a module must be identifiers outside this
 /// list, so that every verified module disassembles to valid text.
-inline constexpr const char* kReservedWords[] = {
-    "const", "budget", "location", "devices", "value", "storage", "exclusive", "replicable", "at",
-    "source", "ensure", "copy", "move", "drop", "discard", "to", "from", "hold", "lease", "pending",
-    "acquire", "reserve", "release", "as", "plan", "reclaim", "enter", "exit", "program", "scope",
-    "run", "actions", "for", "in"};
+inline constexpr const char *kReservedWords[] = {
+    "const",  "budget",  "location", "devices", "value",   "storage", "exclusive", "replicable", "at",
+    "source", "ensure",  "copy",     "move",    "drop",    "discard", "to",        "from",       "hold",
+    "lease",  "pending", "acquire",  "reserve", "release", "as",      "plan",      "reclaim",    "enter",
+    "exit",   "program", "scope",    "run",     "actions", "for",     "in"};
 
 /// Nesting limit of scopes in a program (as in the language).
 inline constexpr unsigned kMaxScopeDepth = 64;

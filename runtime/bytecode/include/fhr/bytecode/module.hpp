@@ -21,23 +21,23 @@ namespace fhr::bytecode {
 
 /// Why a module was rejected.
 enum class ModuleErrorCode : std::uint8_t {
-  Truncated,        ///< the file ends before a field it must hold
+  Truncated, ///< the file ends before a field it must hold
   BadMagic,
   UnsupportedVersion,
-  BadHeader,        ///< flags, reserved fields or sizes of the header
+  BadHeader, ///< flags, reserved fields or sizes of the header
   ChecksumMismatch,
-  BadSectionTable,  ///< unknown, missing, repeated, misordered, overlapping or out-of-bounds sections
-  BadSection,       ///< a section's contents do not decode or have bytes left over
-  BadIndex,         ///< a string, declaration, plan, value or instruction index out of range
-  BadOperand,       ///< an operand value that is never valid (location, flag, count, blank name)
+  BadSectionTable, ///< unknown, missing, repeated, misordered, overlapping or out-of-bounds sections
+  BadSection,      ///< a section's contents do not decode or have bytes left over
+  BadIndex,        ///< a string, declaration, plan, value or instruction index out of range
+  BadOperand,      ///< an operand value that is never valid (location, flag, count, blank name)
   BadOpcode,
-  BadStructure,     ///< instructions in the wrong place, unbalanced scopes, wrong ranges
+  BadStructure, ///< instructions in the wrong place, unbalanced scopes, wrong ranges
 };
 
 /// The error class of every loader failure; `what()` says what and where.
 class ModuleError : public std::runtime_error {
 public:
-  ModuleError(ModuleErrorCode code, std::size_t offset, const std::string& message);
+  ModuleError(ModuleErrorCode code, std::size_t offset, const std::string &message);
   ModuleErrorCode code() const { return code_; }
   /// Byte offset in the file where the problem was found.
   std::size_t offset() const { return offset_; }
@@ -54,13 +54,13 @@ std::string_view module_error_name(ModuleErrorCode code);
 /// share storage; read them through the accessors.
 struct Instruction {
   Opcode opcode = Opcode::End;
-  Location location;        ///< first L operand
-  Location from;            ///< second L operand (MoveFrom)
-  bool flag = false;        ///< F
-  std::uint32_t value = 0;  ///< V: first value id; A: the alias
-  std::uint32_t count = 0;  ///< V: number of values; D P R T N: the index or item count
-  std::uint32_t line = 0;   ///< source line
-  std::uint64_t size = 0;   ///< S
+  Location location;       ///< first L operand
+  Location from;           ///< second L operand (MoveFrom)
+  bool flag = false;       ///< F
+  std::uint32_t value = 0; ///< V: first value id; A: the alias
+  std::uint32_t count = 0; ///< V: number of values; D P R T N: the index or item count
+  std::uint32_t line = 0;  ///< source line
+  std::uint64_t size = 0;  ///< S
 
   /// D, P, R, T: the index; N: the number of items that follow.
   std::uint32_t index() const { return count; }
@@ -109,7 +109,7 @@ struct Module {
   std::vector<ProgramEntry> programs;
 
   /// The declaration a value id belongs to (binary search).
-  const Declaration& declaration_of(std::uint32_t value) const;
+  const Declaration &declaration_of(std::uint32_t value) const;
 };
 
 /// Loads and verifies a module; throws ModuleError.

@@ -26,18 +26,13 @@ public:
   static constexpr Location pageable() { return Location(0); }
   static constexpr Location pinned() { return Location(1); }
   /// \pre device < kMaxCudaDevices
-  static constexpr Location cuda(unsigned device) {
-    return Location(static_cast<std::uint8_t>(2 + device));
-  }
+  static constexpr Location cuda(unsigned device) { return Location(static_cast<std::uint8_t>(2 + device)); }
   /// Inverse of index(); \pre index < kCount.
-  static constexpr Location from_index(unsigned index) {
-    return Location(static_cast<std::uint8_t>(index));
-  }
+  static constexpr Location from_index(unsigned index) { return Location(static_cast<std::uint8_t>(index)); }
 
   constexpr unsigned index() const { return index_; }
   constexpr LocationKind kind() const {
-    return index_ == 0 ? LocationKind::Pageable
-                       : index_ == 1 ? LocationKind::Pinned : LocationKind::Cuda;
+    return index_ == 0 ? LocationKind::Pageable : index_ == 1 ? LocationKind::Pinned : LocationKind::Cuda;
   }
   constexpr bool is_cuda() const { return index_ >= 2; }
   /// The CUDA device index; \pre is_cuda().
@@ -62,6 +57,6 @@ struct LocationParseError {
 
 /// Parses `pageable`, `pinned`, `pageable-host`, `pinned-host` or the exact
 /// canonical `cuda:N` with N in 0..127 (§1.1). On failure fills `error`.
-std::optional<Location> parse_location(std::string_view text, LocationParseError* error = nullptr);
+std::optional<Location> parse_location(std::string_view text, LocationParseError *error = nullptr);
 
 } // namespace fhr

@@ -31,12 +31,13 @@ public:
     return copy.first();
   }
   /// Calls f(Location) for each member in §1.3 order.
-  template <typename F> void for_each(F&& f) const {
+  template <typename F>
+  void for_each(F &&f) const {
     for (unsigned w = 0; w < kWords; ++w)
       for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
         f(Location::from_index(w * 64 + static_cast<unsigned>(std::countr_zero(bits))));
   }
-  friend bool operator==(const LocationSet&, const LocationSet&) = default;
+  friend bool operator==(const LocationSet &, const LocationSet &) = default;
 
 private:
   static constexpr unsigned kWords = (Location::kCount + 63) / 64;

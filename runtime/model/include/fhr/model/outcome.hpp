@@ -74,10 +74,10 @@ struct MessageContext {
 
 /// The user-facing message: "destination already resident",
 /// "Transition exceeds budget at cuda:0", ...
-std::string describe(const Outcome& outcome, const MessageContext& context,
-                     const FailureDetail* detail = nullptr);
+std::string describe(const Outcome &outcome, const MessageContext &context,
+                     const FailureDetail *detail = nullptr);
 
 /// The short no-op tag used in tables: "already resident", ...
-std::string_view describe_verdict(const Outcome& outcome);
+std::string_view describe_verdict(const Outcome &outcome);
 
 } // namespace fhr

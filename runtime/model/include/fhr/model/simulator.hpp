@@ -45,17 +45,15 @@ struct Explanation {
   /// Figures of the failing step, when it has any.
   FailureDetail failure_detail;
 
-  const SimulatedStep* first_failure() const {
-    return feasible || steps.empty() ? nullptr : &steps.back();
-  }
+  const SimulatedStep *first_failure() const { return feasible || steps.empty() ? nullptr : &steps.back(); }
 };
 
 class Simulator {
 public:
-  explicit Simulator(const State& state) : state_(state) {}
+  explicit Simulator(const State &state) : state_(state) {}
 
   /// Simulates reclaim, then the reservations, then enter and exit.
-  Explanation explain(const PlanView& plan);
+  Explanation explain(const PlanView &plan);
 
 private:
   struct SimulatedValue {
@@ -70,19 +68,19 @@ private:
   };
 
   void reset();
-  SimulatedValue& value(ValueId id);
+  SimulatedValue &value(ValueId id);
   Outcome prepare(Location location);
-  Outcome add(Location location, std::uint64_t nbytes, bool temporary, Explanation& out);
-  Outcome simulate(const Action& action, Explanation& out);
-  Outcome simulate_ensure(const Action& action, SimulatedValue& value, const ValueRecord& record,
-                          Explanation& out);
-  Outcome simulate_move(const Action& action, SimulatedValue& value, const ValueRecord& record,
-                        Explanation& out);
-  Outcome simulate_drop(const Action& action, SimulatedValue& value, const ValueRecord& record);
-  Outcome simulate_discard(SimulatedValue& value, const ValueRecord& record, Explanation& out);
-  void remove(SimulatedValue& value, Location location, std::uint64_t nbytes);
+  Outcome add(Location location, std::uint64_t nbytes, bool temporary, Explanation &out);
+  Outcome simulate(const Action &action, Explanation &out);
+  Outcome simulate_ensure(const Action &action, SimulatedValue &value, const ValueRecord &record,
+                          Explanation &out);
+  Outcome simulate_move(const Action &action, SimulatedValue &value, const ValueRecord &record,
+                        Explanation &out);
+  Outcome simulate_drop(const Action &action, SimulatedValue &value, const ValueRecord &record);
+  Outcome simulate_discard(SimulatedValue &value, const ValueRecord &record, Explanation &out);
+  void remove(SimulatedValue &value, Location location, std::uint64_t nbytes);
 
-  const State& state_;
+  const State &state_;
   std::vector<std::uint32_t> value_slot_;
   std::vector<ValueId> touched_values_;
   std::vector<SimulatedValue> simulated_values_;

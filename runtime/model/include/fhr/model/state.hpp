@@ -76,9 +76,9 @@ struct Lifetime {
   LifetimeKind kind = LifetimeKind::Hold;
   LifetimeState state = LifetimeState::Active;
   Location location;
-  std::vector<ValueId> values;   ///< leases and holds
-  std::uint64_t nbytes = 0;      ///< reservations
-  std::string label;             ///< reservations
+  std::vector<ValueId> values; ///< leases and holds
+  std::uint64_t nbytes = 0;    ///< reservations
+  std::string label;           ///< reservations
 };
 
 /// Physical work a runtime performs inside a transition. Each hook may throw;
@@ -109,40 +109,38 @@ public:
   Outcome validate(Location location) const;
   bool is_registered(Location location) const { return slot_[location.index()] >= 0; }
   /// Registered locations in registration order.
-  const std::vector<Location>& registry() const { return registry_; }
+  const std::vector<Location> &registry() const { return registry_; }
   /// The account of any location (zeroes for an unregistered one).
-  const LocationAccount& account(Location location) const { return accounts_[location.index()]; }
-  const DeviceConfig& devices() const { return devices_; }
+  const LocationAccount &account(Location location) const { return accounts_[location.index()]; }
+  const DeviceConfig &devices() const { return devices_; }
   /// Starts a reporting window: every peak becomes the current charge.
   void reset_peaks();
 
   // ---- values ----------------------------------------------------------
   /// §3.1 adopt: the value gets id `value` (ids are assigned by the caller in
   /// declaration order; a failed adopt leaves the id unregistered).
-  Outcome adopt(ValueId value, const ValueSpec& spec, Location at,
-                FailureDetail* detail = nullptr);
+  Outcome adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail = nullptr);
   /// §3.2 register_source (spec must be reconstructible).
-  Outcome register_source(ValueId value, const ValueSpec& spec, Location source_location);
-  const ValueRecord& value(ValueId value) const;
+  Outcome register_source(ValueId value, const ValueSpec &spec, Location source_location);
+  const ValueRecord &value(ValueId value) const;
   std::size_t value_count() const { return values_.size(); }
 
   // ---- transitions (§6) ------------------------------------------------
-  Outcome apply(const Action& action, FailureDetail* detail = nullptr,
-                TransitionHooks* hooks = nullptr);
+  Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
 
   // ---- lifetimes (§7, §8) ----------------------------------------------
   /// acquire (a lease) or hold: every value must be resident at `at`.
   /// `failed_value` receives the value that decided a failure.
-  Outcome protect(LifetimeKind kind, std::span<const ValueId> values, Location at,
-                  LifetimeId* id, ValueId* failed_value = nullptr);
-  Outcome reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId* id,
-                  FailureDetail* detail = nullptr);
+  Outcome protect(LifetimeKind kind, std::span<const ValueId> values, Location at, LifetimeId *id,
+                  ValueId *failed_value = nullptr);
+  Outcome reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId *id,
+                  FailureDetail *detail = nullptr);
   /// Releases a lease, hold or reservation. A CUDA lease released with
   /// `events_pending` keeps its tokens as pending protection (§7.2).
   Outcome release(LifetimeId id, bool events_pending = false);
   /// Pending protection of a lease whose events have completed is removed.
   void complete_pending(LifetimeId id);
-  const Lifetime& lifetime(LifetimeId id) const { return lifetimes_[id]; }
+  const Lifetime &lifetime(LifetimeId id) const { return lifetimes_[id]; }
   std::size_t lifetime_count() const { return lifetimes_.size(); }
   /// Does any protection token protect `value` at `at`?
   bool is_protected(ValueId value, Location at) const;
@@ -153,17 +151,16 @@ private:
   Outcome resolve(ValueId value) const;
   Outcome prepare(Location location);
   void ensure_registered(Location location);
-  Outcome admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail* detail);
+  Outcome admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail *detail);
   void install(ValueId value, Location location);
   void remove(ValueId value, Location location);
-  Outcome reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail* detail,
-                           TransitionHooks* hooks);
-  Outcome ensure(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
-  Outcome move(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
-  Outcome drop(const Action& action);
-  Outcome discard(const Action& action, FailureDetail* detail, TransitionHooks* hooks);
-  void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold,
-                  int delta_pending);
+  Outcome reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail *detail,
+                           TransitionHooks *hooks);
+  Outcome ensure(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
+  Outcome move(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
+  Outcome drop(const Action &action);
+  Outcome discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
+  void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold, int delta_pending);
 
   DeviceConfig devices_;
   std::array<std::int16_t, Location::kCount> slot_{};
