@@ -175,7 +175,6 @@ public:
     code();
     plans();
     programs();
-    lines();
     verify_partition();
     verify_instructions();
     return std::move(module_);
@@ -321,14 +320,27 @@ private:
     finish(r, "DECLS");
   }
 
+  /// Decodes CODE and, in the same pass, each instruction's line from LINES
+  /// (one pass over the decoded array, which is the larger cost).
   void code() {
     Reader r = section(SectionKind::Code);
     const std::uint32_t n = r.count("instruction count", 1);
-    module_.code.resize(n);
+    Reader lines = section(SectionKind::Lines);
+    if (lines.leb32("line count") != n)
+      lines.fail(ModuleErrorCode::BadStructure, "line count differs from the instruction count");
+    module_.code.reserve(n);
+    std::int64_t line = 0;
     // The declaration of the last value operand: consecutive instructions
     // usually name values of the same declaration.
     std::uint32_t declaration_begin = 1, declaration_end = 0;
-    for (Instruction &in : module_.code) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      Instruction &in = module_.code.emplace_back();
+      const std::uint64_t zigzag = lines.leb("line delta");
+      line += static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
+      // The language's `@line` directive stops at 2^30; so do modules.
+      if (line < 0 || line > (std::int64_t{1} << 30)) [[unlikely]]
+        lines.fail(ModuleErrorCode::BadOperand, "line out of range");
+      in.line = static_cast<std::uint32_t>(line);
       const std::uint8_t op = r.byte("opcode");
       if (op >= kOpcodeCount) [[unlikely]]
         r.fail(ModuleErrorCode::BadOpcode, "opcode " + std::to_string(op));
@@ -378,6 +390,7 @@ private:
       }
     }
     finish(r, "CODE");
+    finish(lines, "LINES");
   }
 
   InstructionRange range(Reader &r, std::uint64_t &cursor, const char *what) {
@@ -435,24 +448,6 @@ private:
     finish(r, "PROGRAMS");
   }
 
-  void lines() {
-    Reader r = section(SectionKind::Lines);
-    const std::uint32_t n = r.leb32("line count");
-    if (n != module_.code.size())
-      r.fail(ModuleErrorCode::BadStructure, "line count differs from the instruction count");
-    std::int64_t line = 0;
-    for (Instruction &in : module_.code) {
-      const std::uint64_t zigzag = r.leb("line delta");
-      const std::int64_t delta =
-          static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
-      line += delta;
-      // The language's `@line` directive stops at 2^30; so do modules.
-      if (line < 0 || line > (std::int64_t{1} << 30))
-        r.fail(ModuleErrorCode::BadOperand, "line out of range");
-      in.line = static_cast<std::uint32_t>(line);
-    }
-    finish(r, "LINES");
-  }
 
   void verify_partition() {
     if (cursor_ != module_.code.size())
