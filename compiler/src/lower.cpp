@@ -306,82 +306,98 @@ private:
     }
   }
 
+  /// STRINGS: count, then (length, bytes) per string.
+  void write_strings(llvm::raw_ostream &os) {
+    leb(os, strings_.size());
+    for (const std::string &s : strings_) {
+      leb(os, s.size());
+      os << s;
+    }
+  }
+
+  /// MACHINE: devices + 1, budgets, setup end.
+  void write_machine(llvm::raw_ostream &os) {
+    leb(os, module_.device_count ? *module_.device_count + 1 : 0);
+    leb(os, module_.budgets.size());
+    for (const auto &[location, budget] : module_.budgets) {
+      byte(os, static_cast<std::uint8_t>(location.index()));
+      byte(os, budget ? 1 : 0);
+      if (budget) leb(os, *budget);
+    }
+    leb(os, setup_end_);
+  }
+
+  /// DECLS: one record per single value or family.
+  void write_declarations_section(llvm::raw_ostream &os) {
+    leb(os, decl_names_.size());
+    std::size_t v = 0;
+    for (std::size_t d = 0; d < decl_names_.size(); ++d) {
+      const ir::Value &value = module_.values[v];
+      leb(os, decl_names_[d]);
+      leb(os, decl_family_sizes_[d]);
+      leb(os, value.spec.logical_nbytes);
+      leb(os, value.spec.storage_nbytes);
+      byte(os,
+           static_cast<std::uint8_t>(
+               (value.spec.replica_mode == ReplicaMode::Replicable ? bytecode::kDeclReplicable : 0) |
+               (value.spec.recoverability == Recoverability::Reconstructible ? bytecode::kDeclReconstructible
+                                                                             : 0)));
+      byte(os, static_cast<std::uint8_t>(value.location.index()));
+      v += decl_family_sizes_[d] == 0 ? 1 : decl_family_sizes_[d];
+    }
+  }
+
+  /// CODE: count, then the instructions.
+  void write_code(llvm::raw_ostream &os) {
+    leb(os, code_.size());
+    for (const Encoded &in : code_)
+      encode_instruction(os, in);
+  }
+
+  /// PLANS: name, line, first instruction and the four phase counts.
+  void write_plans(llvm::raw_ostream &os) {
+    leb(os, plans_.size());
+    for (const PlanRecord &p : plans_) {
+      leb(os, p.name);
+      leb(os, p.line);
+      leb(os, p.start);
+      for (std::uint32_t c : p.counts)
+        leb(os, c);
+    }
+  }
+
+  /// PROGRAMS: name, line, first instruction and length.
+  void write_programs(llvm::raw_ostream &os) {
+    leb(os, programs_.size());
+    for (const ProgramRecord &p : programs_) {
+      leb(os, p.name);
+      leb(os, p.line);
+      leb(os, p.start);
+      leb(os, p.length);
+    }
+  }
+
+  /// LINES: zigzag deltas of each instruction's line.
+  void write_lines(llvm::raw_ostream &os) {
+    leb(os, code_.size());
+    std::int64_t previous = 0;
+    for (const Encoded &in : code_) {
+      const std::int64_t delta = static_cast<std::int64_t>(in.line) - previous;
+      leb(os, (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63));
+      previous = in.line;
+    }
+  }
+
   std::vector<char> assemble() {
     Buffer sections[bytecode::kSectionCount];
-    {
-      llvm::raw_svector_ostream os(sections[0]);
-      leb(os, strings_.size());
-      for (const std::string &s : strings_) {
-        leb(os, s.size());
-        os << s;
-      }
-    }
-    {
-      llvm::raw_svector_ostream os(sections[1]);
-      leb(os, module_.device_count ? *module_.device_count + 1 : 0);
-      leb(os, module_.budgets.size());
-      for (const auto &[location, budget] : module_.budgets) {
-        byte(os, static_cast<std::uint8_t>(location.index()));
-        byte(os, budget ? 1 : 0);
-        if (budget) leb(os, *budget);
-      }
-      leb(os, setup_end_);
-    }
-    {
-      llvm::raw_svector_ostream os(sections[2]);
-      leb(os, decl_names_.size());
-      std::size_t v = 0;
-      for (std::size_t d = 0; d < decl_names_.size(); ++d) {
-        const ir::Value &value = module_.values[v];
-        leb(os, decl_names_[d]);
-        leb(os, decl_family_sizes_[d]);
-        leb(os, value.spec.logical_nbytes);
-        leb(os, value.spec.storage_nbytes);
-        byte(os, static_cast<std::uint8_t>(
-                     (value.spec.replica_mode == ReplicaMode::Replicable ? bytecode::kDeclReplicable : 0) |
-                     (value.spec.recoverability == Recoverability::Reconstructible
-                          ? bytecode::kDeclReconstructible
-                          : 0)));
-        byte(os, static_cast<std::uint8_t>(value.location.index()));
-        v += decl_family_sizes_[d] == 0 ? 1 : decl_family_sizes_[d];
-      }
-    }
-    {
-      llvm::raw_svector_ostream os(sections[3]);
-      leb(os, code_.size());
-      for (const Encoded &in : code_)
-        encode_instruction(os, in);
-    }
-    {
-      llvm::raw_svector_ostream os(sections[4]);
-      leb(os, plans_.size());
-      for (const PlanRecord &p : plans_) {
-        leb(os, p.name);
-        leb(os, p.line);
-        leb(os, p.start);
-        for (std::uint32_t c : p.counts)
-          leb(os, c);
-      }
-    }
-    {
-      llvm::raw_svector_ostream os(sections[5]);
-      leb(os, programs_.size());
-      for (const ProgramRecord &p : programs_) {
-        leb(os, p.name);
-        leb(os, p.line);
-        leb(os, p.start);
-        leb(os, p.length);
-      }
-    }
-    {
-      llvm::raw_svector_ostream os(sections[6]);
-      leb(os, code_.size());
-      std::int64_t previous = 0;
-      for (const Encoded &in : code_) {
-        const std::int64_t delta = static_cast<std::int64_t>(in.line) - previous;
-        leb(os, (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63));
-        previous = in.line;
-      }
+    using Writer = void (Lowering::*)(llvm::raw_ostream &);
+    const Writer writers[bytecode::kSectionCount] = {
+        &Lowering::write_strings, &Lowering::write_machine, &Lowering::write_declarations_section,
+        &Lowering::write_code,    &Lowering::write_plans,   &Lowering::write_programs,
+        &Lowering::write_lines};
+    for (std::uint32_t i = 0; i < bytecode::kSectionCount; ++i) {
+      llvm::raw_svector_ostream os(sections[i]);
+      (this->*writers[i])(os);
     }
 
     Buffer file;
