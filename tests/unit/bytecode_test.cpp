@@ -229,3 +229,16 @@ TEST_CASE("bytecode mutation: every truncation and every single-byte change of e
   MESSAGE("mutants that verified and explained: " << verified << ", rejected: " << rejected);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("bytecode: the committed golden modules are what the compiler writes today") {
+  // A change to the format or to lowering shows up here first; regenerate
+  // with `fhr-plan compile examples/X.fhr -o tests/golden/inputs/X.fhrb` when
+  // it is intended (and bump the format version if old modules change meaning).
+  for (const char *name : {"inference", "infeasible"}) {
+    CAPTURE(name);
+    const std::vector<char> now = compile_bytes(
+        read_file(std::string(FHR_SOURCE_DIR "/examples/") + name + ".fhr"), std::string("examples/") + name + ".fhr");
+    const std::string committed = read_file(std::string(FHR_SOURCE_DIR "/tests/golden/inputs/") + name + ".fhrb");
+    CHECK(std::string(now.begin(), now.end()) == committed);
+  }
+}
