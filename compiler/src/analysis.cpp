@@ -7,7 +7,7 @@ namespace fhr {
 bool Analysis::feasible() const {
   if (setup.failed_step) return false;
   return std::all_of(plans.begin(), plans.end(),
-                     [](const PlanReport &p) { return p.explanation.feasible; }) &&
+                     [](const PlanExplanation &p) { return p.explanation.feasible; }) &&
          std::all_of(programs.begin(), programs.end(), [](const ProgramReport &p) { return p.feasible; });
 }
 
@@ -213,7 +213,7 @@ Analysis analyze_module(const ir::Module &module, const std::vector<BudgetOverri
   Simulator simulator(state);
   analysis.plans.reserve(module.plans.size());
   for (const ir::Plan &plan : module.plans)
-    analysis.plans.push_back(PlanReport{&plan, simulator.explain(plan.view())});
+    analysis.plans.push_back(PlanExplanation{&plan, simulator.explain(plan.view())});
   for (const ir::Program &program : module.programs) {
     State copy = state;
     analysis.programs.push_back(run_program(module, program, copy));

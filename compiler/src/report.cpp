@@ -125,7 +125,7 @@ public:
     return step;
   }
 
-  ReportUnit plan(const PlanReport &report) const {
+  ReportUnit plan(const PlanExplanation &report) const {
     const ir::Plan &plan = *report.plan;
     ReportUnit unit;
     unit.kind = ReportUnit::Kind::Plan;
@@ -259,7 +259,7 @@ void for_each_unit(const ir::Module &module, const Analysis &analysis, ReportDet
                    const std::function<void(const ReportUnit &)> &sink) {
   Builder builder(module, detail);
   if (analysis.setup.failed_step) sink(builder.setup(analysis.setup));
-  for (const PlanReport &plan : analysis.plans)
+  for (const PlanExplanation &plan : analysis.plans)
     sink(builder.plan(plan));
   for (const ProgramReport &program : analysis.programs)
     sink(builder.program(program));

@@ -25,7 +25,7 @@ TEST_CASE("a pipeline is feasible only thanks to reclaim between stages") {
   CHECK(bad.rows.back().raised == ErrorClass::Plan);
   CHECK(bad.rows.back().outcome.error == ErrorClass::Budget);
   // Each plan alone is feasible from the setup state.
-  for (const PlanReport &plan : e.analysis.plans)
+  for (const PlanExplanation &plan : e.analysis.plans)
     CHECK(plan.explanation.feasible);
   const LocationPrediction &gpu = good.locations.front();
   CHECK(gpu.peak_used == 80 * MiB);

@@ -30,7 +30,7 @@ struct SetupReport {
   ValueId failed_value = 0; ///< for lifetime failures naming one value
 };
 
-struct PlanReport {
+struct PlanExplanation {
   const ir::Plan *plan = nullptr;
   Explanation explanation;
 };
@@ -73,7 +73,7 @@ struct ProgramReport {
 
 struct Analysis {
   SetupReport setup;
-  std::vector<PlanReport> plans;
+  std::vector<PlanExplanation> plans;
   std::vector<ProgramReport> programs;
 
   bool feasible() const;

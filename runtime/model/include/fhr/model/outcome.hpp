@@ -56,6 +56,16 @@ struct Outcome {
   bool executable() const { return verdict != Verdict::Failed; }
 };
 
+/// A failed Outcome.
+inline Outcome failure(Reason reason, ErrorClass error, Location where = {}) {
+  Outcome outcome;
+  outcome.verdict = Verdict::Failed;
+  outcome.reason = reason;
+  outcome.error = error;
+  outcome.where = where;
+  return outcome;
+}
+
 /// The figures a budget failure carries (§4.2), and the protected locations
 /// of a discard that was refused.
 struct FailureDetail {

@@ -171,14 +171,4 @@ private:
   std::uint64_t version_ = 0;
 };
 
-/// Failure helper shared by the model's rules.
-inline Outcome failure(Reason reason, ErrorClass error, Location where = {}) {
-  Outcome outcome;
-  outcome.verdict = Verdict::Failed;
-  outcome.reason = reason;
-  outcome.error = error;
-  outcome.where = where;
-  return outcome;
-}
-
 } // namespace fhr

@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// What the runtime returns for every transition and every plan
+/// (SEMANTICS.md §6.5, §11): plain data, so that a partial report can travel
+/// inside an exception.
+
+#include "fhr/model/action.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+struct TransitionReport {
+  /// The action as requested (copy reports as Ensure, as in the reference).
+  ActionKind action = ActionKind::Ensure;
+  ValueId value = 0;
+  bool no_op = false;
+  std::optional<Location> source;
+  std::optional<Location> destination;
+  std::uint64_t logical_nbytes = 0;
+  std::uint64_t storage_nbytes = 0;
+  std::uint64_t started_at_ns = 0;
+  std::uint64_t completed_at_ns = 0;
+  /// The no-op reason, or empty.
+  std::string reason;
+};
+
+struct PlanReport {
+  std::string plan_name;
+  std::vector<TransitionReport> transitions;
+  std::uint64_t started_at_ns = 0;
+  std::uint64_t completed_at_ns = 0;
+};
+
+} // namespace fhr

@@ -1,0 +1,56 @@
+#include "fhr/runtime/errors.hpp"
+
+namespace fhr {
+
+ResidencyStaleStateError::ResidencyStaleStateError(std::uint64_t expected_version,
+                                                   std::uint64_t actual_version)
+    : ResidencyPlanError("expected state version " + std::to_string(expected_version) +
+                             ", the manager is at " + std::to_string(actual_version),
+                         ErrorClass::StaleState),
+      expected_version_(expected_version), actual_version_(actual_version) {}
+
+std::string_view execution_phase_name(ExecutionPhase phase) {
+  switch (phase) {
+  case ExecutionPhase::Execute: return "execute";
+  case ExecutionPhase::Reclaim: return "reclaim";
+  case ExecutionPhase::Reserve: return "reserve";
+  case ExecutionPhase::Enter: return "enter";
+  case ExecutionPhase::Exit: return "exit";
+  }
+  return "execute";
+}
+
+namespace {
+std::string execution_message(const ResidencyPlanExecutionError::Details &d) {
+  const std::size_t done = d.partial_report.transitions.size();
+  return "plan '" + d.plan_name + "' failed in phase " + std::string(execution_phase_name(d.phase)) +
+         " after " + std::to_string(done) + " completed transition" + (done == 1 ? "" : "s") + ": " +
+         d.detail;
+}
+} // namespace
+
+ResidencyPlanExecutionError::ResidencyPlanExecutionError(Details details)
+    : ResidencyError(ErrorClass::PlanExecution, execution_message(details)), details_(std::move(details)) {}
+
+void throw_failure(const Outcome &outcome, const MessageContext &context, const FailureDetail &detail) {
+  const std::string message = describe(outcome, context, &detail);
+  switch (outcome.error) {
+  case ErrorClass::Budget: throw ResidencyBudgetError(message, outcome.where, detail);
+  case ErrorClass::Handle: throw ResidencyHandleError(message);
+  case ErrorClass::Unavailable: throw ResidencyUnavailableError(message);
+  case ErrorClass::InUse: throw ResidencyInUseError(message);
+  case ErrorClass::LifetimeClosed: throw ResidencyLifetimeClosedError(message);
+  case ErrorClass::Materialization: throw ResidencyMaterializationError(message);
+  case ErrorClass::Ownership: throw ResidencyOwnershipError(message);
+  case ErrorClass::Plan: throw ResidencyPlanError(message);
+  case ErrorClass::StaleState: throw ResidencyPlanError(message, ErrorClass::StaleState);
+  case ErrorClass::Closed: throw ResidencyClosedError(message);
+  case ErrorClass::Reentrancy: throw ResidencyReentrancyError(message);
+  case ErrorClass::InvalidArgument: throw std::invalid_argument(message);
+  case ErrorClass::PlanExecution:
+  case ErrorClass::None: break;
+  }
+  throw ResidencyError(outcome.error, message);
+}
+
+} // namespace fhr
