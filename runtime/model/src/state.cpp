@@ -151,7 +151,7 @@ Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHook
   case ActionKind::Ensure:
   case ActionKind::Copy: return ensure(action, detail, hooks);
   case ActionKind::Move: return move(action, detail, hooks);
-  case ActionKind::Drop: return drop(action);
+  case ActionKind::Drop: return drop(action, hooks);
   case ActionKind::Discard: return discard(action, detail, hooks);
   }
   return {};
@@ -237,7 +237,7 @@ Outcome State::move(const Action &action, FailureDetail *detail, TransitionHooks
   return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
 }
 
-Outcome State::drop(const Action &action) {
+Outcome State::drop(const Action &action, TransitionHooks *hooks) {
   const ValueRecord &record = values_[action.value];
   const Location at = action.location;
   if (!record.resident.contains(at)) return no_op(Reason::MaterializationAlreadyAbsent, at, std::nullopt);
@@ -245,6 +245,7 @@ Outcome State::drop(const Action &action) {
     return failure(Reason::MaterializationProtected, ErrorClass::InUse, at);
   if (record.resident.size() == 1 && !record.source_location)
     return failure(Reason::FinalMustPreserve, ErrorClass::Ownership, at);
+  if (hooks) hooks->remove(action.value, at);
   remove(action.value, at);
   return success(at, std::nullopt);
 }

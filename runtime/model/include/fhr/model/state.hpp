@@ -158,7 +158,7 @@ private:
                            TransitionHooks *hooks);
   Outcome ensure(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
   Outcome move(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
-  Outcome drop(const Action &action);
+  Outcome drop(const Action &action, TransitionHooks *hooks);
   Outcome discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
   void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold, int delta_pending);
 

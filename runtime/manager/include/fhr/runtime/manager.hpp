@@ -1,0 +1,157 @@
+#pragma once
+/// \file
+/// fhr::Manager: the residency manager of ../shared/seed, in C++. Each
+/// transition applies the rules of the shared model (fhr::State), which
+/// calls back into the manager for the physical work (allocate, load, copy,
+/// free) between the admission check and the install; explain and the
+/// preflight of execute_actions run the shared Simulator. No rule is
+/// implemented twice.
+///
+/// This is the first part of the runtime (issue #4): registration, the
+/// primitive transitions with exact reports, explain, execute_actions with
+/// partial reports, content checksums, the trace. Leases, holds,
+/// reservations, scopes, snapshots, close, the callback guard and the
+/// simulated device backend are still to come (docs/runtime.md).
+
+#include "fhr/model/plan.hpp"
+#include "fhr/model/simulator.hpp"
+#include "fhr/model/state.hpp"
+#include "fhr/runtime/backend.hpp"
+#include "fhr/runtime/errors.hpp"
+#include "fhr/runtime/reports.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+/// Names one managed value of one manager. Copying or moving the value never
+/// changes its handle.
+struct Handle {
+  std::uint64_t manager_id = 0;
+  std::uint64_t handle_id = 0;
+  friend bool operator==(const Handle &, const Handle &) = default;
+};
+
+/// A trusted loader: fills manager-provided storage at the source location
+/// with the exact bytes of the value it stands for.
+class Source {
+public:
+  virtual ~Source() = default;
+  virtual void load(std::span<std::byte> destination) = 0;
+};
+
+/// A Source that reads `destination.size()` bytes of `path` from `offset`;
+/// a short or failed read throws BackendError.
+std::shared_ptr<Source> make_file_source(std::string path, std::uint64_t offset = 0);
+
+/// One action of a plan or action list.
+struct ActionSpec {
+  ActionKind kind = ActionKind::Ensure;
+  Handle handle;
+  Location location;
+  std::optional<Location> from;
+};
+
+struct PlanSpec {
+  std::string name;
+  std::vector<ActionSpec> reclaim;
+  std::vector<Reservation> reservations;
+  std::vector<ActionSpec> enter;
+  std::vector<ActionSpec> exit;
+};
+
+struct ManagerOptions {
+  /// Constructor budgets, registered in order (std::nullopt: unbudgeted).
+  std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets;
+  /// Completed transitions kept by trace(); 0 disables it.
+  std::size_t trace_capacity = 4096;
+  /// Where bytes live; the host backend when empty.
+  std::shared_ptr<Backend> backend;
+};
+
+class Manager {
+public:
+  explicit Manager(ManagerOptions options = {});
+  ~Manager();
+  Manager(const Manager &) = delete;
+  Manager &operator=(const Manager &) = delete;
+
+  /// Process-unique identity carried by every handle of this manager.
+  std::uint64_t id() const { return id_; }
+  std::uint64_t state_version() const;
+  /// Budgeted or used locations in registration order.
+  std::vector<Location> locations() const;
+
+  /// Takes ownership of `nbytes` at `data`, which live at `at`; `deleter`
+  /// frees them when the replica goes. The value must be preserved.
+  Handle adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
+               ReplicaMode mode = ReplicaMode::Exclusive);
+  /// Registers a reconstructible value without loading it.
+  Handle register_source(const ValueSpec &spec, std::shared_ptr<Source> source,
+                         Location source_location = Location::pageable());
+
+  TransitionReport ensure(const Handle &handle, Location at);
+  TransitionReport copy(const Handle &handle, Location to);
+  TransitionReport move(const Handle &handle, Location to, std::optional<Location> from = std::nullopt);
+  TransitionReport drop(const Handle &handle, Location at);
+  TransitionReport discard(const Handle &handle);
+
+  /// Dry-runs a whole plan (§10.2) without changing anything.
+  Explanation explain(const PlanSpec &plan,
+                      std::optional<std::uint64_t> expected_state_version = std::nullopt);
+  /// Preflights, then executes the actions in order (§11). Throws
+  /// ResidencyPlanError before anything runs, ResidencyPlanExecutionError
+  /// with the partial report when a step fails at run time.
+  PlanReport execute_actions(std::span<const ActionSpec> actions,
+                             const std::string &name = "residency-actions",
+                             std::optional<std::uint64_t> expected_state_version = std::nullopt);
+
+  /// XXH64 of the replica's bytes at `at` (throws if not resident): the
+  /// content check of `fhr-plan run` and the tests.
+  std::uint64_t content_checksum(const Handle &handle, Location at) const;
+  /// The accounting of one location (zeroes if it was never registered);
+  /// the per-location part of what snapshot() will return.
+  LocationAccount account(Location location) const;
+  /// Locations of the value's replicas, in installation order.
+  std::vector<Location> replicas(const Handle &handle) const;
+
+  std::vector<TransitionReport> trace() const;
+  void clear_trace();
+
+private:
+  class Hooks;
+  struct Record {
+    std::uint64_t handle_id = 0;
+    std::shared_ptr<Source> source;
+    /// Replicas in installation order.
+    std::vector<std::pair<Location, Storage>> replicas;
+  };
+
+  ValueId resolve(const Handle &handle) const;
+  ValueId resolve_for_plan(const Handle &handle) const;
+  void validate(Location location) const;
+  TransitionReport run_transition(const Action &action);
+  std::string value_name(ValueId value) const;
+  void record_trace(const TransitionReport &report);
+  Storage *replica(ValueId value, Location at);
+  const Storage *replica(ValueId value, Location at) const;
+  std::vector<Action> to_actions(std::span<const ActionSpec> specs) const;
+
+  mutable std::mutex mutex_;
+  std::uint64_t id_;
+  std::shared_ptr<Backend> backend_;
+  State state_;
+  std::vector<Record> records_;
+  std::uint64_t next_handle_id_ = 1;
+  std::size_t trace_capacity_;
+  std::deque<TransitionReport> trace_;
+};
+
+} // namespace fhr

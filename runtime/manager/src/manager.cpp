@@ -1,0 +1,345 @@
+#include "fhr/runtime/manager.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <unordered_map>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace fhr {
+
+namespace {
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+std::uint64_t next_manager_id() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1);
+}
+
+/// The value id that no manager ever registers: what a foreign or unknown
+/// handle maps to inside a plan, so that the simulator reports a handle error
+/// at its step (§10.2) instead of refusing the whole plan up front.
+constexpr ValueId kUnresolvable = ~ValueId{0};
+
+class FileSource final : public Source {
+public:
+  FileSource(std::string path, std::uint64_t offset) : path_(std::move(path)), offset_(offset) {}
+  void load(std::span<std::byte> destination) override {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) throw BackendError("cannot open '" + path_ + "'");
+    in.seekg(static_cast<std::streamoff>(offset_));
+    in.read(reinterpret_cast<char *>(destination.data()), static_cast<std::streamsize>(destination.size()));
+    if (static_cast<std::size_t>(in.gcount()) != destination.size())
+      throw BackendError("'" + path_ + "' holds fewer than " + std::to_string(destination.size()) +
+                         " bytes at offset " + std::to_string(offset_));
+  }
+
+private:
+  std::string path_;
+  std::uint64_t offset_;
+};
+
+} // namespace
+
+std::shared_ptr<Source> make_file_source(std::string path, std::uint64_t offset) {
+  return std::make_shared<FileSource>(std::move(path), offset);
+}
+
+/// The physical side of one transition. Storage that is loaded or copied
+/// waits here until the model installs it; whatever is still here when a
+/// transition fails is freed with this object.
+class Manager::Hooks final : public TransitionHooks {
+public:
+  explicit Hooks(Manager &manager) : manager_(manager) {}
+
+  void load(ValueId value, Location location) override {
+    Record &record = manager_.records_[value];
+    Storage storage = manager_.backend_->allocate(location, logical_bytes(value));
+    record.source->load(storage.bytes());
+    pending_.emplace_back(location, std::move(storage));
+  }
+
+  void copy(ValueId value, Location from, Location to) override {
+    const Storage *source = pending(from);
+    if (!source) source = manager_.replica(value, from);
+    Storage destination = manager_.backend_->allocate(to, logical_bytes(value));
+    manager_.backend_->copy(*source, destination);
+    pending_.emplace_back(to, std::move(destination));
+  }
+
+  void install(ValueId value, Location location) override {
+    auto it =
+        std::find_if(pending_.begin(), pending_.end(), [&](const auto &p) { return p.first == location; });
+    manager_.records_[value].replicas.emplace_back(location, std::move(it->second));
+    pending_.erase(it);
+  }
+
+  void remove(ValueId value, Location location) override {
+    auto &replicas = manager_.records_[value].replicas;
+    replicas.erase(
+        std::find_if(replicas.begin(), replicas.end(), [&](const auto &r) { return r.first == location; }));
+  }
+
+private:
+  std::size_t logical_bytes(ValueId value) const {
+    return static_cast<std::size_t>(manager_.state_.value(value).spec.logical_nbytes);
+  }
+  const Storage *pending(Location location) const {
+    for (const auto &[at, storage] : pending_)
+      if (at == location) return &storage;
+    return nullptr;
+  }
+
+  Manager &manager_;
+  std::vector<std::pair<Location, Storage>> pending_;
+};
+
+Manager::Manager(ManagerOptions options)
+    : id_(next_manager_id()), backend_(options.backend ? std::move(options.backend) : make_host_backend()),
+      state_(backend_->devices()), trace_capacity_(options.trace_capacity) {
+  for (const auto &[location, budget] : options.budgets) {
+    validate(location);
+    state_.set_budget(location, budget);
+  }
+}
+
+Manager::~Manager() = default;
+
+std::uint64_t Manager::state_version() const {
+  std::lock_guard lock(mutex_);
+  return state_.version();
+}
+
+std::vector<Location> Manager::locations() const {
+  std::lock_guard lock(mutex_);
+  return state_.registry();
+}
+
+void Manager::validate(Location location) const {
+  if (Outcome valid = state_.validate(location); valid.failed()) throw_failure(valid, {}, FailureDetail{});
+}
+
+ValueId Manager::resolve(const Handle &handle) const {
+  if (handle.manager_id != id_)
+    throw ResidencyHandleError("handle belongs to manager " + std::to_string(handle.manager_id) +
+                               ", not to manager " + std::to_string(id_));
+  const ValueId value = resolve_for_plan(handle);
+  if (value == kUnresolvable)
+    throw ResidencyHandleError("unknown handle " + std::to_string(handle.handle_id));
+  return value;
+}
+
+ValueId Manager::resolve_for_plan(const Handle &handle) const {
+  if (handle.manager_id != id_) return kUnresolvable;
+  for (ValueId value = 0; value < records_.size(); ++value)
+    if (records_[value].handle_id == handle.handle_id && handle.handle_id != 0) return value;
+  return kUnresolvable;
+}
+
+std::string Manager::value_name(ValueId value) const {
+  return value < records_.size() ? "#" + std::to_string(records_[value].handle_id) : "?";
+}
+
+Storage *Manager::replica(ValueId value, Location at) {
+  for (auto &[location, storage] : records_[value].replicas)
+    if (location == at) return &storage;
+  return nullptr;
+}
+
+const Storage *Manager::replica(ValueId value, Location at) const {
+  return const_cast<Manager *>(this)->replica(value, at);
+}
+
+Handle Manager::adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
+                      ReplicaMode mode) {
+  std::lock_guard lock(mutex_);
+  validate(at);
+  const ValueSpec spec{nbytes, nbytes, mode, Recoverability::MustPreserve};
+  const auto value = static_cast<ValueId>(records_.size());
+  FailureDetail detail;
+  // The caller keeps the buffer if adopt fails: the Storage that frees it is
+  // made only once the model has admitted and installed the value.
+  if (Outcome outcome = state_.adopt(value, spec, at, &detail); outcome.failed())
+    throw_failure(outcome, {}, detail);
+  Record record;
+  record.handle_id = next_handle_id_++;
+  record.replicas.emplace_back(at, Storage(data, nbytes, at, std::move(deleter)));
+  records_.push_back(std::move(record));
+  return Handle{id_, records_.back().handle_id};
+}
+
+Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> source,
+                                Location source_location) {
+  if (!source) throw std::invalid_argument("register_source needs a source");
+  if (spec.storage_nbytes < spec.logical_nbytes)
+    throw std::invalid_argument("storage_nbytes must be at least logical_nbytes");
+  std::lock_guard lock(mutex_);
+  validate(source_location);
+  if (spec.recoverability != Recoverability::Reconstructible)
+    throw std::invalid_argument("register_source needs a RECONSTRUCTIBLE value spec");
+  const auto value = static_cast<ValueId>(records_.size());
+  state_.register_source(value, spec, source_location);
+  Record record;
+  record.handle_id = next_handle_id_++;
+  record.source = std::move(source);
+  records_.push_back(std::move(record));
+  return Handle{id_, records_.back().handle_id};
+}
+
+TransitionReport Manager::run_transition(const Action &action) {
+  TransitionReport report;
+  report.started_at_ns = now_ns();
+  FailureDetail detail;
+  Outcome outcome;
+  {
+    Hooks hooks(*this);
+    outcome = state_.apply(action, &detail, &hooks);
+  }
+  if (outcome.failed()) throw_failure(outcome, MessageContext{value_name(action.value), {}}, detail);
+  const ValueSpec &spec = state_.value(action.value).spec;
+  report.action = action.kind == ActionKind::Copy ? ActionKind::Ensure : action.kind;
+  report.value = action.value;
+  report.no_op = outcome.verdict == Verdict::NoOp;
+  report.source = outcome.source;
+  report.destination = outcome.destination;
+  report.logical_nbytes = spec.logical_nbytes;
+  report.storage_nbytes = spec.storage_nbytes;
+  if (report.no_op) report.reason = describe(outcome, {});
+  report.completed_at_ns = now_ns();
+  record_trace(report);
+  return report;
+}
+
+TransitionReport Manager::ensure(const Handle &handle, Location at) {
+  std::lock_guard lock(mutex_);
+  return run_transition(Action{ActionKind::Ensure, resolve(handle), at, std::nullopt});
+}
+
+TransitionReport Manager::copy(const Handle &handle, Location to) {
+  std::lock_guard lock(mutex_);
+  return run_transition(Action{ActionKind::Copy, resolve(handle), to, std::nullopt});
+}
+
+TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from) {
+  std::lock_guard lock(mutex_);
+  return run_transition(Action{ActionKind::Move, resolve(handle), to, from});
+}
+
+TransitionReport Manager::drop(const Handle &handle, Location at) {
+  std::lock_guard lock(mutex_);
+  return run_transition(Action{ActionKind::Drop, resolve(handle), at, std::nullopt});
+}
+
+TransitionReport Manager::discard(const Handle &handle) {
+  std::lock_guard lock(mutex_);
+  return run_transition(Action{ActionKind::Discard, resolve(handle), Location{}, std::nullopt});
+}
+
+std::vector<Action> Manager::to_actions(std::span<const ActionSpec> specs) const {
+  std::vector<Action> actions;
+  actions.reserve(specs.size());
+  for (const ActionSpec &spec : specs)
+    actions.push_back(Action{spec.kind, resolve_for_plan(spec.handle), spec.location, spec.from});
+  return actions;
+}
+
+Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
+  if (plan.name.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument("a plan needs a non-blank name");
+  std::lock_guard lock(mutex_);
+  if (expected_state_version && *expected_state_version != state_.version())
+    throw ResidencyStaleStateError(*expected_state_version, state_.version());
+  const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
+                            exit = to_actions(plan.exit);
+  Simulator simulator(state_);
+  return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
+}
+
+PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std::string &name,
+                                    std::optional<std::uint64_t> expected_state_version) {
+  if (name.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument("an action list needs a non-blank name");
+  std::lock_guard lock(mutex_);
+  if (expected_state_version && *expected_state_version != state_.version())
+    throw ResidencyStaleStateError(*expected_state_version, state_.version());
+  const std::vector<Action> actions = to_actions(specs);
+  Simulator simulator(state_);
+  const Explanation preflight = simulator.explain(PlanView{{}, {}, actions, {}});
+  if (!preflight.feasible) {
+    const SimulatedStep &failed = *preflight.first_failure();
+    throw ResidencyPlanError(
+        "plan '" + name + "' is infeasible at action " + std::to_string(failed.index) + ": " +
+        describe(failed.outcome, {value_name(actions[failed.index].value), {}}, &preflight.failure_detail));
+  }
+  PlanReport report;
+  report.plan_name = name;
+  report.started_at_ns = now_ns();
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    ResidencyPlanExecutionError::Details details;
+    try {
+      report.transitions.push_back(run_transition(actions[i]));
+      continue;
+    } catch (const ResidencyError &error) {
+      details.detail = error.what();
+      details.cause = error.error_class();
+    } catch (const std::exception &error) {
+      details.detail = error.what();
+    }
+    details.plan_name = name;
+    details.phase = ExecutionPhase::Execute;
+    details.failed_action_index = i;
+    report.completed_at_ns = now_ns();
+    details.partial_report = std::move(report);
+    throw ResidencyPlanExecutionError(std::move(details));
+  }
+  report.completed_at_ns = now_ns();
+  return report;
+}
+
+std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const {
+  std::lock_guard lock(mutex_);
+  const ValueId value = resolve(handle);
+  const Storage *storage = replica(value, at);
+  if (!storage)
+    throw ResidencyUnavailableError("value " + value_name(value) + " is not resident at " + at.name());
+  return XXH64(storage->bytes().data(), storage->size(), 0);
+}
+
+LocationAccount Manager::account(Location location) const {
+  std::lock_guard lock(mutex_);
+  return state_.account(location);
+}
+
+std::vector<Location> Manager::replicas(const Handle &handle) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Location> out;
+  for (const auto &[location, storage] : records_[resolve(handle)].replicas)
+    out.push_back(location);
+  return out;
+}
+
+void Manager::record_trace(const TransitionReport &report) {
+  if (trace_capacity_ == 0) return;
+  if (trace_.size() == trace_capacity_) trace_.pop_front();
+  trace_.push_back(report);
+}
+
+std::vector<TransitionReport> Manager::trace() const {
+  std::lock_guard lock(mutex_);
+  return {trace_.begin(), trace_.end()};
+}
+
+void Manager::clear_trace() {
+  std::lock_guard lock(mutex_);
+  trace_.clear();
+}
+
+} // namespace fhr

@@ -1,0 +1,334 @@
+// fhr::Manager on the host backend: registration, every primitive with exact
+// bytes, versions and placements, content preserved across transitions,
+// reconstruction from sources (and the file source), errors by class,
+// explain, execute_actions with its partial report, and the trace.
+#include "fhr/runtime/manager.hpp"
+
+#include <doctest/doctest.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+using namespace fhr;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+const Location pageable = Location::pageable();
+const Location pinned = Location::pinned();
+
+/// A heap buffer filled with a pattern, for adopt; counts its frees.
+struct Buffer {
+  std::byte *data;
+  std::size_t size;
+  std::uint64_t checksum;
+};
+int g_freed = 0;
+
+Buffer pattern(std::size_t size, unsigned seed) {
+  auto *data = static_cast<std::byte *>(std::malloc(size == 0 ? 1 : size));
+  for (std::size_t i = 0; i < size; ++i)
+    data[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
+  return Buffer{data, size, XXH64(data, size, 0)};
+}
+
+void free_counted(std::byte *data) {
+  ++g_freed;
+  std::free(data);
+}
+
+Handle adopt(Manager &manager, const Buffer &buffer, Location at, ReplicaMode mode = ReplicaMode::Exclusive) {
+  return manager.adopt(buffer.data, buffer.size, at, free_counted, mode);
+}
+
+/// A source that writes a pattern, or fails on demand.
+class PatternSource final : public Source {
+public:
+  PatternSource(unsigned seed, bool fail = false) : seed_(seed), fail_(fail) {}
+  void load(std::span<std::byte> destination) override {
+    ++loads;
+    if (fail_) throw BackendError("injected load failure");
+    for (std::size_t i = 0; i < destination.size(); ++i)
+      destination[i] = static_cast<std::byte>((i * 131 + seed_) & 0xff);
+  }
+  int loads = 0;
+
+private:
+  unsigned seed_;
+  bool fail_;
+};
+
+ManagerOptions budgeted(Location location, std::uint64_t budget) {
+  ManagerOptions options;
+  options.budgets = {{location, budget}};
+  return options;
+}
+
+ManagerOptions tracing(std::size_t capacity) {
+  ManagerOptions options;
+  options.trace_capacity = capacity;
+  return options;
+}
+
+ValueSpec reconstructible(std::uint64_t nbytes, ReplicaMode mode = ReplicaMode::Replicable) {
+  return ValueSpec{nbytes, nbytes, mode, Recoverability::Reconstructible};
+}
+
+} // namespace
+
+TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the books exact") {
+  g_freed = 0;
+  Manager manager(budgeted(pinned, 64 * KiB));
+  const Buffer weight = pattern(16 * KiB, 7);
+  const Handle h = adopt(manager, weight, pageable, ReplicaMode::Replicable);
+  CHECK(manager.locations() == std::vector<Location>{pinned, pageable});
+  CHECK(manager.state_version() == 2); // registration of pageable + install
+  CHECK(manager.account(pageable).used_bytes == 16 * KiB);
+
+  TransitionReport r = manager.ensure(h, pinned);
+  CHECK_FALSE(r.no_op);
+  CHECK(r.source == pageable);
+  CHECK(r.destination == pinned);
+  CHECK(r.storage_nbytes == 16 * KiB);
+  CHECK(r.started_at_ns <= r.completed_at_ns);
+  CHECK(manager.state_version() == 3);
+  CHECK(manager.account(pinned).used_bytes == 16 * KiB);
+  CHECK(manager.content_checksum(h, pinned) == weight.checksum);
+
+  TransitionReport again = manager.copy(h, pinned);
+  CHECK(again.no_op);
+  CHECK(again.reason == "destination already resident");
+  CHECK(manager.state_version() == 3);
+
+  // pageable → pinned already resident: a move that only removes the source.
+  TransitionReport removal = manager.move(h, pinned);
+  CHECK_FALSE(removal.no_op);
+  CHECK(removal.source == pageable);
+  CHECK(manager.replicas(h) == std::vector<Location>{pinned});
+  CHECK(g_freed == 1); // the adopted buffer went with its replica
+  CHECK(manager.account(pageable).used_bytes == 0);
+  CHECK(manager.account(pageable).peak_used_bytes == 16 * KiB);
+
+  CHECK(manager.move(h, pageable).source == pinned);
+  CHECK(manager.content_checksum(h, pageable) == weight.checksum);
+  CHECK_THROWS_AS(manager.drop(h, pageable), ResidencyOwnershipError);
+  CHECK(manager.drop(h, pinned).no_op);
+
+  const std::uint64_t before = manager.state_version();
+  manager.discard(h);
+  CHECK(manager.state_version() == before + 2); // one removal + the mark
+  CHECK(manager.account(pageable).used_bytes == 0);
+  CHECK_THROWS_AS(manager.ensure(h, pinned), ResidencyHandleError);
+  CHECK_THROWS_AS(manager.discard(h), ResidencyHandleError);
+  CHECK(manager.trace().size() == 6); // failures are not traced
+}
+
+TEST_CASE("manager: exclusive values move, never replicate") {
+  Manager manager;
+  const Buffer ct = pattern(4 * KiB, 1);
+  const Handle h = adopt(manager, ct, pinned);
+  CHECK_THROWS_AS(manager.ensure(h, pageable), ResidencyOwnershipError);
+  CHECK(manager.ensure(h, pinned).no_op);
+  const std::uint64_t version = manager.state_version();
+  TransitionReport moved = manager.move(h, pageable, pinned);
+  CHECK(moved.source == pinned);
+  CHECK(manager.state_version() == version + 3); // registration, install, removal
+  CHECK(manager.content_checksum(h, pageable) == ct.checksum);
+  CHECK_THROWS_AS(manager.move(h, pinned, pinned), ResidencyUnavailableError);
+}
+
+TEST_CASE("manager: budgets refuse with the figures and leave everything as it was") {
+  g_freed = 0;
+  Manager manager(budgeted(pinned, 10 * KiB));
+  const Buffer a = pattern(6 * KiB, 1), b = pattern(6 * KiB, 2);
+  const Handle ha = adopt(manager, a, pinned);
+  try {
+    adopt(manager, b, pinned);
+    FAIL("adopt over budget succeeded");
+  } catch (const ResidencyBudgetError &error) {
+    CHECK(error.location() == pinned);
+    CHECK(error.budget_bytes() == 10 * KiB);
+    CHECK(error.used_bytes() == 6 * KiB);
+    CHECK(error.requested_bytes() == 6 * KiB);
+  }
+  CHECK(g_freed == 0); // a failed adopt leaves the buffer with the caller
+  std::free(b.data);
+  const Buffer c = pattern(6 * KiB, 3);
+  const Handle hc = adopt(manager, c, pageable, ReplicaMode::Replicable);
+  const std::uint64_t version = manager.state_version();
+  CHECK_THROWS_AS(manager.ensure(hc, pinned), ResidencyBudgetError);
+  CHECK(manager.state_version() == version);
+  CHECK(manager.replicas(hc) == std::vector<Location>{pageable});
+  CHECK(manager.content_checksum(ha, pinned) == a.checksum);
+}
+
+TEST_CASE("manager: sources load into manager storage with a temporary charge at the source location") {
+  Manager manager(budgeted(pageable, 8 * KiB));
+  auto source = std::make_shared<PatternSource>(9);
+  const Handle key = manager.register_source(reconstructible(8 * KiB), source, pageable);
+  CHECK(source->loads == 0); // registration never loads
+  TransitionReport loaded = manager.ensure(key, pinned);
+  CHECK(loaded.source == pageable);
+  CHECK(source->loads == 1);
+  CHECK(manager.account(pageable).reserved_bytes == 0);
+  CHECK(manager.account(pageable).peak_charged_bytes == 8 * KiB);
+  CHECK(manager.account(pageable).used_bytes == 0);
+  CHECK(manager.account(pinned).used_bytes == 8 * KiB);
+  CHECK(manager.content_checksum(key, pinned) == pattern(8 * KiB, 9).checksum);
+  // Drop the only replica (allowed: it has a source), then load into the
+  // source location itself: charged once, not twice.
+  manager.drop(key, pinned);
+  CHECK(manager.replicas(key).empty());
+  manager.ensure(key, pageable);
+  CHECK(manager.account(pageable).used_bytes == 8 * KiB);
+  CHECK(manager.account(pageable).peak_charged_bytes == 8 * KiB);
+  CHECK(source->loads == 2);
+}
+
+TEST_CASE("manager: a failing source leaves nothing behind") {
+  Manager manager;
+  auto source = std::make_shared<PatternSource>(1, /*fail=*/true);
+  const Handle key = manager.register_source(reconstructible(4 * KiB), source);
+  const std::uint64_t version = manager.state_version();
+  CHECK_THROWS_AS(manager.ensure(key, pinned), BackendError);
+  CHECK(manager.state_version() == version);
+  CHECK(manager.account(pageable).reserved_bytes == 0);
+  CHECK(manager.account(pageable).peak_charged_bytes == 4 * KiB); // the temporary charge was seen
+  CHECK(manager.replicas(key).empty());
+  CHECK(manager.trace().empty());
+}
+
+TEST_CASE("manager: the built-in file source reads the value's bytes from a file") {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "fhr-manager-test-key.bin";
+  const Buffer bytes = pattern(3000, 5);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write("header", 6);
+    out.write(reinterpret_cast<const char *>(bytes.data), static_cast<std::streamsize>(bytes.size));
+  }
+  Manager manager;
+  const Handle key = manager.register_source(reconstructible(3000), make_file_source(path.string(), 6));
+  manager.ensure(key, pinned);
+  CHECK(manager.content_checksum(key, pinned) == bytes.checksum);
+  const Handle too_long = manager.register_source(reconstructible(5000), make_file_source(path.string(), 6));
+  CHECK_THROWS_AS(manager.ensure(too_long, pinned), BackendError);
+  CHECK(manager.replicas(too_long).empty());
+  std::free(bytes.data);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("manager: handles and locations are checked") {
+  Manager one, two;
+  const Buffer a = pattern(64, 1);
+  const Handle h = adopt(one, a, pinned);
+  CHECK_THROWS_AS(two.ensure(h, pinned), ResidencyHandleError);
+  CHECK_THROWS_AS(one.ensure(Handle{one.id(), 999}, pinned), ResidencyHandleError);
+  CHECK_THROWS_AS(one.ensure(h, Location::cuda(0)), std::invalid_argument); // no CUDA on the host backend
+  const Buffer b = pattern(64, 2);
+  CHECK_THROWS_AS(adopt(one, b, Location::cuda(0)), std::invalid_argument);
+  std::free(b.data);
+  CHECK_THROWS_AS(one.register_source(ValueSpec{8, 8, ReplicaMode::Exclusive, Recoverability::MustPreserve},
+                                      std::make_shared<PatternSource>(1)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(one.register_source(reconstructible(8), nullptr), std::invalid_argument);
+}
+
+TEST_CASE("manager: explain is the shared simulator and changes nothing") {
+  Manager manager(budgeted(pinned, 10 * KiB));
+  const Buffer a = pattern(6 * KiB, 1), b = pattern(6 * KiB, 2);
+  const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle hb = adopt(manager, b, pageable, ReplicaMode::Replicable);
+  const std::uint64_t version = manager.state_version();
+  PlanSpec plan;
+  plan.name = "both-to-pinned";
+  plan.enter = {{ActionKind::Ensure, ha, pinned, {}}, {ActionKind::Ensure, hb, pinned, {}}};
+  Explanation x = manager.explain(plan, version);
+  CHECK_FALSE(x.feasible);
+  REQUIRE(x.steps.size() == 2);
+  CHECK(x.steps[1].outcome.error == ErrorClass::Budget);
+  CHECK(x.failure_detail.requested_bytes == 6 * KiB);
+  CHECK(manager.state_version() == version);
+  CHECK(manager.account(pinned).peak_charged_bytes == 0);
+  CHECK_THROWS_AS(manager.explain(plan, version + 1), ResidencyStaleStateError);
+  plan.enter[1].handle = Handle{manager.id() + 1000, 1};
+  CHECK(manager.explain(plan).steps[1].outcome.error == ErrorClass::Handle);
+}
+
+TEST_CASE("manager: execute_actions refuses infeasible lists before running anything") {
+  Manager manager(budgeted(pinned, 10 * KiB));
+  const Buffer a = pattern(6 * KiB, 1), b = pattern(6 * KiB, 2);
+  const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle hb = adopt(manager, b, pageable, ReplicaMode::Replicable);
+  const std::uint64_t version = manager.state_version();
+  const std::vector<ActionSpec> both = {{ActionKind::Ensure, ha, pinned, {}},
+                                        {ActionKind::Ensure, hb, pinned, {}}};
+  CHECK_THROWS_AS(manager.execute_actions(both, "both"), ResidencyPlanError);
+  CHECK(manager.state_version() == version);
+  CHECK(manager.replicas(ha) == std::vector<Location>{pageable});
+  CHECK_THROWS_AS(manager.execute_actions(both, "  "), std::invalid_argument);
+  CHECK_THROWS_AS(manager.execute_actions(both, "both", version + 5), ResidencyStaleStateError);
+
+  const std::vector<ActionSpec> swap = {{ActionKind::Ensure, ha, pinned, {}},
+                                        {ActionKind::Drop, ha, pinned, {}},
+                                        {ActionKind::Ensure, hb, pinned, {}}};
+  PlanReport report = manager.execute_actions(swap, "swap", version);
+  REQUIRE(report.transitions.size() == 3);
+  CHECK(report.plan_name == "swap");
+  CHECK(manager.replicas(hb) == std::vector<Location>{pageable, pinned});
+  CHECK(manager.account(pinned).used_bytes == 6 * KiB);
+  CHECK(manager.account(pinned).peak_used_bytes == 6 * KiB);
+}
+
+TEST_CASE("manager: a runtime failure inside execute_actions reports what committed") {
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle bad =
+      manager.register_source(reconstructible(1 * KiB), std::make_shared<PatternSource>(1, true));
+  const std::vector<ActionSpec> actions = {{ActionKind::Ensure, ha, pinned, {}},
+                                           {ActionKind::Ensure, ha, pinned, {}},
+                                           {ActionKind::Ensure, bad, pinned, {}},
+                                           {ActionKind::Drop, ha, pinned, {}}};
+  try {
+    manager.execute_actions(actions, "with-bad-source");
+    FAIL("no error");
+  } catch (const ResidencyPlanExecutionError &error) {
+    const auto &d = error.details();
+    CHECK(d.plan_name == "with-bad-source");
+    CHECK(d.phase == ExecutionPhase::Execute);
+    REQUIRE(d.failed_action_index.has_value());
+    CHECK(*d.failed_action_index == 2);
+    REQUIRE(d.partial_report.transitions.size() == 2); // the no-op counts
+    CHECK(d.partial_report.transitions[1].no_op);
+    CHECK(d.detail == "injected load failure");
+    CHECK(d.cause == ErrorClass::None);
+  }
+  // What committed stays committed.
+  CHECK(manager.replicas(ha) == std::vector<Location>{pageable, pinned});
+  CHECK(manager.content_checksum(ha, pinned) == a.checksum);
+}
+
+TEST_CASE("manager: the trace keeps the last N completed transitions") {
+  Manager manager(tracing(2));
+  const Buffer a = pattern(64, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  manager.ensure(h, pinned);
+  manager.drop(h, pinned);
+  manager.drop(h, pinned);
+  std::vector<TransitionReport> trace = manager.trace();
+  REQUIRE(trace.size() == 2);
+  CHECK(trace[0].action == ActionKind::Drop);
+  CHECK_FALSE(trace[0].no_op);
+  CHECK(trace[1].no_op);
+  manager.clear_trace();
+  CHECK(manager.trace().empty());
+  Manager silent(tracing(0));
+  const Buffer b = pattern(64, 2);
+  silent.ensure(adopt(silent, b, pageable), pageable);
+  CHECK(silent.trace().empty());
+}
