@@ -332,3 +332,81 @@ TEST_CASE("manager: the trace keeps the last N completed transitions") {
   silent.ensure(adopt(silent, b, pageable), pageable);
   CHECK(silent.trace().empty());
 }
+
+TEST_CASE("manager: a lease exposes the bytes and protects until released") {
+  Manager manager;
+  const Buffer a = pattern(4 * KiB, 3), b = pattern(4 * KiB, 4);
+  const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle hb = adopt(manager, b, pinned);
+  const Handle both[] = {ha, ha};
+  const std::uint64_t version = manager.state_version();
+  {
+    Lease lease = manager.acquire(both, pageable);
+    CHECK(manager.state_version() == version + 1);
+    CHECK(lease.handles().size() == 1); // duplicates collapse
+    CHECK(lease.active());
+    std::span<const std::byte> bytes = lease.value(ha);
+    CHECK(XXH64(bytes.data(), bytes.size(), 0) == a.checksum);
+    CHECK_THROWS_AS(lease.value(hb), std::out_of_range);
+    manager.ensure(ha, pinned); // adding replicas elsewhere is allowed
+    CHECK_THROWS_AS(manager.drop(ha, pageable), ResidencyInUseError);
+    CHECK_THROWS_AS(manager.move(ha, Location::pinned()), ResidencyInUseError);
+    CHECK_THROWS_AS(manager.discard(ha), ResidencyInUseError);
+    lease.release();
+    CHECK_FALSE(lease.active());
+    CHECK_THROWS_AS(lease.value(ha), ResidencyLifetimeClosedError);
+    lease.release(); // idempotent
+  }
+  CHECK_NOTHROW(manager.drop(ha, pageable));
+  // Acquire is atomic and never materializes.
+  const Handle mixed[] = {hb, ha};
+  const std::uint64_t before = manager.state_version();
+  CHECK_THROWS_AS(manager.acquire(mixed, pageable), ResidencyUnavailableError);
+  CHECK(manager.state_version() == before);
+  CHECK_THROWS_AS(manager.acquire(std::span<const Handle>{}, pinned), std::invalid_argument);
+}
+
+TEST_CASE("manager: holds stack, and a destroyed lifetime releases itself") {
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  manager.ensure(h, pinned);
+  const Handle one[] = {h};
+  Hold first = manager.hold(one, pinned);
+  {
+    Hold second = manager.hold(one, pinned);
+    first.release();
+    CHECK_THROWS_AS(manager.drop(h, pinned), ResidencyInUseError); // the second still protects
+  }                                                                // released by its destructor
+  CHECK_NOTHROW(manager.drop(h, pinned));
+  Hold moved_from = manager.hold(one, pageable);
+  Hold moved_to = std::move(moved_from);
+  CHECK_FALSE(moved_from.active());
+  CHECK(moved_to.active());
+}
+
+TEST_CASE("manager: reservations count against budgets and release their headroom") {
+  Manager manager(budgeted(pinned, 10 * KiB));
+  const Buffer a = pattern(6 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  {
+    ActiveReservation workspace = manager.reserve(pinned, 6 * KiB, "key-switch workspace");
+    CHECK(manager.account(pinned).reserved_bytes == 6 * KiB);
+    CHECK(manager.account(pinned).peak_charged_bytes == 6 * KiB);
+    try {
+      manager.ensure(h, pinned);
+      FAIL("admitted past the reservation");
+    } catch (const ResidencyBudgetError &error) {
+      CHECK(error.reserved_bytes() == 6 * KiB);
+    }
+    CHECK_THROWS_AS(manager.reserve(pinned, 5 * KiB, "more"), ResidencyBudgetError);
+    CHECK_NOTHROW(manager.reserve(pinned, 0, "marker")); // zero bytes always fit
+  }
+  CHECK(manager.account(pinned).reserved_bytes == 0);
+  CHECK_NOTHROW(manager.ensure(h, pinned));
+  CHECK(manager.account(pinned).peak_charged_bytes == 6 * KiB);
+  CHECK_THROWS_AS(manager.reserve(pinned, 1, "  "), std::invalid_argument);
+  // A reservation at a new location registers it.
+  ActiveReservation elsewhere = manager.reserve(pageable, 1 * KiB, "staging");
+  CHECK(manager.account(pageable).reserved_bytes == 1 * KiB);
+}

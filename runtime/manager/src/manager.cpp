@@ -326,6 +326,90 @@ std::vector<Location> Manager::replicas(const Handle &handle) const {
   return out;
 }
 
+std::vector<ValueId> Manager::protect_values(std::span<const Handle> handles) const {
+  if (handles.empty()) throw std::invalid_argument("a lease or hold needs at least one handle");
+  std::vector<ValueId> values;
+  for (const Handle &handle : handles)
+    values.push_back(resolve(handle));
+  return values;
+}
+
+Lease Manager::acquire(std::span<const Handle> handles, Location at) {
+  std::lock_guard lock(mutex_);
+  const std::vector<ValueId> values = protect_values(handles);
+  validate(at);
+  if (at.is_cuda()) throw std::invalid_argument("CUDA leases need a consumer stream (not supported yet)");
+  LifetimeId id = 0;
+  ValueId failed = 0;
+  if (Outcome outcome = state_.protect(LifetimeKind::Lease, values, at, &id, &failed); outcome.failed())
+    throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
+  std::vector<Handle> unique;
+  for (const Handle &handle : handles)
+    if (std::find(unique.begin(), unique.end(), handle) == unique.end()) unique.push_back(handle);
+  return Lease(this, id, std::move(unique), at);
+}
+
+Hold Manager::hold(std::span<const Handle> handles, Location at) {
+  std::lock_guard lock(mutex_);
+  const std::vector<ValueId> values = protect_values(handles);
+  validate(at);
+  LifetimeId id = 0;
+  ValueId failed = 0;
+  if (Outcome outcome = state_.protect(LifetimeKind::Hold, values, at, &id, &failed); outcome.failed())
+    throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
+  return Hold(this, id);
+}
+
+ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std::string &label) {
+  if (label.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument("a reservation needs a non-blank label");
+  std::lock_guard lock(mutex_);
+  validate(at);
+  LifetimeId id = 0;
+  FailureDetail detail;
+  if (Outcome outcome = state_.reserve(at, nbytes, label, &id, &detail); outcome.failed())
+    throw_failure(outcome, MessageContext{{}, label}, detail);
+  return ActiveReservation(this, id);
+}
+
+void Manager::release(LifetimeId id) {
+  std::lock_guard lock(mutex_);
+  state_.release(id);
+}
+
+bool Manager::lifetime_active(LifetimeId id) const {
+  std::lock_guard lock(mutex_);
+  return state_.lifetime(id).state == LifetimeState::Active;
+}
+
+Lifetime::Lifetime(Lifetime &&other) noexcept
+    : manager_(std::exchange(other.manager_, nullptr)), id_(other.id_) {}
+
+Lifetime &Lifetime::operator=(Lifetime &&other) noexcept {
+  if (this != &other) {
+    release();
+    manager_ = std::exchange(other.manager_, nullptr);
+    id_ = other.id_;
+  }
+  return *this;
+}
+
+Lifetime::~Lifetime() { release(); }
+
+void Lifetime::release() {
+  if (manager_) manager_->release(id_);
+}
+
+bool Lifetime::active() const { return manager_ && manager_->lifetime_active(id_); }
+
+std::span<const std::byte> Lease::value(const Handle &handle) const {
+  if (!active()) throw ResidencyLifetimeClosedError("the lease was released");
+  if (std::find(handles_.begin(), handles_.end(), handle) == handles_.end())
+    throw std::out_of_range("the lease does not hold this handle");
+  std::lock_guard lock(manager_->mutex_);
+  return manager_->replica(manager_->resolve(handle), location_)->bytes();
+}
+
 void Manager::record_trace(const TransitionReport &report) {
   if (trace_capacity_ == 0) return;
   if (trace_.size() == trace_capacity_) trace_.pop_front();

@@ -308,7 +308,7 @@ Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Locat
       return resolved;
     }
   }
-  Lifetime lifetime;
+  LifetimeRecord lifetime;
   lifetime.kind = kind;
   lifetime.location = at;
   for (ValueId value : values) {
@@ -334,7 +334,7 @@ Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, Lif
   LocationAccount &account = accounts_[at.index()];
   account.reserved_bytes += nbytes;
   account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
-  Lifetime lifetime;
+  LifetimeRecord lifetime;
   lifetime.kind = LifetimeKind::Reservation;
   lifetime.location = at;
   lifetime.nbytes = nbytes;
@@ -346,7 +346,7 @@ Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, Lif
 }
 
 Outcome State::release(LifetimeId id, bool events_pending) {
-  Lifetime &lifetime = lifetimes_[id];
+  LifetimeRecord &lifetime = lifetimes_[id];
   if (lifetime.state != LifetimeState::Active) return {}; // release is idempotent
   switch (lifetime.kind) {
   case LifetimeKind::Reservation:
@@ -371,7 +371,7 @@ Outcome State::release(LifetimeId id, bool events_pending) {
 }
 
 void State::complete_pending(LifetimeId id) {
-  Lifetime &lifetime = lifetimes_[id];
+  LifetimeRecord &lifetime = lifetimes_[id];
   if (lifetime.state != LifetimeState::Pending) return;
   for (ValueId value : lifetime.values)
     add_tokens(value, lifetime.location, lifetime.kind, 0, -1);

@@ -9,9 +9,9 @@
 ///
 /// This is the first part of the runtime (issue #4): registration, the
 /// primitive transitions with exact reports, explain, execute_actions with
-/// partial reports, content checksums, the trace. Leases, holds,
-/// reservations, scopes, snapshots, close, the callback guard and the
-/// simulated device backend are still to come (docs/runtime.md).
+/// partial reports, host leases, holds and reservations, content checksums,
+/// the trace. Scopes, snapshots, close, CUDA leases, the callback guard and
+/// the simulated device backend are still to come (docs/runtime.md).
 
 #include "fhr/model/plan.hpp"
 #include "fhr/model/simulator.hpp"
@@ -67,6 +67,66 @@ struct PlanSpec {
   std::vector<ActionSpec> exit;
 };
 
+class Manager;
+
+/// A lease, hold or reservation (§7, §8). Releasing is idempotent; an object
+/// destroyed while active releases itself. It must not outlive its manager.
+class Lifetime {
+public:
+  Lifetime() = default;
+  Lifetime(Lifetime &&other) noexcept;
+  Lifetime &operator=(Lifetime &&other) noexcept;
+  Lifetime(const Lifetime &) = delete;
+  Lifetime &operator=(const Lifetime &) = delete;
+  ~Lifetime();
+
+  void release();
+  bool active() const;
+
+protected:
+  Lifetime(Manager *manager, LifetimeId id) : manager_(manager), id_(id) {}
+  Manager *manager_ = nullptr;
+  LifetimeId id_ = 0;
+  friend class Manager;
+};
+
+/// An active read of ready replicas: protects them and exposes their bytes.
+class Lease : public Lifetime {
+public:
+  Lease() = default;
+  const std::vector<Handle> &handles() const { return handles_; }
+  Location location() const { return location_; }
+  /// The bytes of one leased value, read-only, while the lease is active:
+  /// ResidencyLifetimeClosedError after release, std::out_of_range for a
+  /// handle the lease does not hold.
+  std::span<const std::byte> value(const Handle &handle) const;
+
+private:
+  Lease(Manager *manager, LifetimeId id, std::vector<Handle> handles, Location location)
+      : Lifetime(manager, id), handles_(std::move(handles)), location_(location) {}
+  std::vector<Handle> handles_;
+  Location location_;
+  friend class Manager;
+};
+
+/// Retained replicas outside an active read: protection without access.
+class Hold : public Lifetime {
+  using Lifetime::Lifetime;
+  friend class Manager;
+
+public:
+  Hold() = default;
+};
+
+/// Headroom recorded at a location (§8), counted against its budget.
+class ActiveReservation : public Lifetime {
+  using Lifetime::Lifetime;
+  friend class Manager;
+
+public:
+  ActiveReservation() = default;
+};
+
 struct ManagerOptions {
   /// Constructor budgets, registered in order (std::nullopt: unbudgeted).
   std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets;
@@ -113,6 +173,15 @@ public:
                              const std::string &name = "residency-actions",
                              std::optional<std::uint64_t> expected_state_version = std::nullopt);
 
+  /// Borrows ready replicas for reads (§7.2): atomic over the handles,
+  /// duplicates collapse, nothing is ever materialized. Host locations only
+  /// so far (CUDA leases need a consumer stream and the CUDA backend).
+  Lease acquire(std::span<const Handle> handles, Location at);
+  /// Protects ready replicas without exposing them (§7.3).
+  Hold hold(std::span<const Handle> handles, Location at);
+  /// Records `nbytes` of headroom at `at` (§8); a blank label is an argument error.
+  ActiveReservation reserve(Location at, std::uint64_t nbytes, const std::string &label);
+
   /// XXH64 of the replica's bytes at `at` (throws if not resident): the
   /// content check of `fhr-plan run` and the tests.
   std::uint64_t content_checksum(const Handle &handle, Location at) const;
@@ -126,7 +195,12 @@ public:
   void clear_trace();
 
 private:
+  friend class Lifetime;
+  friend class Lease;
   class Hooks;
+  std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
+  void release(LifetimeId id);
+  bool lifetime_active(LifetimeId id) const;
   struct Record {
     std::uint64_t handle_id = 0;
     std::shared_ptr<Source> source;

@@ -72,7 +72,7 @@ enum class LifetimeState : std::uint8_t { Active, Pending, Released };
 
 using LifetimeId = std::uint32_t;
 
-struct Lifetime {
+struct LifetimeRecord {
   LifetimeKind kind = LifetimeKind::Hold;
   LifetimeState state = LifetimeState::Active;
   Location location;
@@ -140,7 +140,7 @@ public:
   Outcome release(LifetimeId id, bool events_pending = false);
   /// Pending protection of a lease whose events have completed is removed.
   void complete_pending(LifetimeId id);
-  const Lifetime &lifetime(LifetimeId id) const { return lifetimes_[id]; }
+  const LifetimeRecord &lifetime(LifetimeId id) const { return lifetimes_[id]; }
   std::size_t lifetime_count() const { return lifetimes_.size(); }
   /// Does any protection token protect `value` at `at`?
   bool is_protected(ValueId value, Location at) const;
@@ -167,7 +167,7 @@ private:
   std::vector<Location> registry_;
   std::array<LocationAccount, Location::kCount> accounts_{};
   std::vector<ValueRecord> values_;
-  std::vector<Lifetime> lifetimes_;
+  std::vector<LifetimeRecord> lifetimes_;
   std::uint64_t version_ = 0;
 };
 
