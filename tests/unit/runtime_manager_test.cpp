@@ -410,3 +410,57 @@ TEST_CASE("manager: reservations count against budgets and release their headroo
   ActiveReservation elsewhere = manager.reserve(pageable, 1 * KiB, "staging");
   CHECK(manager.account(pageable).reserved_bytes == 1 * KiB);
 }
+
+TEST_CASE("manager: snapshot lists values, replicas, tokens, locations and reservations") {
+  Manager manager(budgeted(pinned, 64 * KiB));
+  const Buffer a = pattern(4 * KiB, 1), b = pattern(2 * KiB, 2);
+  const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle hb = adopt(manager, b, pinned);
+  const Handle key = manager.register_source(
+      ValueSpec{1 * KiB, 3 * KiB, ReplicaMode::Replicable, Recoverability::Reconstructible},
+      std::make_shared<PatternSource>(5));
+  manager.ensure(ha, pinned);
+  manager.ensure(key, pinned);
+  const Handle leased[] = {ha};
+  Lease lease = manager.acquire(leased, pinned);
+  Hold hold = manager.hold(leased, pinned);
+  ActiveReservation workspace = manager.reserve(pinned, 8 * KiB, "workspace");
+  manager.discard(hb);
+
+  const Snapshot s = manager.snapshot();
+  CHECK(s.manager_id == manager.id());
+  CHECK(s.state_version == manager.state_version());
+  REQUIRE(s.values.size() == 3);
+  CHECK(s.values[0].handle_id == ha.handle_id);
+  REQUIRE(s.values[0].materializations.size() == 2);
+  CHECK(s.values[0].materializations[0].location == pageable); // installation order
+  CHECK(s.values[0].materializations[1].location == pinned);
+  CHECK(s.values[0].materializations[1].use_count == 1);
+  CHECK(s.values[0].materializations[1].hold_count == 1);
+  CHECK(s.values[1].discarded);
+  CHECK(s.values[1].materializations.empty());
+  CHECK(s.values[2].has_source);
+  CHECK(s.values[2].source_location == pageable);
+  CHECK(s.values[2].materializations[0].storage_nbytes == 1 * KiB); // real bytes
+  CHECK(s.values[2].materializations[0].charged_nbytes == 3 * KiB); // the spec's charge
+  REQUIRE(s.locations.size() == 2);
+  const SnapshotLocation &p = s.locations[0];
+  CHECK(p.location == pinned);
+  CHECK(p.used_bytes == 7 * KiB);
+  CHECK(p.reserved_bytes == 8 * KiB);
+  CHECK(*p.remaining_budget_bytes == 64 * KiB - 15 * KiB);
+  CHECK(p.peak_used_bytes == 9 * KiB); // a, b and the key before b was discarded
+  CHECK(p.value_count == 2);
+  CHECK(p.reservation_count == 1);
+  CHECK(p.use_count == 1);
+  CHECK(p.hold_count == 1);
+  REQUIRE(s.reservations.size() == 1);
+  CHECK(s.reservations[0].label == "workspace");
+
+  const nlohmann::ordered_json j = s.to_json();
+  CHECK(j["values"][0]["materializations"][1]["use_count"] == 1);
+  CHECK(j["locations"][0]["remaining_budget_bytes"] == 49 * KiB);
+  CHECK(j["locations"][1]["budget_bytes"].is_null());
+  CHECK(j["reservations"][0]["label"] == "workspace");
+  CHECK(j["values"][2]["recoverability"] == "reconstructible");
+}

@@ -19,6 +19,7 @@
 #include "fhr/runtime/backend.hpp"
 #include "fhr/runtime/errors.hpp"
 #include "fhr/runtime/reports.hpp"
+#include "fhr/runtime/snapshot.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -190,6 +191,9 @@ public:
   LocationAccount account(Location location) const;
   /// Locations of the value's replicas, in installation order.
   std::vector<Location> replicas(const Handle &handle) const;
+
+  /// One atomic view of every value, location and reservation (§14).
+  Snapshot snapshot() const;
 
   std::vector<TransitionReport> trace() const;
   void clear_trace();
