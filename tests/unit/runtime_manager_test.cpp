@@ -464,3 +464,115 @@ TEST_CASE("manager: snapshot lists values, replicas, tokens, locations and reser
   CHECK(j["reservations"][0]["label"] == "workspace");
   CHECK(j["values"][2]["recoverability"] == "reconstructible");
 }
+
+TEST_CASE("manager: a scope runs reclaim, reservations, enter, then exit on close") {
+  Manager manager(budgeted(pinned, 16 * KiB));
+  const Buffer old_key = pattern(8 * KiB, 1), ct = pattern(6 * KiB, 2);
+  const Handle old = adopt(manager, old_key, pageable, ReplicaMode::Replicable);
+  const Handle hc = adopt(manager, ct, pageable);
+  manager.ensure(old, pinned);
+  auto source = std::make_shared<PatternSource>(3);
+  const Handle key = manager.register_source(reconstructible(8 * KiB), source);
+  PlanSpec plan;
+  plan.name = "level-1";
+  plan.reclaim = {{ActionKind::Drop, old, pinned, {}}};
+  plan.reservations = {Reservation{pinned, 4 * KiB, "workspace"}};
+  plan.enter = {{ActionKind::Ensure, key, pinned, {}}};
+  plan.exit = {{ActionKind::Drop, key, pinned, {}}};
+  // Without reclaim the plan would not fit: 8 (old) + 4 + 8 > 16.
+  Scope scope = manager.scope(plan, manager.state_version());
+  CHECK_THROWS_AS(scope.close(), std::logic_error);
+  scope.enter();
+  CHECK(manager.replicas(old) == std::vector<Location>{pageable});
+  CHECK(manager.account(pinned).used_bytes == 8 * KiB);
+  CHECK(manager.account(pinned).reserved_bytes == 4 * KiB);
+  CHECK(manager.account(pinned).peak_charged_bytes == 12 * KiB);
+  CHECK_THROWS_AS(manager.move(hc, pinned), ResidencyBudgetError); // the reservation holds its headroom
+  scope.close();
+  CHECK(manager.account(pinned).used_bytes == 0);
+  CHECK(manager.account(pinned).reserved_bytes == 0);
+  REQUIRE(scope.report().has_value());
+  CHECK(scope.report()->transitions.size() == 3);
+  CHECK(scope.report()->plan_name == "level-1");
+  scope.close(); // idempotent
+  CHECK_THROWS_AS(scope.enter(), std::logic_error);
+}
+
+TEST_CASE("manager: an infeasible scope runs nothing and is consumed") {
+  Manager manager(budgeted(pinned, 8 * KiB));
+  const Buffer a = pattern(6 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  PlanSpec plan;
+  plan.name = "too-big";
+  plan.reservations = {Reservation{pinned, 4 * KiB, "tmp"}};
+  plan.enter = {{ActionKind::Ensure, h, pinned, {}}};
+  const std::uint64_t version = manager.state_version();
+  Scope scope = manager.scope(plan);
+  CHECK_THROWS_AS(scope.enter(), ResidencyPlanError);
+  CHECK(manager.state_version() == version);
+  CHECK_NOTHROW(scope.close()); // a failed entry makes close a no-op
+  CHECK_FALSE(scope.report().has_value());
+  Scope stale = manager.scope(plan, version + 1);
+  CHECK_THROWS_AS(stale.enter(), ResidencyStaleStateError);
+}
+
+TEST_CASE("manager: failures during entry and exit name their phase and keep what committed") {
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  const Handle bad =
+      manager.register_source(reconstructible(1 * KiB), std::make_shared<PatternSource>(1, true));
+  PlanSpec plan;
+  plan.name = "enter-fails";
+  plan.reservations = {Reservation{pinned, 1 * KiB, "tmp"}};
+  plan.enter = {{ActionKind::Ensure, h, pinned, {}}, {ActionKind::Ensure, bad, pinned, {}}};
+  Scope scope = manager.scope(plan);
+  try {
+    scope.enter();
+    FAIL("entry succeeded");
+  } catch (const ResidencyPlanExecutionError &error) {
+    CHECK(error.details().phase == ExecutionPhase::Enter);
+    CHECK(*error.details().failed_action_index == 1);
+    CHECK(error.details().partial_report.transitions.size() == 1);
+  }
+  CHECK(manager.account(pinned).reserved_bytes == 0);                    // released after the failure
+  CHECK(manager.replicas(h) == std::vector<Location>{pageable, pinned}); // not rolled back
+
+  // Exit runs without a new preflight: the body made its drop illegal.
+  const Buffer c = pattern(1 * KiB, 2);
+  const Handle ct = adopt(manager, c, pageable);
+  PlanSpec exit_plan;
+  exit_plan.name = "exit-fails";
+  exit_plan.reservations = {Reservation{pinned, 1 * KiB, "tmp"}};
+  exit_plan.exit = {{ActionKind::Drop, ct, pinned, {}}};
+  Scope second = manager.scope(exit_plan);
+  CHECK_THROWS_AS(second.run([&] {
+    manager.move(ct, pinned); // now the only replica is the one exit drops
+    throw std::runtime_error("body failed");
+  }),
+                  std::runtime_error);
+  REQUIRE(second.exit_error().has_value());
+  CHECK(second.exit_error()->details().phase == ExecutionPhase::Exit);
+  CHECK(second.exit_error()->details().cause == ErrorClass::Ownership);
+  CHECK(manager.account(pinned).reserved_bytes == 0);
+  CHECK_FALSE(second.report().has_value());
+}
+
+TEST_CASE("manager: an entered scope destroyed without close releases reservations, runs no exit") {
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  PlanSpec plan;
+  plan.name = "abandoned";
+  plan.reservations = {Reservation{pinned, 2 * KiB, "tmp"}};
+  plan.enter = {{ActionKind::Ensure, h, pinned, {}}};
+  plan.exit = {{ActionKind::Drop, h, pinned, {}}};
+  {
+    Scope scope = manager.scope(plan);
+    scope.enter();
+    CHECK(manager.account(pinned).reserved_bytes == 2 * KiB);
+  }
+  CHECK(manager.account(pinned).reserved_bytes == 0);
+  CHECK(manager.replicas(h) == std::vector<Location>{pageable, pinned}); // exit did not run
+  CHECK_THROWS_AS(manager.scope(PlanSpec{" ", {}, {}, {}, {}}), std::invalid_argument);
+}

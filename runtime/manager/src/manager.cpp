@@ -282,10 +282,20 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
   PlanReport report;
   report.plan_name = name;
   report.started_at_ns = now_ns();
+  run_phase(name, ExecutionPhase::Execute, specs, report);
+  report.completed_at_ns = now_ns();
+  return report;
+}
+
+void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase,
+                        std::span<const ActionSpec> actions, PlanReport &report) {
   for (std::size_t i = 0; i < actions.size(); ++i) {
     ResidencyPlanExecutionError::Details details;
     try {
-      report.transitions.push_back(run_transition(actions[i]));
+      // Resolved now: exit actions run without a new preflight, so a handle
+      // discarded by the body must fail here as a handle error.
+      const Action action{actions[i].kind, resolve(actions[i].handle), actions[i].location, actions[i].from};
+      report.transitions.push_back(run_transition(action));
       continue;
     } catch (const ResidencyError &error) {
       details.detail = error.what();
@@ -293,15 +303,109 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
     } catch (const std::exception &error) {
       details.detail = error.what();
     }
-    details.plan_name = name;
-    details.phase = ExecutionPhase::Execute;
+    details.plan_name = plan_name;
+    details.phase = phase;
     details.failed_action_index = i;
     report.completed_at_ns = now_ns();
-    details.partial_report = std::move(report);
+    details.partial_report = report;
     throw ResidencyPlanExecutionError(std::move(details));
   }
-  report.completed_at_ns = now_ns();
-  return report;
+}
+
+void Manager::release_all(std::vector<LifetimeId> &lifetimes) {
+  for (auto it = lifetimes.rbegin(); it != lifetimes.rend(); ++it)
+    state_.release(*it);
+  lifetimes.clear();
+}
+
+Scope Manager::scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version) {
+  if (plan.name.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument("a plan needs a non-blank name");
+  for (const Reservation &r : plan.reservations)
+    if (r.label.find_first_not_of(" \t\n") == std::string::npos)
+      throw std::invalid_argument("a reservation needs a non-blank label");
+  return Scope(*this, std::move(plan), expected_state_version);
+}
+
+Scope::Scope(Scope &&other) noexcept
+    : manager_(other.manager_), plan_(std::move(other.plan_)),
+      expected_state_version_(other.expected_state_version_), stage_(other.stage_),
+      entered_(std::move(other.entered_)), reservations_(std::move(other.reservations_)),
+      report_(std::move(other.report_)), exit_error_(std::move(other.exit_error_)) {
+  other.stage_ = Stage::Closed;
+  other.reservations_.clear();
+}
+
+Scope::~Scope() {
+  if (stage_ != Stage::Entered) return;
+  std::lock_guard lock(manager_->mutex_);
+  manager_->release_all(reservations_);
+}
+
+void Scope::enter() {
+  if (stage_ != Stage::Created) throw std::logic_error("scope '" + plan_.name + "' entered twice");
+  stage_ = Stage::Closed; // any failure below consumes the scope
+  Manager &m = *manager_;
+  std::lock_guard lock(m.mutex_);
+  if (expected_state_version_ && *expected_state_version_ != m.state_.version())
+    throw ResidencyStaleStateError(*expected_state_version_, m.state_.version());
+  const std::vector<Action> reclaim = m.to_actions(plan_.reclaim), enter = m.to_actions(plan_.enter),
+                            exit = m.to_actions(plan_.exit);
+  Simulator simulator(m.state_);
+  const Explanation preflight = simulator.explain(PlanView{reclaim, plan_.reservations, enter, exit});
+  if (!preflight.feasible) {
+    const SimulatedStep &failed = *preflight.first_failure();
+    const std::string label = failed.phase == Phase::Reserve ? plan_.reservations[failed.index].label : "";
+    throw ResidencyPlanError("plan '" + plan_.name + "' is infeasible in phase " +
+                             std::string(phase_name(failed.phase)) + " at step " +
+                             std::to_string(failed.index) + ": " +
+                             describe(failed.outcome, {{}, label}, &preflight.failure_detail));
+  }
+  entered_.plan_name = plan_.name;
+  entered_.started_at_ns = now_ns();
+  m.run_phase(plan_.name, ExecutionPhase::Reclaim, plan_.reclaim, entered_);
+  for (std::size_t i = 0; i < plan_.reservations.size(); ++i) {
+    const Reservation &r = plan_.reservations[i];
+    LifetimeId id = 0;
+    FailureDetail detail;
+    if (Outcome outcome = m.state_.reserve(r.location, r.nbytes, r.label, &id, &detail); outcome.failed()) {
+      m.release_all(reservations_);
+      ResidencyPlanExecutionError::Details details;
+      details.plan_name = plan_.name;
+      details.phase = ExecutionPhase::Reserve;
+      details.failed_reservation_index = i;
+      details.partial_report = entered_;
+      details.detail = describe(outcome, {{}, r.label}, &detail);
+      details.cause = outcome.error;
+      throw ResidencyPlanExecutionError(std::move(details));
+    }
+    reservations_.push_back(id);
+  }
+  try {
+    m.run_phase(plan_.name, ExecutionPhase::Enter, plan_.enter, entered_);
+  } catch (...) {
+    m.release_all(reservations_);
+    throw;
+  }
+  stage_ = Stage::Entered;
+}
+
+void Scope::close() {
+  if (stage_ == Stage::Created) throw std::logic_error("scope '" + plan_.name + "' closed before entry");
+  if (stage_ == Stage::Closed) return;
+  stage_ = Stage::Closed;
+  Manager &m = *manager_;
+  std::lock_guard lock(m.mutex_);
+  // Exit runs without a new preflight (§12.3); reservations go either way.
+  try {
+    m.run_phase(plan_.name, ExecutionPhase::Exit, plan_.exit, entered_);
+  } catch (...) {
+    m.release_all(reservations_);
+    throw;
+  }
+  m.release_all(reservations_);
+  entered_.completed_at_ns = now_ns();
+  report_ = std::move(entered_);
 }
 
 std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const {

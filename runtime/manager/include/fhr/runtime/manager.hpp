@@ -9,8 +9,8 @@
 ///
 /// This is the first part of the runtime (issue #4): registration, the
 /// primitive transitions with exact reports, explain, execute_actions with
-/// partial reports, host leases, holds and reservations, content checksums,
-/// the trace. Scopes, snapshots, close, CUDA leases, the callback guard and
+/// partial reports, host leases, holds and reservations, scopes, snapshots,
+/// content checksums, the trace. Close, CUDA leases, the callback guard and
 /// the simulated device backend are still to come (docs/runtime.md).
 
 #include "fhr/model/plan.hpp"
@@ -128,6 +128,66 @@ public:
   ActiveReservation() = default;
 };
 
+/// A single-use scope over one plan (§12): enter() runs the whole-plan
+/// preflight, then reclaim, the reservations and enter; close() runs exit
+/// and releases the reservations. Completed transitions are never rolled
+/// back. Destroying an entered scope without close() releases its
+/// reservations but runs no exit action.
+class Scope {
+public:
+  Scope(Scope &&) noexcept;
+  Scope &operator=(Scope &&) = delete;
+  Scope(const Scope &) = delete;
+  ~Scope();
+
+  /// Throws std::logic_error on a second entry; ResidencyStaleStateError,
+  /// ResidencyPlanError (nothing ran) or ResidencyPlanExecutionError (phase
+  /// reclaim, reserve or enter; entry failures consume the scope).
+  void enter();
+  /// Idempotent; std::logic_error before enter(). An exit failure throws
+  /// ResidencyPlanExecutionError (phase exit) after releasing the reservations.
+  void close();
+  /// enter(), body(), close(). If the body throws and close() fails too, the
+  /// body's exception propagates and exit_error() keeps the close failure.
+  template <typename Body>
+  void run(Body &&body);
+
+  /// All transitions (reclaim, enter, exit) once closed successfully.
+  const std::optional<PlanReport> &report() const { return report_; }
+  const std::optional<ResidencyPlanExecutionError> &exit_error() const { return exit_error_; }
+
+private:
+  friend class Manager;
+  Scope(Manager &manager, PlanSpec plan, std::optional<std::uint64_t> expected_state_version)
+      : manager_(&manager), plan_(std::move(plan)), expected_state_version_(expected_state_version) {}
+
+  enum class Stage { Created, Entered, Closed };
+  Manager *manager_;
+  PlanSpec plan_;
+  std::optional<std::uint64_t> expected_state_version_;
+  Stage stage_ = Stage::Created;
+  PlanReport entered_;
+  std::vector<LifetimeId> reservations_;
+  std::optional<PlanReport> report_;
+  std::optional<ResidencyPlanExecutionError> exit_error_;
+};
+
+template <typename Body>
+void Scope::run(Body &&body) {
+  enter();
+  try {
+    body();
+  } catch (...) {
+    try {
+      close();
+    } catch (const ResidencyPlanExecutionError &error) {
+      exit_error_ = error;
+    }
+    throw;
+  }
+  close();
+}
+
 struct ManagerOptions {
   /// Constructor budgets, registered in order (std::nullopt: unbudgeted).
   std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets;
@@ -183,6 +243,9 @@ public:
   /// Records `nbytes` of headroom at `at` (§8); a blank label is an argument error.
   ActiveReservation reserve(Location at, std::uint64_t nbytes, const std::string &label);
 
+  /// A scope over `plan`; nothing happens until Scope::enter().
+  Scope scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version = std::nullopt);
+
   /// XXH64 of the replica's bytes at `at` (throws if not resident): the
   /// content check of `fhr-plan run` and the tests.
   std::uint64_t content_checksum(const Handle &handle, Location at) const;
@@ -200,6 +263,12 @@ public:
 
 private:
   friend class Lifetime;
+  friend class Scope;
+  /// Runs `actions` as phase `phase` of `plan_name`, appending to `report`;
+  /// a failure becomes ResidencyPlanExecutionError with the partial report.
+  void run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
+                 PlanReport &report);
+  void release_all(std::vector<LifetimeId> &lifetimes);
   friend class Lease;
   class Hooks;
   std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
