@@ -576,3 +576,56 @@ TEST_CASE("manager: an entered scope destroyed without close releases reservatio
   CHECK(manager.replicas(h) == std::vector<Location>{pageable, pinned}); // exit did not run
   CHECK_THROWS_AS(manager.scope(PlanSpec{" ", {}, {}, {}, {}}), std::invalid_argument);
 }
+
+TEST_CASE("manager: close refuses while lifetimes remain, force clears them, then calls fail") {
+  g_freed = 0;
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  manager.ensure(h, pinned);
+  const Handle one[] = {h};
+  Lease lease = manager.acquire(one, pinned);
+  Hold hold = manager.hold(one, pageable);
+  ActiveReservation reservation = manager.reserve(pinned, 1 * KiB, "tmp");
+  const std::uint64_t version = manager.state_version();
+  try {
+    manager.close();
+    FAIL("closed with live lifetimes");
+  } catch (const ResidencyInUseError &error) {
+    CHECK(std::string(error.what()).find("active_leases=1, pending_leases=0, holds=1, reservations=1") !=
+          std::string::npos);
+  }
+  CHECK_FALSE(manager.closed());
+  CHECK(manager.state_version() == version); // nothing changed
+  lease.release();
+  hold.release();
+  CHECK_THROWS_AS(manager.close(), ResidencyInUseError); // the reservation still blocks
+  manager.close(/*wait=*/true, /*force=*/true);
+  CHECK(manager.closed());
+  CHECK(g_freed == 1);                  // the adopted buffer was freed with its replica
+  CHECK_NOTHROW(reservation.release()); // a silent no-op after close
+  CHECK_FALSE(reservation.active());
+  CHECK_THROWS_AS(manager.ensure(h, pinned), ResidencyClosedError);
+  CHECK_THROWS_AS(manager.state_version(), ResidencyClosedError);
+  CHECK_THROWS_AS(manager.snapshot(), ResidencyClosedError);
+  CHECK_THROWS_AS(manager.reserve(pinned, 1, "x"), ResidencyClosedError);
+  CHECK(manager.locations() == std::vector<Location>{pageable, pinned}); // still readable
+  CHECK(manager.trace().size() == 1);
+  CHECK_NOTHROW(manager.close()); // idempotent
+}
+
+TEST_CASE("manager: a scope whose manager closed cannot close, and runs no exit") {
+  Manager manager;
+  const Buffer a = pattern(1 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  PlanSpec plan;
+  plan.name = "outlived";
+  plan.enter = {{ActionKind::Ensure, h, pinned, {}}};
+  plan.exit = {{ActionKind::Drop, h, pinned, {}}};
+  Scope scope = manager.scope(plan);
+  scope.enter();
+  manager.close(); // no reservations or other lifetimes: allowed
+  CHECK_THROWS_AS(scope.close(), ResidencyClosedError);
+  CHECK_FALSE(scope.report().has_value());
+  CHECK_NOTHROW(scope.close()); // counts as closed
+}

@@ -114,7 +114,7 @@ Manager::Manager(ManagerOptions options)
 Manager::~Manager() = default;
 
 std::uint64_t Manager::state_version() const {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return state_.version();
 }
 
@@ -160,7 +160,7 @@ const Storage *Manager::replica(ValueId value, Location at) const {
 
 Handle Manager::adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
                       ReplicaMode mode) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   validate(at);
   const ValueSpec spec{nbytes, nbytes, mode, Recoverability::MustPreserve};
   const auto value = static_cast<ValueId>(records_.size());
@@ -181,7 +181,7 @@ Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> s
   if (!source) throw std::invalid_argument("register_source needs a source");
   if (spec.storage_nbytes < spec.logical_nbytes)
     throw std::invalid_argument("storage_nbytes must be at least logical_nbytes");
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   validate(source_location);
   if (spec.recoverability != Recoverability::Reconstructible)
     throw std::invalid_argument("register_source needs a RECONSTRUCTIBLE value spec");
@@ -219,27 +219,27 @@ TransitionReport Manager::run_transition(const Action &action) {
 }
 
 TransitionReport Manager::ensure(const Handle &handle, Location at) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return run_transition(Action{ActionKind::Ensure, resolve(handle), at, std::nullopt});
 }
 
 TransitionReport Manager::copy(const Handle &handle, Location to) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return run_transition(Action{ActionKind::Copy, resolve(handle), to, std::nullopt});
 }
 
 TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return run_transition(Action{ActionKind::Move, resolve(handle), to, from});
 }
 
 TransitionReport Manager::drop(const Handle &handle, Location at) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return run_transition(Action{ActionKind::Drop, resolve(handle), at, std::nullopt});
 }
 
 TransitionReport Manager::discard(const Handle &handle) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return run_transition(Action{ActionKind::Discard, resolve(handle), Location{}, std::nullopt});
 }
 
@@ -254,7 +254,7 @@ std::vector<Action> Manager::to_actions(std::span<const ActionSpec> specs) const
 Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
   if (plan.name.find_first_not_of(" \t\n") == std::string::npos)
     throw std::invalid_argument("a plan needs a non-blank name");
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   if (expected_state_version && *expected_state_version != state_.version())
     throw ResidencyStaleStateError(*expected_state_version, state_.version());
   const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
@@ -267,7 +267,7 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
                                     std::optional<std::uint64_t> expected_state_version) {
   if (name.find_first_not_of(" \t\n") == std::string::npos)
     throw std::invalid_argument("an action list needs a non-blank name");
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   if (expected_state_version && *expected_state_version != state_.version())
     throw ResidencyStaleStateError(*expected_state_version, state_.version());
   const std::vector<Action> actions = to_actions(specs);
@@ -339,14 +339,14 @@ Scope::Scope(Scope &&other) noexcept
 Scope::~Scope() {
   if (stage_ != Stage::Entered) return;
   std::lock_guard lock(manager_->mutex_);
-  manager_->release_all(reservations_);
+  if (!manager_->closed_) manager_->release_all(reservations_);
 }
 
 void Scope::enter() {
   if (stage_ != Stage::Created) throw std::logic_error("scope '" + plan_.name + "' entered twice");
   stage_ = Stage::Closed; // any failure below consumes the scope
   Manager &m = *manager_;
-  std::lock_guard lock(m.mutex_);
+  auto lock = m.open_lock();
   if (expected_state_version_ && *expected_state_version_ != m.state_.version())
     throw ResidencyStaleStateError(*expected_state_version_, m.state_.version());
   const std::vector<Action> reclaim = m.to_actions(plan_.reclaim), enter = m.to_actions(plan_.enter),
@@ -395,7 +395,7 @@ void Scope::close() {
   if (stage_ == Stage::Closed) return;
   stage_ = Stage::Closed;
   Manager &m = *manager_;
-  std::lock_guard lock(m.mutex_);
+  auto lock = m.open_lock();
   // Exit runs without a new preflight (§12.3); reservations go either way.
   try {
     m.run_phase(plan_.name, ExecutionPhase::Exit, plan_.exit, entered_);
@@ -409,7 +409,7 @@ void Scope::close() {
 }
 
 std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   const ValueId value = resolve(handle);
   const Storage *storage = replica(value, at);
   if (!storage)
@@ -418,12 +418,12 @@ std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const
 }
 
 LocationAccount Manager::account(Location location) const {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   return state_.account(location);
 }
 
 std::vector<Location> Manager::replicas(const Handle &handle) const {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   std::vector<Location> out;
   for (const auto &[location, storage] : records_[resolve(handle)].replicas)
     out.push_back(location);
@@ -439,7 +439,7 @@ std::vector<ValueId> Manager::protect_values(std::span<const Handle> handles) co
 }
 
 Lease Manager::acquire(std::span<const Handle> handles, Location at) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   const std::vector<ValueId> values = protect_values(handles);
   validate(at);
   if (at.is_cuda()) throw std::invalid_argument("CUDA leases need a consumer stream (not supported yet)");
@@ -454,7 +454,7 @@ Lease Manager::acquire(std::span<const Handle> handles, Location at) {
 }
 
 Hold Manager::hold(std::span<const Handle> handles, Location at) {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   const std::vector<ValueId> values = protect_values(handles);
   validate(at);
   LifetimeId id = 0;
@@ -467,7 +467,7 @@ Hold Manager::hold(std::span<const Handle> handles, Location at) {
 ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std::string &label) {
   if (label.find_first_not_of(" \t\n") == std::string::npos)
     throw std::invalid_argument("a reservation needs a non-blank label");
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   validate(at);
   LifetimeId id = 0;
   FailureDetail detail;
@@ -478,12 +478,46 @@ ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std:
 
 void Manager::release(LifetimeId id) {
   std::lock_guard lock(mutex_);
-  state_.release(id);
+  if (!closed_) state_.release(id); // close() already let go of everything
 }
 
 bool Manager::lifetime_active(LifetimeId id) const {
   std::lock_guard lock(mutex_);
-  return state_.lifetime(id).state == LifetimeState::Active;
+  return !closed_ && state_.lifetime(id).state == LifetimeState::Active;
+}
+
+std::unique_lock<std::mutex> Manager::open_lock() const {
+  std::unique_lock lock(mutex_);
+  if (closed_) throw ResidencyClosedError("manager " + std::to_string(id_) + " is closed");
+  return lock;
+}
+
+bool Manager::closed() const {
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+void Manager::close(bool /*wait*/, bool force) {
+  std::lock_guard lock(mutex_);
+  if (closed_) return;
+  std::size_t leases = 0, pending = 0, holds = 0, reservations = 0;
+  for (LifetimeId id = 0; id < state_.lifetime_count(); ++id) {
+    const LifetimeRecord &lifetime = state_.lifetime(id);
+    if (lifetime.state == LifetimeState::Released) continue;
+    switch (lifetime.kind) {
+    case LifetimeKind::Lease: ++(lifetime.state == LifetimeState::Pending ? pending : leases); break;
+    case LifetimeKind::Hold: ++holds; break;
+    case LifetimeKind::Reservation: ++reservations; break;
+    }
+  }
+  if (!force && leases + pending + holds + reservations > 0)
+    throw ResidencyInUseError(
+        "cannot close manager " + std::to_string(id_) + ": active_leases=" + std::to_string(leases) +
+        ", pending_leases=" + std::to_string(pending) + ", holds=" + std::to_string(holds) +
+        ", reservations=" + std::to_string(reservations));
+  records_.clear(); // frees every replica
+  state_.close();
+  closed_ = true;
 }
 
 Lifetime::Lifetime(Lifetime &&other) noexcept
@@ -510,12 +544,12 @@ std::span<const std::byte> Lease::value(const Handle &handle) const {
   if (!active()) throw ResidencyLifetimeClosedError("the lease was released");
   if (std::find(handles_.begin(), handles_.end(), handle) == handles_.end())
     throw std::out_of_range("the lease does not hold this handle");
-  std::lock_guard lock(manager_->mutex_);
+  auto lock = manager_->open_lock();
   return manager_->replica(manager_->resolve(handle), location_)->bytes();
 }
 
 Snapshot Manager::snapshot() const {
-  std::lock_guard lock(mutex_);
+  auto lock = open_lock();
   Snapshot out;
   out.manager_id = id_;
   out.state_version = state_.version();
@@ -586,7 +620,7 @@ void Manager::record_trace(const TransitionReport &report) {
 }
 
 std::vector<TransitionReport> Manager::trace() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(mutex_); // still readable after close (§15, quirk)
   return {trace_.begin(), trace_.end()};
 }
 

@@ -370,6 +370,16 @@ Outcome State::release(LifetimeId id, bool events_pending) {
   return {};
 }
 
+void State::close() {
+  values_.clear();
+  lifetimes_.clear();
+  for (LocationAccount &account : accounts_) {
+    account.used_bytes = 0;
+    account.reserved_bytes = 0;
+  }
+  ++version_;
+}
+
 void State::complete_pending(LifetimeId id) {
   LifetimeRecord &lifetime = lifetimes_[id];
   if (lifetime.state != LifetimeState::Pending) return;

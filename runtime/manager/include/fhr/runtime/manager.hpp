@@ -10,7 +10,7 @@
 /// This is the first part of the runtime (issue #4): registration, the
 /// primitive transitions with exact reports, explain, execute_actions with
 /// partial reports, host leases, holds and reservations, scopes, snapshots,
-/// content checksums, the trace. Close, CUDA leases, the callback guard and
+/// content checksums, the trace, close. CUDA leases, the callback guard and
 /// the simulated device backend are still to come (docs/runtime.md).
 
 #include "fhr/model/plan.hpp"
@@ -255,6 +255,15 @@ public:
   /// Locations of the value's replicas, in installation order.
   std::vector<Location> replicas(const Handle &handle) const;
 
+  /// §15: refuses (ResidencyInUseError, nothing changes) while leases, holds
+  /// or reservations remain, unless `force`; then frees every replica and
+  /// forgets every value. Afterwards every call but id(), locations(),
+  /// trace() and clear_trace() throws ResidencyClosedError, and releasing a
+  /// lifetime is a silent no-op. Idempotent. Host leases never have pending
+  /// events, so `wait` has nothing to wait for yet.
+  void close(bool wait = true, bool force = false);
+  bool closed() const;
+
   /// One atomic view of every value, location and reservation (§14).
   Snapshot snapshot() const;
 
@@ -269,6 +278,8 @@ private:
   void run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
                  PlanReport &report);
   void release_all(std::vector<LifetimeId> &lifetimes);
+  /// The manager lock, or ResidencyClosedError after close().
+  std::unique_lock<std::mutex> open_lock() const;
   friend class Lease;
   class Hooks;
   std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
@@ -299,6 +310,7 @@ private:
   std::uint64_t next_handle_id_ = 1;
   std::size_t trace_capacity_;
   std::deque<TransitionReport> trace_;
+  bool closed_ = false;
 };
 
 } // namespace fhr

@@ -147,6 +147,10 @@ public:
 
   std::uint64_t version() const { return version_; }
 
+  /// §15 step 5: forgets every value and lifetime and zeroes used and
+  /// reserved bytes; the registry, budgets and peaks stay. Version +1.
+  void close();
+
 private:
   Outcome resolve(ValueId value) const;
   Outcome prepare(Location location);
