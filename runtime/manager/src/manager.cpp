@@ -63,6 +63,7 @@ public:
   void load(ValueId value, Location location) override {
     Record &record = manager_.records_[value];
     Storage storage = manager_.backend_->allocate(location, logical_bytes(value));
+    manager_.backend_->before_load();
     record.source->load(storage.bytes());
     pending_.emplace_back(location, std::move(storage));
   }

@@ -28,6 +28,9 @@ public:
   virtual Storage allocate(Location location, std::size_t nbytes) = 0;
   /// Copies `from` into `to` (same size), synchronously.
   virtual void copy(const Storage &from, Storage &to) = 0;
+  /// Called before a source fills new storage; may throw to refuse the load
+  /// (fault injection). The default does nothing.
+  virtual void before_load() {}
 };
 
 /// Host memory only: pageable storage is 64-byte aligned heap memory; pinned

@@ -1,0 +1,169 @@
+// The simulated device backend: cuda:N locations without a GPU, and
+// deterministic fault injection that fails the k-th allocation, copy or load
+// in the middle of a plan, leaving exact partial reports and consistent books.
+#include "fhr/runtime/manager.hpp"
+#include "fhr/runtime/simulated_backend.hpp"
+
+#include <doctest/doctest.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <numeric>
+
+using namespace fhr;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+const Location pageable = Location::pageable();
+const Location pinned = Location::pinned();
+const Location gpu0 = Location::cuda(0);
+const Location gpu1 = Location::cuda(1);
+using Op = SimulatedBackend::Operation;
+
+struct Fixture {
+  std::shared_ptr<SimulatedBackend> backend = std::make_shared<SimulatedBackend>(2);
+  std::unique_ptr<Manager> manager;
+
+  explicit Fixture(std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets = {}) {
+    ManagerOptions options;
+    options.budgets = std::move(budgets);
+    options.backend = backend;
+    manager = std::make_unique<Manager>(std::move(options));
+  }
+
+  Handle adopt(std::size_t nbytes, unsigned seed, Location at, ReplicaMode mode) {
+    auto *data = static_cast<std::byte *>(std::malloc(nbytes));
+    for (std::size_t i = 0; i < nbytes; ++i)
+      data[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
+    checksums.push_back(XXH64(data, nbytes, 0));
+    handles.push_back(manager->adopt(data, nbytes, at, std::free, mode));
+    return handles.back();
+  }
+
+  /// The books agree with the storage: every location's used bytes is the
+  /// sum of the charges of the replicas there, every adopted value still has
+  /// a replica, and every replica holds the value's original bytes.
+  void check_invariants() {
+    const Snapshot s = manager->snapshot();
+    for (const SnapshotLocation &l : s.locations) {
+      std::uint64_t charged = 0;
+      for (const SnapshotValue &v : s.values)
+        for (const SnapshotMaterialization &m : v.materializations)
+          if (m.location == l.location) charged += m.charged_nbytes;
+      CHECK(l.used_bytes == charged);
+    }
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      const std::vector<Location> at = manager->replicas(handles[i]);
+      CHECK_FALSE(at.empty()); // a must-preserve value is never lost
+      for (Location l : at)
+        CHECK(manager->content_checksum(handles[i], l) == checksums[i]);
+    }
+  }
+
+  std::vector<Handle> handles;
+  std::vector<std::uint64_t> checksums;
+};
+
+} // namespace
+
+TEST_CASE("simulated backend: cuda:N below the device count are real locations") {
+  Fixture f;
+  const Handle h = f.adopt(8 * KiB, 1, pageable, ReplicaMode::Replicable);
+  f.manager->ensure(h, gpu0);
+  f.manager->ensure(h, gpu1);
+  CHECK(f.backend->allocated_bytes(gpu0) == 8 * KiB);
+  CHECK(f.manager->content_checksum(h, gpu1) == f.checksums[0]);
+  CHECK(f.manager->move(h, gpu1, gpu0).source == gpu0);
+  CHECK(f.backend->allocated_bytes(gpu0) == 0);
+  CHECK_THROWS_AS(f.manager->ensure(h, Location::cuda(2)), std::invalid_argument);
+  f.check_invariants();
+}
+
+TEST_CASE("simulated backend: a failed allocation, copy or load changes nothing") {
+  Fixture f({{gpu0, 64 * KiB}});
+  const Handle h = f.adopt(8 * KiB, 1, pageable, ReplicaMode::Replicable);
+  struct Case {
+    Op operation;
+    const char *what;
+  };
+  for (Case c : {Case{Op::Allocate, "allocation"}, Case{Op::Copy, "copy"}}) {
+    CAPTURE(c.what);
+    const std::uint64_t version = f.manager->state_version();
+    f.backend->fail_on(c.operation, 1);
+    CHECK_THROWS_AS(f.manager->ensure(h, gpu0), BackendError);
+    CHECK(f.manager->state_version() == version);
+    CHECK(f.manager->replicas(h) == std::vector<Location>{pageable});
+    CHECK(f.backend->allocated_bytes(gpu0) == 0); // the half-made replica was freed
+    CHECK(f.manager->account(gpu0).used_bytes == 0);
+  }
+  struct Key final : Source {
+    void load(std::span<std::byte> out) override { std::fill(out.begin(), out.end(), std::byte{1}); }
+  };
+  const Handle key = f.manager->register_source(
+      ValueSpec{4 * KiB, 4 * KiB, ReplicaMode::Replicable, Recoverability::Reconstructible},
+      std::make_shared<Key>());
+  f.backend->fail_on(Op::Load, 1);
+  CHECK_THROWS_AS(f.manager->ensure(key, gpu0), BackendError);
+  CHECK(f.manager->account(pageable).reserved_bytes == 0);
+  CHECK(f.backend->allocated_bytes(pageable) == 0);
+  CHECK_NOTHROW(f.manager->ensure(key, gpu0)); // disarmed after firing
+  f.check_invariants();
+}
+
+TEST_CASE("simulated backend: failing each action of a plan in turn gives exact partial reports") {
+  // A stage like examples/inference.fhr: prefetch weights and a key, move the
+  // ciphertext in, evict the previous ciphertext. Every action copies once.
+  constexpr int kActions = 6;
+  for (int failing = 1; failing <= kActions; ++failing) {
+    CAPTURE(failing);
+    Fixture f({{gpu0, 256 * KiB}, {pinned, 128 * KiB}});
+    const Handle w0 = f.adopt(16 * KiB, 1, pinned, ReplicaMode::Replicable);
+    const Handle w1 = f.adopt(16 * KiB, 2, pinned, ReplicaMode::Replicable);
+    const Handle key = f.adopt(32 * KiB, 3, pageable, ReplicaMode::Replicable);
+    const Handle query = f.adopt(8 * KiB, 4, pinned, ReplicaMode::Exclusive);
+    const Handle previous = f.adopt(8 * KiB, 5, gpu0, ReplicaMode::Exclusive);
+    const std::vector<ActionSpec> stage = {
+        {ActionKind::Ensure, w0, gpu0, {}},       {ActionKind::Ensure, w1, gpu0, {}},
+        {ActionKind::Ensure, key, gpu0, {}},      {ActionKind::Move, query, gpu0, pinned},
+        {ActionKind::Move, previous, pinned, {}}, {ActionKind::Ensure, key, gpu1, {}}};
+    REQUIRE(stage.size() == kActions);
+    f.backend->fail_on(Op::Copy, static_cast<std::uint64_t>(failing));
+    try {
+      f.manager->execute_actions(stage, "stage");
+      FAIL("no failure");
+    } catch (const ResidencyPlanExecutionError &error) {
+      CHECK(*error.details().failed_action_index == static_cast<std::size_t>(failing - 1));
+      CHECK(error.details().partial_report.transitions.size() == static_cast<std::size_t>(failing - 1));
+      CHECK(error.details().detail.find("injected failure of copy") == 0);
+    }
+    f.check_invariants();
+    // The actions before the failure committed; the rest did not run.
+    CHECK(f.manager->replicas(w0).size() == (failing > 1 ? 2u : 1u));
+    CHECK(f.manager->replicas(query) == std::vector<Location>{failing > 4 ? gpu0 : pinned});
+  }
+}
+
+TEST_CASE("simulated backend: allocation failures inside a scope's entry release its reservations") {
+  Fixture f({{gpu0, 64 * KiB}});
+  const Handle a = f.adopt(4 * KiB, 1, pageable, ReplicaMode::Replicable);
+  const Handle b = f.adopt(4 * KiB, 2, pageable, ReplicaMode::Replicable);
+  PlanSpec plan;
+  plan.name = "prefetch";
+  plan.reservations = {Reservation{gpu0, 16 * KiB, "workspace"}};
+  plan.enter = {{ActionKind::Ensure, a, gpu0, {}}, {ActionKind::Ensure, b, gpu0, {}}};
+  f.backend->fail_on(Op::Allocate, 2);
+  Scope scope = f.manager->scope(plan);
+  try {
+    scope.enter();
+    FAIL("entry succeeded");
+  } catch (const ResidencyPlanExecutionError &error) {
+    CHECK(error.details().phase == ExecutionPhase::Enter);
+    CHECK(*error.details().failed_action_index == 1);
+  }
+  CHECK(f.manager->account(gpu0).reserved_bytes == 0);
+  CHECK(f.manager->account(gpu0).used_bytes == 4 * KiB);
+  f.check_invariants();
+}
