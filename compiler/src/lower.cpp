@@ -390,15 +390,17 @@ private:
 
   std::vector<char> assemble() {
     Buffer sections[bytecode::kSectionCount];
-    using Writer = void (Lowering::*)(llvm::raw_ostream &);
-    const Writer writers[bytecode::kSectionCount] = {
-        &Lowering::write_strings, &Lowering::write_machine, &Lowering::write_declarations_section,
-        &Lowering::write_code,    &Lowering::write_plans,   &Lowering::write_programs,
-        &Lowering::write_lines};
-    for (std::uint32_t i = 0; i < bytecode::kSectionCount; ++i) {
-      llvm::raw_svector_ostream os(sections[i]);
-      (this->*writers[i])(os);
-    }
+    auto fill = [](Buffer &buffer, auto &&write) {
+      llvm::raw_svector_ostream os(buffer);
+      write(os);
+    };
+    fill(sections[0], [&](llvm::raw_ostream &os) { write_strings(os); });
+    fill(sections[1], [&](llvm::raw_ostream &os) { write_machine(os); });
+    fill(sections[2], [&](llvm::raw_ostream &os) { write_declarations_section(os); });
+    fill(sections[3], [&](llvm::raw_ostream &os) { write_code(os); });
+    fill(sections[4], [&](llvm::raw_ostream &os) { write_plans(os); });
+    fill(sections[5], [&](llvm::raw_ostream &os) { write_programs(os); });
+    fill(sections[6], [&](llvm::raw_ostream &os) { write_lines(os); });
 
     Buffer file;
     llvm::raw_svector_ostream os(file);

@@ -179,7 +179,9 @@ TEST_CASE("manager: sources load into manager storage with a temporary charge at
   CHECK(manager.account(pageable).peak_charged_bytes == 8 * KiB);
   CHECK(manager.account(pageable).used_bytes == 0);
   CHECK(manager.account(pinned).used_bytes == 8 * KiB);
-  CHECK(manager.content_checksum(key, pinned) == pattern(8 * KiB, 9).checksum);
+  const Buffer expected = pattern(8 * KiB, 9);
+  CHECK(manager.content_checksum(key, pinned) == expected.checksum);
+  std::free(expected.data);
   // Drop the only replica (allowed: it has a source), then load into the
   // source location itself: charged once, not twice.
   manager.drop(key, pinned);
