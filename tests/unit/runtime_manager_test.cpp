@@ -2,12 +2,11 @@
 // bytes, versions and placements, content preserved across transitions,
 // reconstruction from sources (and the file source), errors by class,
 // explain, execute_actions with its partial report, and the trace.
+#include "runtime_support.hpp"
+
 #include "fhr/runtime/manager.hpp"
 
 #include <doctest/doctest.h>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include <cstdio>
 #include <cstring>
@@ -15,12 +14,9 @@
 #include <fstream>
 
 using namespace fhr;
+using namespace fhr::test;
 
 namespace {
-
-constexpr std::uint64_t KiB = 1024;
-const Location pageable = Location::pageable();
-const Location pinned = Location::pinned();
 
 /// A heap buffer filled with a pattern, for adopt; counts its frees.
 struct Buffer {
@@ -32,9 +28,8 @@ int g_freed = 0;
 
 Buffer pattern(std::size_t size, unsigned seed) {
   auto *data = static_cast<std::byte *>(std::malloc(size == 0 ? 1 : size));
-  for (std::size_t i = 0; i < size; ++i)
-    data[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
-  return Buffer{data, size, XXH64(data, size, 0)};
+  fill_pattern({data, size}, seed);
+  return Buffer{data, size, checksum_of({data, size})};
 }
 
 void free_counted(std::byte *data) {
@@ -53,8 +48,7 @@ public:
   void load(std::span<std::byte> destination) override {
     ++loads;
     if (fail_) throw BackendError("injected load failure");
-    for (std::size_t i = 0; i < destination.size(); ++i)
-      destination[i] = static_cast<std::byte>((i * 131 + seed_) & 0xff);
+    fill_pattern(destination, seed_);
   }
   int loads = 0;
 
@@ -348,7 +342,7 @@ TEST_CASE("manager: a lease exposes the bytes and protects until released") {
     CHECK(lease.handles().size() == 1); // duplicates collapse
     CHECK(lease.active());
     std::span<const std::byte> bytes = lease.value(ha);
-    CHECK(XXH64(bytes.data(), bytes.size(), 0) == a.checksum);
+    CHECK(checksum_of(bytes) == a.checksum);
     CHECK_THROWS_AS(lease.value(hb), std::out_of_range);
     manager.ensure(ha, pinned); // adding replicas elsewhere is allowed
     CHECK_THROWS_AS(manager.drop(ha, pageable), ResidencyInUseError);

@@ -1,26 +1,20 @@
 // The simulated device backend: cuda:N locations without a GPU, and
 // deterministic fault injection that fails the k-th allocation, copy or load
 // in the middle of a plan, leaving exact partial reports and consistent books.
+#include "runtime_support.hpp"
+
 #include "fhr/runtime/manager.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #include <doctest/doctest.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <cstdlib>
-#include <numeric>
 
 using namespace fhr;
+using namespace fhr::test;
 
 namespace {
 
-constexpr std::uint64_t KiB = 1024;
-const Location pageable = Location::pageable();
-const Location pinned = Location::pinned();
-const Location gpu0 = Location::cuda(0);
-const Location gpu1 = Location::cuda(1);
 using Op = SimulatedBackend::Operation;
 
 struct Fixture {
@@ -36,9 +30,8 @@ struct Fixture {
 
   Handle adopt(std::size_t nbytes, unsigned seed, Location at, ReplicaMode mode) {
     auto *data = static_cast<std::byte *>(std::malloc(nbytes));
-    for (std::size_t i = 0; i < nbytes; ++i)
-      data[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
-    checksums.push_back(XXH64(data, nbytes, 0));
+    fill_pattern({data, nbytes}, seed);
+    checksums.push_back(checksum_of({data, nbytes}));
     handles.push_back(manager->adopt(data, nbytes, at, std::free, mode));
     return handles.back();
   }
