@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, then builds and runs the whole test suite twice
 # (a normal build and an AddressSanitizer + UndefinedBehaviorSanitizer
-# build), then a short libFuzzer smoke run of the front end and simulator.
+# build), the runtime's concurrency stress test under ThreadSanitizer, then
+# a short libFuzzer smoke run of the front end and simulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --fuzz
@@ -17,6 +18,11 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITI
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== ThreadSanitizer build: the runtime tests, concurrency stress included"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=thread >/dev/null
+cmake --build build-tsan -j "$jobs" --target fhr_runtime_tests
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/fhr_runtime_tests
 
 echo "== fuzz smoke runs (libFuzzer, ASan + UBSan)"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \

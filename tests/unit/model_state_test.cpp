@@ -275,7 +275,7 @@ TEST_CASE("leases and holds: atomic, not-resident, tokens stack, versions") {
   LifetimeId a = 0, b = 0;
   REQUIRE_FALSE(state.protect(LifetimeKind::Lease, first, pinned, &a).failed());
   REQUIRE_FALSE(state.protect(LifetimeKind::Hold, first, pinned, &b).failed());
-  CHECK(state.lifetime(a).values.size() == 1); // duplicates collapse
+  CHECK(state.find_lifetime(a)->values.size() == 1); // duplicates collapse
   CHECK(state.version() == version + 2);
   state.release(a);
   CHECK(state.is_protected(0, pinned));
@@ -294,7 +294,8 @@ TEST_CASE("a host lease never goes pending") {
   REQUIRE_FALSE(state.protect(LifetimeKind::Lease, one, pinned, &id).failed());
   state.release(id, /*events_pending=*/true);
   CHECK_FALSE(state.is_protected(0, pinned));
-  CHECK(state.lifetime(id).state == LifetimeState::Released);
+  CHECK(state.lifetime_state(id) == LifetimeState::Released);
+  CHECK(state.find_lifetime(id) == nullptr);
 }
 
 TEST_CASE("reservations: admission, zero bytes at a full location, peak charged") {
@@ -343,4 +344,45 @@ TEST_CASE("location parsing: canonical spellings only") {
   CHECK(pinned < gpu0);
   CHECK(gpu0 < gpu1);
   CHECK(Location::cuda(5).name() == "cuda:5");
+}
+
+TEST_CASE("lifetime slots are reused; a stale id stays released and cannot release the new lifetime") {
+  State state;
+  REQUIRE_FALSE(state.adopt(0, spec(MiB), pinned).failed());
+  const ValueId one[] = {0};
+  LifetimeId first = 0, second = 0;
+  REQUIRE_FALSE(state.protect(LifetimeKind::Hold, one, pinned, &first).failed());
+  state.release(first);
+  REQUIRE_FALSE(state.protect(LifetimeKind::Hold, one, pinned, &second).failed());
+  CHECK(static_cast<std::uint32_t>(first) == static_cast<std::uint32_t>(second)); // same slot
+  CHECK(first != second);
+  const std::uint64_t version = state.version();
+  state.release(first); // stale: a no-op
+  CHECK(state.version() == version);
+  CHECK(state.is_protected(0, pinned));
+  CHECK(state.lifetime_state(second) == LifetimeState::Active);
+  CHECK(state.live_lifetimes() == std::vector<LifetimeId>{second});
+  state.release(second);
+  CHECK(state.live_lifetimes().empty());
+}
+
+TEST_CASE("a pending CUDA lease protects until its events complete") {
+  State state;
+  const Location gpu = Location::cuda(0);
+  REQUIRE_FALSE(state.adopt(0, spec(MiB), gpu).failed());
+  const ValueId one[] = {0};
+  LifetimeId lease = 0;
+  REQUIRE_FALSE(state.protect(LifetimeKind::Lease, one, gpu, &lease).failed());
+  const std::uint64_t version = state.version();
+  state.release(lease, /*events_pending=*/true);
+  CHECK(state.version() == version + 1);
+  CHECK(state.lifetime_state(lease) == LifetimeState::Pending);
+  CHECK(state.is_protected(0, gpu));
+  CHECK(state.value(0).protections.front().pending_count == 1);
+  state.release(lease); // already released by its owner: nothing
+  CHECK(state.version() == version + 1);
+  state.complete_pending(lease);
+  CHECK(state.version() == version + 2);
+  CHECK_FALSE(state.is_protected(0, gpu));
+  CHECK(state.lifetime_state(lease) == LifetimeState::Released);
 }

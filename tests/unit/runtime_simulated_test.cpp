@@ -1,66 +1,15 @@
 // The simulated device backend: cuda:N locations without a GPU, and
 // deterministic fault injection that fails the k-th allocation, copy or load
 // in the middle of a plan, leaving exact partial reports and consistent books.
-#include "runtime_support.hpp"
-
-#include "fhr/runtime/manager.hpp"
-#include "fhr/runtime/simulated_backend.hpp"
+#include "simulated_fixture.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 
 using namespace fhr;
 using namespace fhr::test;
 
-namespace {
-
 using Op = SimulatedBackend::Operation;
-
-struct Fixture {
-  std::shared_ptr<SimulatedBackend> backend = std::make_shared<SimulatedBackend>(2);
-  std::unique_ptr<Manager> manager;
-
-  explicit Fixture(std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets = {}) {
-    ManagerOptions options;
-    options.budgets = std::move(budgets);
-    options.backend = backend;
-    manager = std::make_unique<Manager>(std::move(options));
-  }
-
-  Handle adopt(std::size_t nbytes, unsigned seed, Location at, ReplicaMode mode) {
-    auto *data = static_cast<std::byte *>(std::malloc(nbytes));
-    fill_pattern({data, nbytes}, seed);
-    checksums.push_back(checksum_of({data, nbytes}));
-    handles.push_back(manager->adopt(data, nbytes, at, std::free, mode));
-    return handles.back();
-  }
-
-  /// The books agree with the storage: every location's used bytes is the
-  /// sum of the charges of the replicas there, every adopted value still has
-  /// a replica, and every replica holds the value's original bytes.
-  void check_invariants() {
-    const Snapshot s = manager->snapshot();
-    for (const SnapshotLocation &l : s.locations) {
-      std::uint64_t charged = 0;
-      for (const SnapshotValue &v : s.values)
-        for (const SnapshotMaterialization &m : v.materializations)
-          if (m.location == l.location) charged += m.charged_nbytes;
-      CHECK(l.used_bytes == charged);
-    }
-    for (std::size_t i = 0; i < handles.size(); ++i) {
-      const std::vector<Location> at = manager->replicas(handles[i]);
-      CHECK_FALSE(at.empty()); // a must-preserve value is never lost
-      for (Location l : at)
-        CHECK(manager->content_checksum(handles[i], l) == checksums[i]);
-    }
-  }
-
-  std::vector<Handle> handles;
-  std::vector<std::uint64_t> checksums;
-};
-
-} // namespace
 
 TEST_CASE("simulated backend: cuda:N below the device count are real locations") {
   Fixture f;

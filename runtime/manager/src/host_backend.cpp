@@ -29,7 +29,7 @@ public:
     });
   }
 
-  void copy(const Storage &from, Storage &to) override {
+  void copy(const Storage &from, Storage &to, Stream) override {
     if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
     if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
   }

@@ -1,10 +1,19 @@
 #include "fhr/runtime/simulated_backend.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 namespace fhr {
+
+namespace {
+
+// Streams and events are numbered from 1 in their tables so that the empty
+// Stream (0) is never a simulated one.
+std::uintptr_t to_native(std::size_t slot) { return static_cast<std::uintptr_t>(slot) + 1; }
+
+} // namespace
 
 SimulatedBackend::SimulatedBackend(unsigned device_count)
     : device_count_(device_count), allocated_(new std::uint64_t[Location::kCount]()) {}
@@ -12,6 +21,7 @@ SimulatedBackend::SimulatedBackend(unsigned device_count)
 DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_count_ > 0, device_count_}; }
 
 void SimulatedBackend::fail_on(Operation operation, std::uint64_t nth) {
+  std::lock_guard lock(mutex_);
   const auto kind = static_cast<unsigned>(operation);
   armed_at_[kind] = nth == 0 ? 0 : performed_[kind] + nth;
 }
@@ -21,41 +31,147 @@ void SimulatedBackend::step(Operation operation) {
   ++performed_[kind];
   if (armed_at_[kind] != 0 && performed_[kind] == armed_at_[kind]) {
     armed_at_[kind] = 0;
-    static const char *const names[] = {"allocation", "copy", "source load"};
+    static const char *const names[] = {"allocation", "copy", "source load", "event recording"};
     throw BackendError(std::string("injected failure of ") + names[kind] + " " +
                        std::to_string(performed_[kind]));
   }
 }
 
-void SimulatedBackend::before_load() { step(Operation::Load); }
+void SimulatedBackend::before_load() {
+  std::lock_guard lock(mutex_);
+  step(Operation::Load);
+}
 
 Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
   if (location.is_cuda() && location.device() >= device_count_)
     throw BackendError("simulated backend has no " + location.name());
-  step(Operation::Allocate);
+  {
+    std::lock_guard lock(mutex_);
+    step(Operation::Allocate);
+  }
   void *memory = std::malloc(nbytes == 0 ? 1 : nbytes);
   if (!memory) throw std::bad_alloc();
-  allocated_[location.index()] += nbytes;
-  // The counter outlives the backend if a replica does (shared ownership).
+  std::lock_guard lock(mutex_);
+  __atomic_fetch_add(&allocated_[location.index()], nbytes, __ATOMIC_RELAXED);
+  // The counter outlives the backend if a replica does (shared ownership);
+  // replicas are freed under the manager's lock, one at a time per manager.
   return Storage(static_cast<std::byte *>(memory), nbytes, location,
                  [counters = allocated_, index = location.index(), nbytes](std::byte *data) {
-                   counters[index] -= nbytes;
+                   __atomic_fetch_sub(&counters[index], nbytes, __ATOMIC_RELAXED);
                    std::free(data);
                  });
 }
 
-void SimulatedBackend::copy(const Storage &from, Storage &to) {
+void SimulatedBackend::copy(const Storage &from, Storage &to, Stream stream) {
   if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
-  step(Operation::Copy);
+  {
+    std::lock_guard lock(mutex_);
+    step(Operation::Copy);
+    if (stream) {
+      SimulatedStream &s = streams_[slot(stream)];
+      s.completed = s.submitted; // the copy ran after the stream's earlier work
+    }
+  }
   if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
 }
 
 std::uint64_t SimulatedBackend::count(Operation operation) const {
+  std::lock_guard lock(mutex_);
   return performed_[static_cast<unsigned>(operation)];
 }
 
 std::uint64_t SimulatedBackend::allocated_bytes(Location location) const {
-  return allocated_[location.index()];
+  return __atomic_load_n(&allocated_[location.index()], __ATOMIC_RELAXED);
+}
+
+Stream SimulatedBackend::create_stream(Location device) {
+  if (!device.is_cuda() || device.device() >= device_count_)
+    throw BackendError("simulated backend has no " + device.name());
+  std::lock_guard lock(mutex_);
+  streams_.push_back(SimulatedStream{device});
+  return Stream{to_native(streams_.size() - 1)};
+}
+
+std::size_t SimulatedBackend::slot(Stream stream) const {
+  if (stream.native == 0 || stream.native > streams_.size()) throw BackendError("not a simulated stream");
+  return stream.native - 1;
+}
+
+SimulatedBackend::SimulatedEvent &SimulatedBackend::event(Event event) {
+  if (event.native == 0 || event.native > events_.size() || !events_[event.native - 1].live)
+    throw BackendError("not a live simulated event");
+  return events_[event.native - 1];
+}
+
+void SimulatedBackend::launch(Stream stream, std::uint64_t kernels) {
+  std::lock_guard lock(mutex_);
+  streams_[slot(stream)].submitted += kernels;
+}
+
+void SimulatedBackend::finish(Stream stream) {
+  std::lock_guard lock(mutex_);
+  SimulatedStream &s = streams_[slot(stream)];
+  s.completed = s.submitted;
+}
+
+std::size_t SimulatedBackend::live_events() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(
+      std::count_if(events_.begin(), events_.end(), [](const SimulatedEvent &e) { return e.live; }));
+}
+
+std::uint64_t SimulatedBackend::device_synchronizations() const {
+  std::lock_guard lock(mutex_);
+  return device_synchronizations_;
+}
+
+std::optional<Location> SimulatedBackend::stream_location(Stream stream) const {
+  std::lock_guard lock(mutex_);
+  if (stream.native == 0 || stream.native > streams_.size()) return std::nullopt;
+  return streams_[stream.native - 1].device;
+}
+
+Event SimulatedBackend::record_event(Stream stream) {
+  std::lock_guard lock(mutex_);
+  step(Operation::RecordEvent);
+  const std::size_t s = slot(stream);
+  // Reuse a destroyed event's slot: the table stays as small as the number
+  // of events alive at once.
+  auto free = std::find_if(events_.begin(), events_.end(), [](const SimulatedEvent &e) { return !e.live; });
+  if (free == events_.end()) free = events_.insert(events_.end(), SimulatedEvent{});
+  *free = SimulatedEvent{s, streams_[s].submitted, true};
+  return Event{to_native(static_cast<std::size_t>(free - events_.begin()))};
+}
+
+bool SimulatedBackend::event_complete(Event e) {
+  std::lock_guard lock(mutex_);
+  const SimulatedEvent &recorded = event(e);
+  return streams_[recorded.stream].completed >= recorded.mark;
+}
+
+void SimulatedBackend::synchronize(Event e) {
+  std::lock_guard lock(mutex_);
+  const SimulatedEvent &recorded = event(e);
+  SimulatedStream &s = streams_[recorded.stream];
+  s.completed = std::max(s.completed, recorded.mark);
+}
+
+void SimulatedBackend::destroy_event(Event e) noexcept {
+  std::lock_guard lock(mutex_);
+  if (e.native != 0 && e.native <= events_.size()) events_[e.native - 1].live = false;
+}
+
+void SimulatedBackend::synchronize_stream(Stream stream) {
+  std::lock_guard lock(mutex_);
+  SimulatedStream &s = streams_[slot(stream)];
+  s.completed = s.submitted;
+}
+
+void SimulatedBackend::synchronize_device(Location device) {
+  std::lock_guard lock(mutex_);
+  ++device_synchronizations_;
+  for (SimulatedStream &s : streams_)
+    if (s.device == device) s.completed = s.submitted;
 }
 
 } // namespace fhr

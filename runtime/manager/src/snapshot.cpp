@@ -1,5 +1,9 @@
 #include "fhr/runtime/snapshot.hpp"
 
+#include "fhr/runtime/manager.hpp"
+
+#include "clock.hpp"
+
 namespace fhr {
 
 namespace {
@@ -60,6 +64,72 @@ json Snapshot::to_json() const {
     reservation_list.push_back(
         json{{"location", r.location.name()}, {"nbytes", r.nbytes}, {"label", r.label}});
   out["reservations"] = std::move(reservation_list);
+  return out;
+}
+
+Snapshot Manager::snapshot() const {
+  auto lock = open_lock();
+  const_cast<Manager *>(this)->reap(); // §14: a snapshot reaps first
+  Snapshot out;
+  out.manager_id = id_;
+  out.state_version = state_.version();
+  out.captured_at_ns = now_ns();
+  std::vector<std::uint32_t> values_at(Location::kCount, 0);
+  std::vector<Protection> tokens_at(Location::kCount);
+  for (ValueId value = 0; value < records_.size(); ++value) {
+    const ValueRecord &model = state_.value(value);
+    if (model.status == ValueStatus::Unregistered) continue;
+    SnapshotValue v;
+    v.handle_id = records_[value].handle_id;
+    v.spec = model.spec;
+    v.has_source = model.source_location.has_value();
+    v.source_location = model.source_location;
+    v.discarded = model.status == ValueStatus::Discarded;
+    for (const auto &[location, storage] : records_[value].replicas) {
+      SnapshotMaterialization m;
+      m.location = location;
+      m.logical_nbytes = model.spec.logical_nbytes;
+      m.storage_nbytes = storage.size();
+      m.charged_nbytes = model.spec.storage_nbytes;
+      for (const Protection &p : model.protections)
+        if (p.location == location) {
+          m.use_count = p.use_count;
+          m.hold_count = p.hold_count;
+          m.pending_event_count = p.pending_count;
+        }
+      ++values_at[location.index()];
+      Protection &sum = tokens_at[location.index()];
+      sum.use_count += m.use_count;
+      sum.hold_count += m.hold_count;
+      sum.pending_count += m.pending_event_count;
+      v.materializations.push_back(m);
+    }
+    out.values.push_back(std::move(v));
+  }
+  std::vector<std::uint32_t> reservations_at(Location::kCount, 0);
+  for (LifetimeId id : state_.live_lifetimes()) {
+    const LifetimeRecord &lifetime = *state_.find_lifetime(id);
+    if (lifetime.kind != LifetimeKind::Reservation) continue;
+    ++reservations_at[lifetime.location.index()];
+    out.reservations.push_back(SnapshotReservation{lifetime.location, lifetime.nbytes, lifetime.label});
+  }
+  for (Location location : state_.registry()) {
+    const LocationAccount &account = state_.account(location);
+    SnapshotLocation l;
+    l.location = location;
+    l.budget_bytes = account.budget_bytes;
+    l.used_bytes = account.used_bytes;
+    l.reserved_bytes = account.reserved_bytes;
+    if (account.budget_bytes) l.remaining_budget_bytes = *account.budget_bytes - account.charged_bytes();
+    l.peak_used_bytes = account.peak_used_bytes;
+    l.peak_charged_bytes = account.peak_charged_bytes;
+    l.value_count = values_at[location.index()];
+    l.reservation_count = reservations_at[location.index()];
+    l.use_count = tokens_at[location.index()].use_count;
+    l.hold_count = tokens_at[location.index()].hold_count;
+    l.pending_event_count = tokens_at[location.index()].pending_count;
+    out.locations.push_back(l);
+  }
   return out;
 }
 

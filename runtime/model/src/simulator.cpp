@@ -49,12 +49,27 @@ void Simulator::reset() {
   }
 }
 
+LocationSet Simulator::effective_protection(ValueId id) const {
+  const ValueRecord &record = state_.value(id);
+  LocationSet protected_at = record.protected_at;
+  for (const Protection &p : record.protections) {
+    if (p.use_count + p.hold_count > 0 || p.pending_count == 0) continue;
+    std::uint32_t completed = 0;
+    for (LifetimeId lease : completed_pending_)
+      if (const LifetimeRecord *r = state_.find_lifetime(lease);
+          r && r->location == p.location && std::find(r->values.begin(), r->values.end(), id) != r->values.end())
+        ++completed;
+    if (completed >= p.pending_count) protected_at.erase(p.location);
+  }
+  return protected_at;
+}
+
 Simulator::SimulatedValue &Simulator::value(ValueId id) {
   if (value_slot_.size() < state_.value_count()) value_slot_.resize(state_.value_count(), kNoSlot);
   std::uint32_t &slot = value_slot_[id];
   if (slot == kNoSlot) {
     slot = static_cast<std::uint32_t>(simulated_values_.size());
-    simulated_values_.push_back(SimulatedValue{state_.value(id).resident, false});
+    simulated_values_.push_back(SimulatedValue{state_.value(id).resident, effective_protection(id), false});
     touched_values_.push_back(id);
   }
   return simulated_values_[slot];
@@ -136,7 +151,7 @@ Outcome Simulator::simulate_move(const Action &action, SimulatedValue &value, co
   if (value.resident.contains(to)) {
     if (!source || *source == to)
       return resolved(source, to, Verdict::NoOp, Reason::DestinationOwnsSelectedReplica);
-    if (record.protected_at.contains(*source))
+    if (value.protected_at.contains(*source))
       return with_endpoints(failure(Reason::SourceProtected, ErrorClass::InUse, *source), source, to);
     remove(value, *source, nbytes);
     return resolved(source, to);
@@ -145,7 +160,7 @@ Outcome Simulator::simulate_move(const Action &action, SimulatedValue &value, co
     return with_endpoints(failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to),
                           std::nullopt, to);
   const bool source_resident = value.resident.contains(*source);
-  if (source_resident && record.protected_at.contains(*source))
+  if (source_resident && value.protected_at.contains(*source))
     return with_endpoints(failure(Reason::SourceProtected, ErrorClass::InUse, *source), source, to);
   if (!source_resident)
     if (Outcome temp = add(*source, nbytes, true, out); temp.failed())
@@ -160,7 +175,7 @@ Outcome Simulator::simulate_drop(const Action &action, SimulatedValue &value, co
   const Location at = action.location;
   if (!value.resident.contains(at))
     return resolved(at, std::nullopt, Verdict::NoOp, Reason::MaterializationAlreadyAbsent);
-  if (record.protected_at.contains(at))
+  if (value.protected_at.contains(at))
     return with_endpoints(failure(Reason::MaterializationProtected, ErrorClass::InUse, at), at, std::nullopt);
   if (value.resident.size() == 1 && !record.source_location)
     return with_endpoints(failure(Reason::FinalMustPreserve, ErrorClass::Ownership, at), at, std::nullopt);
@@ -171,7 +186,7 @@ Outcome Simulator::simulate_drop(const Action &action, SimulatedValue &value, co
 Outcome Simulator::simulate_discard(SimulatedValue &value, const ValueRecord &record, Explanation &out) {
   LocationSet protected_resident;
   value.resident.for_each([&](Location l) {
-    if (record.protected_at.contains(l)) protected_resident.insert(l);
+    if (value.protected_at.contains(l)) protected_resident.insert(l);
   });
   if (!protected_resident.empty()) {
     out.failure_detail.protected_locations = protected_resident;

@@ -317,8 +317,8 @@ Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Locat
     lifetime.values.push_back(value);
     add_tokens(value, at, kind, 1, 0);
   }
-  if (id) *id = static_cast<LifetimeId>(lifetimes_.size());
-  lifetimes_.push_back(std::move(lifetime));
+  const LifetimeId added = add_lifetime(std::move(lifetime));
+  if (id) *id = added;
   ++version_;
   return success(std::nullopt, at);
 }
@@ -339,40 +339,96 @@ Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, Lif
   lifetime.location = at;
   lifetime.nbytes = nbytes;
   lifetime.label = std::move(label);
-  if (id) *id = static_cast<LifetimeId>(lifetimes_.size());
-  lifetimes_.push_back(std::move(lifetime));
+  const LifetimeId added = add_lifetime(std::move(lifetime));
+  if (id) *id = added;
   ++version_;
   return success(std::nullopt, at);
 }
 
+LifetimeId State::add_lifetime(LifetimeRecord lifetime) {
+  std::uint32_t slot = 0;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(lifetimes_.size());
+    lifetimes_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  LifetimeRecord &record = lifetimes_[slot];
+  lifetime.generation = record.generation + 1;
+  lifetime.state = LifetimeState::Active;
+  lifetime.sequence = next_sequence_++;
+  record = std::move(lifetime);
+  return (static_cast<LifetimeId>(record.generation) << 32) | slot;
+}
+
+LifetimeRecord *State::live(LifetimeId id) {
+  const auto slot = static_cast<std::uint32_t>(id);
+  if (slot >= lifetimes_.size()) return nullptr;
+  LifetimeRecord &record = lifetimes_[slot];
+  if (record.generation != static_cast<std::uint32_t>(id >> 32) || record.state == LifetimeState::Released)
+    return nullptr;
+  return &record;
+}
+
+const LifetimeRecord *State::find_lifetime(LifetimeId id) const { return const_cast<State *>(this)->live(id); }
+
+LifetimeState State::lifetime_state(LifetimeId id) const {
+  const LifetimeRecord *record = find_lifetime(id);
+  return record ? record->state : LifetimeState::Released;
+}
+
+std::vector<LifetimeId> State::live_lifetimes() const {
+  std::vector<LifetimeId> ids;
+  for (std::uint32_t slot = 0; slot < lifetimes_.size(); ++slot)
+    if (lifetimes_[slot].state != LifetimeState::Released)
+      ids.push_back((static_cast<LifetimeId>(lifetimes_[slot].generation) << 32) | slot);
+  std::sort(ids.begin(), ids.end(), [&](LifetimeId a, LifetimeId b) {
+    return lifetimes_[static_cast<std::uint32_t>(a)].sequence < lifetimes_[static_cast<std::uint32_t>(b)].sequence;
+  });
+  return ids;
+}
+
+void State::retire(LifetimeId id) {
+  LifetimeRecord &record = lifetimes_[static_cast<std::uint32_t>(id)];
+  record.state = LifetimeState::Released;
+  record.values.clear();
+  record.values.shrink_to_fit();
+  record.label.clear();
+  free_slots_.push_back(static_cast<std::uint32_t>(id));
+}
+
 Outcome State::release(LifetimeId id, bool events_pending) {
-  LifetimeRecord &lifetime = lifetimes_[id];
-  if (lifetime.state != LifetimeState::Active) return {}; // release is idempotent
-  switch (lifetime.kind) {
+  LifetimeRecord *lifetime = live(id);
+  if (!lifetime || lifetime->state != LifetimeState::Active) return {}; // release is idempotent
+  bool pending = false;
+  switch (lifetime->kind) {
   case LifetimeKind::Reservation:
-    accounts_[lifetime.location.index()].reserved_bytes -= lifetime.nbytes;
-    lifetime.state = LifetimeState::Released;
+    accounts_[lifetime->location.index()].reserved_bytes -= lifetime->nbytes;
     break;
   case LifetimeKind::Hold:
-    for (ValueId value : lifetime.values)
-      add_tokens(value, lifetime.location, lifetime.kind, -1, 0);
-    lifetime.state = LifetimeState::Released;
+    for (ValueId value : lifetime->values)
+      add_tokens(value, lifetime->location, lifetime->kind, -1, 0);
     break;
-  case LifetimeKind::Lease: {
-    const bool pending = events_pending && lifetime.location.is_cuda();
-    for (ValueId value : lifetime.values)
-      add_tokens(value, lifetime.location, lifetime.kind, -1, pending ? 1 : 0);
-    lifetime.state = pending ? LifetimeState::Pending : LifetimeState::Released;
+  case LifetimeKind::Lease:
+    pending = events_pending && lifetime->location.is_cuda();
+    for (ValueId value : lifetime->values)
+      add_tokens(value, lifetime->location, lifetime->kind, -1, pending ? 1 : 0);
     break;
   }
-  }
+  if (pending)
+    lifetime->state = LifetimeState::Pending;
+  else
+    retire(id);
   ++version_;
   return {};
 }
 
 void State::close() {
   values_.clear();
-  lifetimes_.clear();
+  // Slots keep their generations, so ids from before the close stay stale.
+  for (LifetimeId id : live_lifetimes())
+    retire(id);
   for (LocationAccount &account : accounts_) {
     account.used_bytes = 0;
     account.reserved_bytes = 0;
@@ -381,11 +437,11 @@ void State::close() {
 }
 
 void State::complete_pending(LifetimeId id) {
-  LifetimeRecord &lifetime = lifetimes_[id];
-  if (lifetime.state != LifetimeState::Pending) return;
-  for (ValueId value : lifetime.values)
-    add_tokens(value, lifetime.location, lifetime.kind, 0, -1);
-  lifetime.state = LifetimeState::Released;
+  LifetimeRecord *lifetime = live(id);
+  if (!lifetime || lifetime->state != LifetimeState::Pending) return;
+  for (ValueId value : lifetime->values)
+    add_tokens(value, lifetime->location, lifetime->kind, 0, -1);
+  retire(id);
   ++version_;
 }
 

@@ -1,14 +1,17 @@
 #pragma once
 /// \file
 /// Where bytes live and how they move: the manager asks its backend for
-/// storage at a location and for copies between storages. Backends may throw
-/// (std::bad_alloc, BackendError); the manager then leaves its state exactly
-/// as the rules say (nothing installed, temporary charges released).
+/// storage at a location, for copies between storages, and (for CUDA
+/// locations) for streams and events. Backends may throw (std::bad_alloc,
+/// BackendError); the manager then leaves its state exactly as the rules say
+/// (nothing installed, temporary charges released).
 
 #include "fhr/model/state.hpp"
 #include "fhr/runtime/storage.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace fhr {
@@ -19,6 +22,21 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// A backend's stream, opaque to the manager: a cudaStream_t for the CUDA
+/// backend, a simulated stream otherwise. The empty stream (0) means "the
+/// backend's default stream of the device"; pass cudaStreamLegacy (0x1) for
+/// CUDA's legacy default stream.
+struct Stream {
+  std::uintptr_t native = 0;
+  explicit operator bool() const { return native != 0; }
+  friend bool operator==(Stream, Stream) = default;
+};
+
+/// A backend's completion marker on a stream (cudaEvent_t for CUDA).
+struct Event {
+  std::uintptr_t native = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -26,11 +44,31 @@ public:
   virtual DeviceConfig devices() const = 0;
   /// Fresh storage of `nbytes` at `location`.
   virtual Storage allocate(Location location, std::size_t nbytes) = 0;
-  /// Copies `from` into `to` (same size), synchronously.
-  virtual void copy(const Storage &from, Storage &to) = 0;
+  /// Copies `from` into `to` (same size) and returns once the bytes are
+  /// there (§17: materialization is synchronous). A copy into a CUDA location
+  /// is ordered on `stream` when one is given (after the work already
+  /// submitted to it), else on the backend's stream for that device.
+  virtual void copy(const Storage &from, Storage &to, Stream stream) = 0;
   /// Called before a source fills new storage; may throw to refuse the load
   /// (fault injection). The default does nothing.
   virtual void before_load() {}
+
+  // ---- streams and events (CUDA leases, §7.2) ---------------------------
+  /// The CUDA location a stream belongs to; std::nullopt when it is not a
+  /// stream of this backend. Backends without devices have no streams.
+  virtual std::optional<Location> stream_location(Stream) const { return std::nullopt; }
+  /// Records an event after everything submitted to `stream` so far.
+  virtual Event record_event(Stream) { throw BackendError("this backend has no streams"); }
+  /// Has all the work before the event finished? Never blocks.
+  virtual bool event_complete(Event) { return true; }
+  /// Blocks until the event has completed.
+  virtual void synchronize(Event) {}
+  virtual void destroy_event(Event) noexcept {}
+  /// Blocks until all work submitted to `stream` so far has finished (the
+  /// fallback when an event cannot be recorded).
+  virtual void synchronize_stream(Stream) {}
+  /// Blocks until all work on the device has finished (close with force).
+  virtual void synchronize_device(Location) {}
 };
 
 /// Host memory only: pageable storage is 64-byte aligned heap memory; pinned

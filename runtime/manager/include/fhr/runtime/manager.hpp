@@ -4,30 +4,38 @@
 /// transition applies the rules of the shared model (fhr::State), which
 /// calls back into the manager for the physical work (allocate, load, copy,
 /// free) between the admission check and the install; explain and the
-/// preflight of execute_actions run the shared Simulator. No rule is
-/// implemented twice.
+/// preflight of execute_actions and scope entry run the shared Simulator.
+/// No rule is implemented twice.
 ///
-/// This is the first part of the runtime (issue #4): registration, the
-/// primitive transitions with exact reports, explain, execute_actions with
-/// partial reports, host leases, holds and reservations, scopes, snapshots,
-/// content checksums, the trace, close. CUDA leases, the callback guard and
-/// the simulated device backend are still to come (docs/runtime.md).
+/// Thread safety (§13): one manager lock serialises all state access; every
+/// public member may be called from any thread. While a Source::load runs,
+/// every call that needs the state fails with ResidencyReentrancyError from
+/// any thread (threads already waiting for the lock give up too), and a
+/// thread that re-enters the manager from inside a transition (a deleter, a
+/// source) gets the same error instead of a deadlock. Leases, holds and
+/// reservations may be released from any thread.
 
 #include "fhr/model/plan.hpp"
 #include "fhr/model/simulator.hpp"
 #include "fhr/model/state.hpp"
 #include "fhr/runtime/backend.hpp"
+#include "fhr/runtime/callback_guarded_mutex.hpp"
 #include "fhr/runtime/errors.hpp"
 #include "fhr/runtime/reports.hpp"
 #include "fhr/runtime/snapshot.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace fhr {
@@ -60,6 +68,11 @@ struct ActionSpec {
   std::optional<Location> from;
 };
 
+/// Copy streams per CUDA destination for the actions of a plan (the seed's
+/// transfer_streams); destinations not listed use the backend's default
+/// stream of their device.
+using TransferStreams = std::vector<std::pair<Location, Stream>>;
+
 struct PlanSpec {
   std::string name;
   std::vector<ActionSpec> reclaim;
@@ -70,8 +83,14 @@ struct PlanSpec {
 
 class Manager;
 
-/// A lease, hold or reservation (§7, §8). Releasing is idempotent; an object
-/// destroyed while active releases itself. It must not outlive its manager.
+/// A lease, hold or reservation (§7, §8). Releasing is idempotent and
+/// allowed from any thread; like every call that needs the manager's state
+/// it fails with ResidencyReentrancyError while a source callback runs
+/// (§13), and may be retried. An object destroyed while active is
+/// abandoned: it releases itself (a CUDA lease as with release(wait = true))
+/// and the manager reports a warning; destroyed while a source callback
+/// runs, it is released at the manager's next operation instead. It must
+/// not outlive its manager.
 class Lifetime {
 public:
   Lifetime() = default;
@@ -82,6 +101,8 @@ public:
   ~Lifetime();
 
   void release();
+  /// Still protecting (or reserving)? A released CUDA lease whose events are
+  /// pending is no longer active.
   bool active() const;
 
 protected:
@@ -92,9 +113,19 @@ protected:
 };
 
 /// An active read of ready replicas: protects them and exposes their bytes.
+/// A CUDA lease knows the streams that read the values; its release records
+/// an event on each and keeps the protection pending until they complete.
 class Lease : public Lifetime {
 public:
   Lease() = default;
+  /// Registers another stream that reads the leased values (same device;
+  /// each stream once). ResidencyLifetimeClosedError after release;
+  /// std::invalid_argument for a host lease, a foreign or wrong-device stream.
+  void add_consumer_stream(Stream stream);
+  /// Ends the read. A CUDA lease records an event on every consumer stream:
+  /// with `wait` they are synchronised and the protection goes at once,
+  /// otherwise it stays pending until a later operation sees them complete.
+  void release(bool wait = false);
   const std::vector<Handle> &handles() const { return handles_; }
   Location location() const { return location_; }
   /// The bytes of one leased value, read-only, while the lease is active:
@@ -158,13 +189,16 @@ public:
 
 private:
   friend class Manager;
-  Scope(Manager &manager, PlanSpec plan, std::optional<std::uint64_t> expected_state_version)
-      : manager_(&manager), plan_(std::move(plan)), expected_state_version_(expected_state_version) {}
+  Scope(Manager &manager, PlanSpec plan, std::optional<std::uint64_t> expected_state_version,
+        TransferStreams transfer_streams)
+      : manager_(&manager), plan_(std::move(plan)), expected_state_version_(expected_state_version),
+        transfer_streams_(std::move(transfer_streams)) {}
 
   enum class Stage { Created, Entered, Closed };
   Manager *manager_;
   PlanSpec plan_;
   std::optional<std::uint64_t> expected_state_version_;
+  TransferStreams transfer_streams_;
   Stage stage_ = Stage::Created;
   PlanReport entered_;
   std::vector<LifetimeId> reservations_;
@@ -195,6 +229,11 @@ struct ManagerOptions {
   std::size_t trace_capacity = 4096;
   /// Where bytes live; the host backend when empty.
   std::shared_ptr<Backend> backend;
+  /// Receives warnings (an abandoned lifetime, an event that could not be
+  /// recorded); called without the manager lock held, from whichever thread
+  /// caused them, so it must be thread-safe. Empty: print them to stderr as
+  /// "fhr: warning: ...".
+  std::function<void(std::string_view)> warning_handler;
 };
 
 class Manager {
@@ -218,9 +257,12 @@ public:
   Handle register_source(const ValueSpec &spec, std::shared_ptr<Source> source,
                          Location source_location = Location::pageable());
 
-  TransitionReport ensure(const Handle &handle, Location at);
-  TransitionReport copy(const Handle &handle, Location to);
-  TransitionReport move(const Handle &handle, Location to, std::optional<Location> from = std::nullopt);
+  /// `stream`: the copy stream for a CUDA destination (std::invalid_argument
+  /// for a host destination, a foreign stream or one of another device).
+  TransitionReport ensure(const Handle &handle, Location at, Stream stream = {});
+  TransitionReport copy(const Handle &handle, Location to, Stream stream = {});
+  TransitionReport move(const Handle &handle, Location to, std::optional<Location> from = std::nullopt,
+                        Stream stream = {});
   TransitionReport drop(const Handle &handle, Location at);
   TransitionReport discard(const Handle &handle);
 
@@ -232,19 +274,22 @@ public:
   /// with the partial report when a step fails at run time.
   PlanReport execute_actions(std::span<const ActionSpec> actions,
                              const std::string &name = "residency-actions",
-                             std::optional<std::uint64_t> expected_state_version = std::nullopt);
+                             std::optional<std::uint64_t> expected_state_version = std::nullopt,
+                             const TransferStreams &transfer_streams = {});
 
   /// Borrows ready replicas for reads (§7.2): atomic over the handles,
-  /// duplicates collapse, nothing is ever materialized. Host locations only
-  /// so far (CUDA leases need a consumer stream and the CUDA backend).
-  Lease acquire(std::span<const Handle> handles, Location at);
+  /// duplicates collapse, nothing is ever materialized. A CUDA location
+  /// needs the stream that will read the values (`consumer_stream`); a host
+  /// location takes none.
+  Lease acquire(std::span<const Handle> handles, Location at, Stream consumer_stream = {});
   /// Protects ready replicas without exposing them (§7.3).
   Hold hold(std::span<const Handle> handles, Location at);
   /// Records `nbytes` of headroom at `at` (§8); a blank label is an argument error.
   ActiveReservation reserve(Location at, std::uint64_t nbytes, const std::string &label);
 
   /// A scope over `plan`; nothing happens until Scope::enter().
-  Scope scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version = std::nullopt);
+  Scope scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version = std::nullopt,
+              TransferStreams transfer_streams = {});
 
   /// XXH64 of the replica's bytes at `at` (throws if not resident): the
   /// content check of `fhr-plan run` and the tests.
@@ -255,12 +300,14 @@ public:
   /// Locations of the value's replicas, in installation order.
   std::vector<Location> replicas(const Handle &handle) const;
 
-  /// §15: refuses (ResidencyInUseError, nothing changes) while leases, holds
-  /// or reservations remain, unless `force`; then frees every replica and
+  /// §15: `wait` first synchronises the events of every pending CUDA lease
+  /// (otherwise only completed ones are reaped); then refuses
+  /// (ResidencyInUseError, nothing changes) while leases (active or
+  /// pending), holds or reservations remain, unless `force`, which first
+  /// synchronises every CUDA device in use. Then frees every replica and
   /// forgets every value. Afterwards every call but id(), locations(),
   /// trace() and clear_trace() throws ResidencyClosedError, and releasing a
-  /// lifetime is a silent no-op. Idempotent. Host leases never have pending
-  /// events, so `wait` has nothing to wait for yet.
+  /// lifetime is a silent no-op. Idempotent.
   void close(bool wait = true, bool force = false);
   bool closed() const;
 
@@ -272,45 +319,107 @@ public:
 
 private:
   friend class Lifetime;
-  friend class Scope;
-  /// Runs `actions` as phase `phase` of `plan_name`, appending to `report`;
-  /// a failure becomes ResidencyPlanExecutionError with the partial report.
-  void run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
-                 PlanReport &report);
-  void release_all(std::vector<LifetimeId> &lifetimes);
-  /// The manager lock, or ResidencyClosedError after close().
-  std::unique_lock<std::mutex> open_lock() const;
   friend class Lease;
+  friend class Scope;
   class Hooks;
-  std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
-  void release(LifetimeId id);
-  bool lifetime_active(LifetimeId id) const;
+  class StateLock;
+
   struct Record {
     std::uint64_t handle_id = 0;
     std::shared_ptr<Source> source;
     /// Replicas in installation order.
     std::vector<std::pair<Location, Storage>> replicas;
   };
+  /// The consumer streams of a CUDA lease, and the events its release
+  /// recorded on them.
+  struct LeaseStreams {
+    std::vector<Stream> streams;
+    std::vector<Event> events;
+  };
 
+  // ---- locking (manager_lock.cpp) ----------------------------------------
+  /// The manager lock, after the reentrancy checks of §13.
+  StateLock lock_state() const;
+  /// lock_state(), then ResidencyClosedError after close().
+  StateLock open_lock() const;
+  void warn(const std::string &message) const;
+
+  // ---- values and transitions (manager.cpp) -----------------------------
   ValueId resolve(const Handle &handle) const;
   ValueId resolve_for_plan(const Handle &handle) const;
   void validate(Location location) const;
-  TransitionReport run_transition(const Action &action);
+  /// std::invalid_argument unless `stream` may copy into `destination`.
+  void validate_stream(Stream stream, Location destination) const;
+  TransitionReport run_transition(const Action &action, Stream stream);
   std::string value_name(ValueId value) const;
   void record_trace(const TransitionReport &report);
   Storage *replica(ValueId value, Location at);
   const Storage *replica(ValueId value, Location at) const;
-  std::vector<Action> to_actions(std::span<const ActionSpec> specs) const;
 
-  mutable std::mutex mutex_;
+  // ---- plans (plans.cpp) --------------------------------------------------
+  std::vector<Action> to_actions(std::span<const ActionSpec> specs) const;
+  void validate_transfer_streams(const TransferStreams &streams) const;
+  /// Runs `actions` as phase `phase` of `plan_name`, appending to `report`;
+  /// a failure becomes ResidencyPlanExecutionError with the partial report.
+  void run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
+                 const TransferStreams &streams, PlanReport &report);
+  /// Throws ResidencyPlanError (with the failing step) for an infeasible plan.
+  void preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const;
+
+  // ---- lifetimes (lifetimes.cpp) -----------------------------------------
+  std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
+  void release_all(std::vector<LifetimeId> &lifetimes);
+  /// Releases any lifetime under the lock; returns a warning, if any.
+  std::string release_locked(LifetimeId id, bool wait);
+  void release(LifetimeId id, bool wait);
+  void abandon(LifetimeId id) noexcept;
+  bool lifetime_active(LifetimeId id) const;
+  void add_consumer_stream(LifetimeId id, Stream stream);
+  /// Removes the pending protection of a CUDA lease whose events completed.
+  void complete_lease(LifetimeId id);
+  /// §7.4: converts every pending lease whose events have all completed
+  /// (after applying the deferred releases).
+  void reap();
+  /// A lifetime abandoned while the state could not be touched is released
+  /// at the next reap.
+  void defer_release(LifetimeId id);
+  void apply_deferred_releases();
+  /// Pending leases whose events have all completed (explain sees through them).
+  std::vector<LifetimeId> completed_pending() const;
+
+  mutable CallbackGuardedMutex mutex_;
+  /// The thread holding mutex_, to turn same-thread re-entry into an error.
+  mutable std::atomic<std::thread::id> lock_owner_{};
   std::uint64_t id_;
   std::shared_ptr<Backend> backend_;
+  std::function<void(std::string_view)> warning_handler_;
   State state_;
   std::vector<Record> records_;
   std::uint64_t next_handle_id_ = 1;
   std::size_t trace_capacity_;
   std::deque<TransitionReport> trace_;
+  std::unordered_map<LifetimeId, LeaseStreams> lease_streams_;
+  /// Released CUDA leases whose events have not all been seen complete.
+  std::vector<LifetimeId> pending_leases_;
+  std::mutex deferred_mutex_;
+  std::vector<LifetimeId> deferred_releases_;
+  std::atomic<bool> has_deferred_releases_{false};
   bool closed_ = false;
+};
+
+/// Holds a manager's lock (see Manager::lock_state).
+class Manager::StateLock {
+public:
+  explicit StateLock(const Manager &manager);
+  StateLock(StateLock &&other) noexcept : manager_(std::exchange(other.manager_, nullptr)) {}
+  StateLock(const StateLock &) = delete;
+  StateLock &operator=(const StateLock &) = delete;
+  StateLock &operator=(StateLock &&) = delete;
+  ~StateLock() { unlock(); }
+  void unlock();
+
+private:
+  const Manager *manager_;
 };
 
 } // namespace fhr

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace fhr {
@@ -50,7 +51,11 @@ struct Explanation {
 
 class Simulator {
 public:
-  explicit Simulator(const State &state) : state_(state) {}
+  /// `completed_pending`: pending CUDA leases whose events have all
+  /// completed but which were not reaped yet; their tokens protect nothing
+  /// in the simulation (§7.4: explain does not reap, but sees through them).
+  explicit Simulator(const State &state, std::span<const LifetimeId> completed_pending = {})
+      : state_(state), completed_pending_(completed_pending.begin(), completed_pending.end()) {}
 
   /// Simulates reclaim, then the reservations, then enter and exit.
   Explanation explain(const PlanView &plan);
@@ -58,6 +63,7 @@ public:
 private:
   struct SimulatedValue {
     LocationSet resident;
+    LocationSet protected_at;
     bool discarded = false;
   };
   struct SimulatedAccount {
@@ -79,8 +85,10 @@ private:
   Outcome simulate_drop(const Action &action, SimulatedValue &value, const ValueRecord &record);
   Outcome simulate_discard(SimulatedValue &value, const ValueRecord &record, Explanation &out);
   void remove(SimulatedValue &value, Location location, std::uint64_t nbytes);
+  LocationSet effective_protection(ValueId id) const;
 
   const State &state_;
+  std::vector<LifetimeId> completed_pending_;
   std::vector<std::uint32_t> value_slot_;
   std::vector<ValueId> touched_values_;
   std::vector<SimulatedValue> simulated_values_;

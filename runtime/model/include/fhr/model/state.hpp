@@ -70,11 +70,20 @@ struct ValueRecord {
 enum class LifetimeKind : std::uint8_t { Lease, Hold, Reservation };
 enum class LifetimeState : std::uint8_t { Active, Pending, Released };
 
-using LifetimeId = std::uint32_t;
+/// Names one lease, hold or reservation: a slot in the lifetime table in the
+/// low 32 bits and that slot's generation in the high 32 bits. A slot is
+/// reused once its lifetime is fully released, so the table does not grow
+/// with the number of leases ever taken; a stale id (a released lifetime
+/// whose slot now holds another) is recognised by its generation and
+/// behaves as released. 0 is never an id.
+using LifetimeId = std::uint64_t;
 
 struct LifetimeRecord {
   LifetimeKind kind = LifetimeKind::Hold;
-  LifetimeState state = LifetimeState::Active;
+  LifetimeState state = LifetimeState::Released;
+  std::uint32_t generation = 0;
+  /// Creation order across all lifetimes (the snapshot lists reservations so).
+  std::uint64_t sequence = 0;
   Location location;
   std::vector<ValueId> values; ///< leases and holds
   std::uint64_t nbytes = 0;    ///< reservations
@@ -140,8 +149,13 @@ public:
   Outcome release(LifetimeId id, bool events_pending = false);
   /// Pending protection of a lease whose events have completed is removed.
   void complete_pending(LifetimeId id);
-  const LifetimeRecord &lifetime(LifetimeId id) const { return lifetimes_[id]; }
-  std::size_t lifetime_count() const { return lifetimes_.size(); }
+  /// Active or Pending for a live lifetime; Released for a released or
+  /// unknown id.
+  LifetimeState lifetime_state(LifetimeId id) const;
+  /// The record of a live (active or pending) lifetime; nullptr otherwise.
+  const LifetimeRecord *find_lifetime(LifetimeId id) const;
+  /// Every live lifetime in creation order.
+  std::vector<LifetimeId> live_lifetimes() const;
   /// Does any protection token protect `value` at `at`?
   bool is_protected(ValueId value, Location at) const;
 
@@ -165,6 +179,9 @@ private:
   Outcome drop(const Action &action, TransitionHooks *hooks);
   Outcome discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
   void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold, int delta_pending);
+  LifetimeId add_lifetime(LifetimeRecord lifetime);
+  LifetimeRecord *live(LifetimeId id);
+  void retire(LifetimeId id);
 
   DeviceConfig devices_;
   std::array<std::int16_t, Location::kCount> slot_{};
@@ -172,6 +189,8 @@ private:
   std::array<LocationAccount, Location::kCount> accounts_{};
   std::vector<ValueRecord> values_;
   std::vector<LifetimeRecord> lifetimes_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint64_t next_sequence_ = 0;
   std::uint64_t version_ = 0;
 };
 

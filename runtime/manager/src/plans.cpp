@@ -1,0 +1,219 @@
+// Plans on a live manager: explain (§10), execute_actions (§11) and scopes
+// (§12). Every preflight is the shared Simulator over the live state.
+#include "fhr/runtime/manager.hpp"
+
+#include "clock.hpp"
+
+namespace fhr {
+
+namespace {
+
+void require_name(const std::string &name, const char *what) {
+  if (name.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument(std::string(what) + " needs a non-blank name");
+}
+
+void check_expected_version(std::optional<std::uint64_t> expected, std::uint64_t actual) {
+  if (expected && *expected != actual) throw ResidencyStaleStateError(*expected, actual);
+}
+
+Stream stream_for(const TransferStreams &streams, Location destination) {
+  for (const auto &[location, stream] : streams)
+    if (location == destination) return stream;
+  return {};
+}
+
+} // namespace
+
+std::vector<Action> Manager::to_actions(std::span<const ActionSpec> specs) const {
+  std::vector<Action> actions;
+  actions.reserve(specs.size());
+  for (const ActionSpec &spec : specs)
+    actions.push_back(Action{spec.kind, resolve_for_plan(spec.handle), spec.location, spec.from});
+  return actions;
+}
+
+void Manager::validate_transfer_streams(const TransferStreams &streams) const {
+  for (const auto &[location, stream] : streams) {
+    validate(location);
+    if (!stream) throw std::invalid_argument("transfer stream for " + location.name() + " is empty");
+    validate_stream(stream, location);
+  }
+}
+
+Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
+  require_name(plan.name, "a plan");
+  auto lock = open_lock();
+  // §7.4: explain does not reap, but completed pending leases protect nothing.
+  check_expected_version(expected_state_version, state_.version());
+  const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
+                            exit = to_actions(plan.exit);
+  Simulator simulator(state_, completed_pending());
+  return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
+}
+
+void Manager::preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const {
+  std::vector<Action> reclaim, exit;
+  PlanView view{{}, {}, actions, {}};
+  if (plan) {
+    reclaim = to_actions(plan->reclaim);
+    exit = to_actions(plan->exit);
+    view = PlanView{reclaim, plan->reservations, actions, exit};
+  }
+  Simulator simulator(state_);
+  const Explanation result = simulator.explain(view);
+  if (result.feasible) return;
+  const SimulatedStep &failed = *result.first_failure();
+  std::string where = " at action " + std::to_string(failed.index);
+  MessageContext context;
+  std::string value;
+  if (plan) {
+    where = " in phase " + std::string(phase_name(failed.phase)) + " at step " + std::to_string(failed.index);
+    if (failed.phase == Phase::Reserve) context.label = plan->reservations[failed.index].label;
+  }
+  const std::span<const Action> phase_actions = failed.phase == Phase::Reclaim ? std::span<const Action>(reclaim)
+                                                : failed.phase == Phase::Exit  ? std::span<const Action>(exit)
+                                                                               : actions;
+  if (failed.phase != Phase::Reserve) {
+    value = value_name(phase_actions[failed.index].value);
+    context.value_name = value;
+  }
+  throw ResidencyPlanError("plan '" + plan_name + "' is infeasible" + where + ": " +
+                           describe(failed.outcome, context, &result.failure_detail));
+}
+
+PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std::string &name,
+                                    std::optional<std::uint64_t> expected_state_version,
+                                    const TransferStreams &transfer_streams) {
+  require_name(name, "an action list");
+  auto lock = open_lock();
+  reap();
+  check_expected_version(expected_state_version, state_.version());
+  validate_transfer_streams(transfer_streams);
+  preflight(name, nullptr, to_actions(specs));
+  PlanReport report;
+  report.plan_name = name;
+  report.started_at_ns = now_ns();
+  run_phase(name, ExecutionPhase::Execute, specs, transfer_streams, report);
+  report.completed_at_ns = now_ns();
+  return report;
+}
+
+void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
+                        const TransferStreams &streams, PlanReport &report) {
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    ResidencyPlanExecutionError::Details details;
+    try {
+      reap(); // §7.4: before every executed action
+      // Resolved now: exit actions run without a new preflight, so a handle
+      // discarded by the body must fail here as a handle error.
+      const Action action{actions[i].kind, resolve(actions[i].handle), actions[i].location, actions[i].from};
+      const bool copies_to_destination = action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
+      report.transitions.push_back(
+          run_transition(action, copies_to_destination ? stream_for(streams, action.location) : Stream{}));
+      continue;
+    } catch (const ResidencyError &error) {
+      details.detail = error.what();
+      details.cause = error.error_class();
+    } catch (const std::exception &error) {
+      details.detail = error.what();
+    }
+    details.plan_name = plan_name;
+    details.phase = phase;
+    details.failed_action_index = i;
+    report.completed_at_ns = now_ns();
+    details.partial_report = report;
+    throw ResidencyPlanExecutionError(std::move(details));
+  }
+}
+
+Scope Manager::scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version,
+                     TransferStreams transfer_streams) {
+  require_name(plan.name, "a plan");
+  for (const Reservation &r : plan.reservations)
+    if (r.label.find_first_not_of(" \t\n") == std::string::npos)
+      throw std::invalid_argument("a reservation needs a non-blank label");
+  return Scope(*this, std::move(plan), expected_state_version, std::move(transfer_streams));
+}
+
+Scope::Scope(Scope &&other) noexcept
+    : manager_(other.manager_), plan_(std::move(other.plan_)),
+      expected_state_version_(other.expected_state_version_), transfer_streams_(std::move(other.transfer_streams_)),
+      stage_(other.stage_), entered_(std::move(other.entered_)), reservations_(std::move(other.reservations_)),
+      report_(std::move(other.report_)), exit_error_(std::move(other.exit_error_)) {
+  other.stage_ = Stage::Closed;
+  other.reservations_.clear();
+}
+
+Scope::~Scope() {
+  if (stage_ != Stage::Entered) return;
+  for (LifetimeId id : reservations_)
+    manager_->abandon(id);
+}
+
+void Scope::enter() {
+  if (stage_ != Stage::Created) throw std::logic_error("scope '" + plan_.name + "' entered twice");
+  stage_ = Stage::Closed; // any failure below consumes the scope
+  Manager &m = *manager_;
+  auto lock = m.open_lock();
+  m.reap();
+  check_expected_version(expected_state_version_, m.state_.version());
+  m.validate_transfer_streams(transfer_streams_);
+  m.preflight(plan_.name, &plan_, m.to_actions(plan_.enter));
+  entered_.plan_name = plan_.name;
+  entered_.started_at_ns = now_ns();
+  m.run_phase(plan_.name, ExecutionPhase::Reclaim, plan_.reclaim, transfer_streams_, entered_);
+  for (std::size_t i = 0; i < plan_.reservations.size(); ++i) {
+    const Reservation &r = plan_.reservations[i];
+    LifetimeId id = 0;
+    FailureDetail detail;
+    if (Outcome outcome = m.state_.reserve(r.location, r.nbytes, r.label, &id, &detail); outcome.failed()) {
+      m.release_all(reservations_);
+      ResidencyPlanExecutionError::Details details;
+      details.plan_name = plan_.name;
+      details.phase = ExecutionPhase::Reserve;
+      details.failed_reservation_index = i;
+      details.partial_report = entered_;
+      details.detail = describe(outcome, {{}, r.label}, &detail);
+      details.cause = outcome.error;
+      throw ResidencyPlanExecutionError(std::move(details));
+    }
+    reservations_.push_back(id);
+  }
+  try {
+    m.run_phase(plan_.name, ExecutionPhase::Enter, plan_.enter, transfer_streams_, entered_);
+  } catch (...) {
+    m.release_all(reservations_);
+    throw;
+  }
+  stage_ = Stage::Entered;
+}
+
+void Scope::close() {
+  if (stage_ == Stage::Created) throw std::logic_error("scope '" + plan_.name + "' closed before entry");
+  if (stage_ == Stage::Closed) return;
+  stage_ = Stage::Closed; // whatever happens next, the scope is spent
+  Manager &m = *manager_;
+  std::optional<Manager::StateLock> lock;
+  try {
+    lock.emplace(m.open_lock());
+  } catch (const ResidencyReentrancyError &) {
+    // No exit now (a source callback runs); the reservations must still go.
+    for (LifetimeId id : reservations_)
+      m.defer_release(id);
+    reservations_.clear();
+    throw;
+  }
+  // Exit runs without a new preflight (§12.3); reservations go either way.
+  try {
+    m.run_phase(plan_.name, ExecutionPhase::Exit, plan_.exit, transfer_streams_, entered_);
+  } catch (...) {
+    m.release_all(reservations_);
+    throw;
+  }
+  m.release_all(reservations_);
+  entered_.completed_at_ns = now_ns();
+  report_ = std::move(entered_);
+}
+
+} // namespace fhr
