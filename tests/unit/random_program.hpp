@@ -13,15 +13,18 @@ namespace fhr::test {
 
 class RandomProgram {
 public:
-  explicit RandomProgram(unsigned seed) : rng_(seed) {}
+  /// `small`: every size a thousand times smaller (KiB where MiB were,
+  /// bytes where KiB were), for tests that execute the programs for real.
+  explicit RandomProgram(unsigned seed, bool small = false)
+      : rng_(seed), big_(small ? " KiB" : " MiB"), medium_(small ? "" : " KiB") {}
 
   std::string generate() {
     out_.clear();
     if (chance(50)) line("devices " + std::to_string(pick(1, 4)));
     for (const char *loc : {"pinned", "cuda:0", "cuda:1"})
-      if (chance(60)) line(std::string("budget ") + loc + " " + std::to_string(pick(1, 64)) + " MiB");
+      if (chance(60)) line(std::string("budget ") + loc + " " + std::to_string(pick(1, 64)) + big_);
     if (chance(30)) line("location pageable");
-    if (chance(30)) line("const unit = " + std::to_string(pick(1, 4)) + " MiB");
+    if (chance(30)) line("const unit = " + std::to_string(pick(1, 4)) + big_);
     const int values = pick(1, 6);
     for (int v = 0; v < values; ++v)
       value(v);
@@ -53,7 +56,7 @@ private:
   }
   std::string size() {
     return chance(20) ? std::to_string(pick(0, 5000))
-                      : std::to_string(pick(1, 16)) + (chance(50) ? " MiB" : " KiB");
+                      : std::to_string(pick(1, 16)) + (chance(50) ? big_ : medium_);
   }
 
   void value(int v) {
@@ -61,7 +64,7 @@ private:
     std::string text = "value " + value.name;
     if (value.family) text += "[" + std::to_string(value.family) + "]";
     text += " " + size();
-    if (chance(25)) text += " storage 17 MiB";
+    if (chance(25)) text += " storage 17" + big_;
     if (chance(50)) text += chance(50) ? " replicable" : " exclusive";
     text += (chance(50) ? " at " : " source ") + location();
     line(text);
@@ -183,6 +186,7 @@ private:
   std::vector<Value> values_;
   std::vector<std::string> active_;
   int lifetime_counter_ = 0;
+  std::string big_, medium_;
 };
 
 } // namespace fhr::test

@@ -42,4 +42,15 @@ int run_compile(const CommonOptions &options, const std::string &output);
 /// Prints each module as .fhr text.
 int run_disasm(const CommonOptions &options);
 
+struct RunOptions {
+  std::string backend = "host"; ///< "host" or "sim"
+  std::string program;          ///< run only this program
+  std::string plan;             ///< run only this plan (as a scope)
+};
+/// Executes programs (or plans) on a fresh manager and compares every step
+/// with the prediction: 0 all completed as predicted, 1 stopped at a
+/// predicted failure, 2 bad input or a difference between prediction and
+/// execution.
+int run_run(const CommonOptions &options, const RunOptions &run);
+
 } // namespace fhr::cli

@@ -14,20 +14,33 @@ cl::SubCommand check_command("check", "CI gate: quiet on success, one line per i
 cl::SubCommand compile_command("compile", "Lower a plan file to a verified bytecode module");
 cl::SubCommand disasm_command("disasm",
                               "Print a bytecode module as .fhr text that compiles to the same bytes");
+cl::SubCommand run_command("run", "Execute programs on a fresh manager with synthetic values; print each "
+                                  "step's prediction beside what ran and its time");
 
 cl::list<std::string> files(cl::Positional, cl::ZeroOrMore, cl::desc("<file.fhr | - >..."),
                             cl::sub(explain_command), cl::sub(check_command), cl::sub(compile_command),
-                            cl::sub(disasm_command));
+                            cl::sub(disasm_command), cl::sub(run_command));
 cl::opt<std::string> output_path("o", cl::desc("Output module"), cl::value_desc("OUT.fhrb"), cl::Required,
                                  cl::sub(compile_command));
 cl::list<std::string> budgets("budget",
                               cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
-                              cl::sub(check_command));
+                              cl::sub(check_command), cl::sub(run_command));
+enum class RunBackend { Host, Simulated };
+cl::opt<RunBackend> run_backend(
+    "backend", cl::desc("Where values live"), cl::init(RunBackend::Host),
+    cl::values(clEnumValN(RunBackend::Host, "host", "host memory; no CUDA locations"),
+               clEnumValN(RunBackend::Simulated, "sim", "host memory standing in for cuda:N (no GPU needed)")),
+    cl::sub(run_command));
+cl::opt<std::string> run_program("program", cl::desc("Run only this program"), cl::value_desc("NAME"),
+                                 cl::sub(run_command));
+cl::opt<std::string> run_plan("plan", cl::desc("Run only this plan, as a scope"), cl::value_desc("NAME"),
+                              cl::sub(run_command));
 
 // LLVM's own --version lives only at the top level; every verb takes it too.
 cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),
-                           cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command));
+                           cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command),
+                           cl::sub(run_command));
 
 enum class ExplainFormat { Text, Json };
 cl::opt<ExplainFormat>
@@ -64,8 +77,9 @@ int main(int argc, char **argv) {
   const char *verb = explain_command   ? "explain"
                      : check_command   ? "check"
                      : compile_command ? "compile"
+                     : run_command     ? "run"
                                        : "disasm";
-  const bool any_verb = explain_command || check_command || compile_command || disasm_command;
+  const bool any_verb = explain_command || check_command || compile_command || disasm_command || run_command;
   if (any_verb && files.empty()) {
     llvm::errs() << "fhr-plan: no input files (use - for standard input); see fhr-plan " << verb
                  << " --help\n";
@@ -86,6 +100,13 @@ int main(int argc, char **argv) {
   }
   if (compile_command) return fhr::cli::run_compile(options, output_path);
   if (disasm_command) return fhr::cli::run_disasm(options);
-  llvm::errs() << "fhr-plan: missing command (explain, check, compile or disasm); see fhr-plan --help\n";
+  if (run_command) {
+    fhr::cli::RunOptions run;
+    run.backend = run_backend == RunBackend::Simulated ? "sim" : "host";
+    run.program = run_program;
+    run.plan = run_plan;
+    return fhr::cli::run_run(options, run);
+  }
+  llvm::errs() << "fhr-plan: missing command (explain, check, run, compile or disasm); see fhr-plan --help\n";
   return fhr::cli::kBadInput;
 }

@@ -291,6 +291,11 @@ LocationAccount Manager::account(Location location) const {
   return state_.account(location);
 }
 
+void Manager::reset_peaks() {
+  auto lock = open_lock();
+  state_.reset_peaks();
+}
+
 std::vector<Location> Manager::replicas(const Handle &handle) const {
   auto lock = open_lock();
   std::vector<Location> out;

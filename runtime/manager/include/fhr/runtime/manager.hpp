@@ -98,7 +98,7 @@ public:
   Lifetime &operator=(Lifetime &&other) noexcept;
   Lifetime(const Lifetime &) = delete;
   Lifetime &operator=(const Lifetime &) = delete;
-  ~Lifetime();
+  virtual ~Lifetime();
 
   void release();
   /// Still protecting (or reserving)? A released CUDA lease whose events are
@@ -185,6 +185,9 @@ public:
 
   /// All transitions (reclaim, enter, exit) once closed successfully.
   const std::optional<PlanReport> &report() const { return report_; }
+  /// The transitions committed so far: reclaim and enter once entered,
+  /// exit too once closed.
+  const PlanReport &progress() const { return report_ ? *report_ : entered_; }
   const std::optional<ResidencyPlanExecutionError> &exit_error() const { return exit_error_; }
 
 private:
@@ -297,6 +300,9 @@ public:
   /// The accounting of one location (zeroes if it was never registered);
   /// the per-location part of what snapshot() will return.
   LocationAccount account(Location location) const;
+  /// Starts a new reporting window: every location's peak used and peak
+  /// charged become its current figures (to measure one stage's peak).
+  void reset_peaks();
   /// Locations of the value's replicas, in installation order.
   std::vector<Location> replicas(const Handle &handle) const;
 

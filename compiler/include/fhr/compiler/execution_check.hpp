@@ -1,0 +1,90 @@
+#pragma once
+/// \file
+/// Prediction against execution: runs a module's setup and then one program
+/// (or one plan as a scope) on a live manager through the ModuleRunner, and
+/// compares every executed step with what the compiler's simulator
+/// predicted for it: the same steps in the same order, the same verdict
+/// (done, no-op, refused) and the same error class. `fhr-plan run` prints
+/// the result; the differential test runs thousands of random programs
+/// through it.
+
+#include "fhr/compiler/analysis.hpp"
+#include "fhr/executor/module_runner.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+/// One predicted step, in the runner's terms.
+struct PredictedStep {
+  StepKind kind = StepKind::Direct;
+  std::uint32_t index = 0;
+  Phase phase = Phase::Enter;
+  Verdict verdict = Verdict::Ok;
+  ErrorClass raised = ErrorClass::None;
+};
+
+std::vector<PredictedStep> predicted_steps(const ProgramReport &report);
+std::vector<PredictedStep> predicted_steps(const Explanation &plan);
+
+/// The differences between a prediction and a run; empty when they agree.
+/// Each names the step (index in the run, kind, line) and what differs.
+std::vector<std::string> compare_steps(const std::vector<PredictedStep> &predicted, const RunResult &run);
+
+/// What one execution of a program or plan produced.
+struct ExecutionCheck {
+  std::string kind; ///< "program" or "plan"
+  std::string name;
+  /// The module's values as they were bound (names for the steps' values).
+  std::vector<DeclaredValue> values;
+  RunResult setup;
+  RunResult run;
+  std::vector<PredictedStep> predicted;
+  /// Prediction and execution disagree (setup or run) or content changed.
+  std::vector<std::string> differences;
+  /// Per location: predicted and measured peak charge during the run.
+  struct Peak {
+    Location location;
+    std::uint64_t predicted = 0;
+    std::uint64_t measured = 0;
+  };
+  std::vector<Peak> peaks;
+  std::uint64_t content_checks = 0;
+  /// The manager's warnings (a scope left by a failing body releases its
+  /// reservations with one, say).
+  std::shared_ptr<std::vector<std::string>> warnings;
+
+  bool agrees() const { return differences.empty(); }
+};
+
+enum class BackendKind { Host, Simulated };
+
+struct ExecutionOptions {
+  BackendKind backend = BackendKind::Host;
+  std::vector<BudgetOverride> overrides;
+  /// The simulated backend's device count when the module declares none.
+  unsigned default_devices = 8;
+  /// Every location lives in host memory here: a run whose predicted peaks
+  /// add up to more than this is refused before it starts (0: three
+  /// quarters of the machine's physical memory).
+  std::uint64_t memory_limit_bytes = 0;
+};
+
+/// Thrown when a run would need more host memory than the limit.
+class ExecutionTooLarge : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs `program` (an index into module.programs) on a fresh manager with
+/// synthetic payloads, checking every installed replica's content.
+ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t program,
+                             const ExecutionOptions &options);
+/// Runs plan `plan` as a scope (enter, then close) on a fresh manager.
+ExecutionCheck check_plan(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t plan,
+                          const ExecutionOptions &options);
+
+} // namespace fhr
