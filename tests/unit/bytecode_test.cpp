@@ -47,13 +47,6 @@ std::string explain_signature(const CompiledFile &compiled) {
   return json_text(j);
 }
 
-std::string read_file(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// Source → module → text → module must give the same bytes, and explaining
 /// the module must give the same verdicts, steps and numbers as the source.
 void check_round_trip(const std::string &text) {
@@ -65,14 +58,6 @@ void check_round_trip(const std::string &text) {
   const std::vector<char> second = lower_module(again.module, *again.source);
   REQUIRE_MESSAGE(first == second, "source:\n" << text << "\ndisassembly:\n" << disassembled);
   CHECK(explain_signature(compile_text(text, "test.fhr")) == explain_signature(again));
-}
-
-std::vector<std::string> example_paths() {
-  std::vector<std::string> paths;
-  for (const auto &entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/examples"))
-    if (entry.path().extension() == ".fhr") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
 }
 
 void fix_checksum(std::vector<char> &bytes) {

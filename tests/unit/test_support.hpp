@@ -6,10 +6,30 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace fhr::test {
+
+inline std::string read_file(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Every examples/*.fhr, sorted.
+inline std::vector<std::string> example_paths() {
+  std::vector<std::string> paths;
+  for (const auto &entry : std::filesystem::directory_iterator(FHR_SOURCE_DIR "/examples"))
+    if (entry.path().extension() == ".fhr") paths.push_back(entry.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 constexpr std::uint64_t MiB = 1 << 20;
 constexpr std::uint64_t GiB = 1ull << 30;

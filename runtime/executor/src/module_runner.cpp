@@ -81,6 +81,8 @@ ExecutedStep plain_step(StepKind kind, std::uint32_t index, std::uint32_t line) 
   return step;
 }
 
+std::uint64_t scaled(std::uint64_t bytes, std::uint64_t divisor) { return (bytes + divisor - 1) / divisor; }
+
 ExecutedStep failed_step(StepKind kind, std::uint32_t index, std::uint32_t line, const std::exception &error) {
   ExecutedStep step = plain_step(kind, index, line);
   step.failed = true;
@@ -285,7 +287,7 @@ private:
     const StepKind kind = setup ? StepKind::Setup : StepKind::BodyReserve;
     try {
       auto reservation = std::make_unique<ActiveReservation>(
-          r_.manager_.reserve(in.location, in.size, r_.module_.strings[in.index()]));
+          r_.manager_.reserve(in.location, scaled(in.size, r_.options_.scale_down), r_.module_.strings[in.index()]));
       result_.steps.push_back(plain_step(kind, 0, in.line));
       if (setup)
         r_.setup_lifetimes_.emplace_back(pc, std::move(reservation));
@@ -361,6 +363,7 @@ private:
 ModuleRunner::ModuleRunner(Manager &manager, const bytecode::Module &module, ValueBinder &binder,
                            RunnerOptions options)
     : manager_(manager), module_(module), binder_(binder), options_(std::move(options)) {
+  if (options_.scale_down == 0) throw std::invalid_argument("scale_down must be at least 1");
   values_.resize(module.value_count);
   handles_.resize(module.value_count);
   for (const bytecode::Declaration &d : module.declarations)
@@ -370,6 +373,8 @@ ModuleRunner::ModuleRunner(Manager &manager, const bytecode::Module &module, Val
       value.name = module.strings[d.name];
       if (d.family_size != 0) value.index = i;
       value.spec = d.spec;
+      value.spec.logical_nbytes = scaled(d.spec.logical_nbytes, options_.scale_down);
+      value.spec.storage_nbytes = scaled(d.spec.storage_nbytes, options_.scale_down);
       value.location = d.location;
     }
 }
@@ -384,8 +389,12 @@ ModuleRunner::~ModuleRunner() {
   }
 }
 
-std::vector<std::pair<Location, std::optional<std::uint64_t>>> ModuleRunner::budgets(const bytecode::Module &module) {
-  return module.budgets;
+std::vector<std::pair<Location, std::optional<std::uint64_t>>> ModuleRunner::budgets(const bytecode::Module &module,
+                                                                                     std::uint64_t scale_down) {
+  auto budgets = module.budgets;
+  for (auto &[location, budget] : budgets)
+    if (budget) budget = scaled(*budget, scale_down);
+  return budgets;
 }
 
 RunResult ModuleRunner::run_setup() {
@@ -447,7 +456,8 @@ PlanSpec ModuleRunner::plan_spec(std::uint32_t plan_index) const {
   spec.reclaim = phase_actions(entry.reclaim).actions;
   for (std::uint32_t pc = entry.reserve.begin; pc < entry.reserve.end; ++pc) {
     const Instruction &in = module_.code[pc];
-    spec.reservations.push_back(Reservation{in.location, in.size, module_.strings[in.index()]});
+    spec.reservations.push_back(
+        Reservation{in.location, scaled(in.size, options_.scale_down), module_.strings[in.index()]});
   }
   spec.enter = phase_actions(entry.enter).actions;
   spec.exit = phase_actions(entry.exit).actions;

@@ -84,6 +84,11 @@ struct RunnerOptions {
   /// Called after every committed transition, with the handle it concerned:
   /// where content checks hook in.
   std::function<void(const TransitionReport &, const Handle &)> after_transition;
+  /// Divides every size of the module (values, reservations; pass the same
+  /// to budgets()) by this, rounding up: the same plans on values small
+  /// enough to run thousands of times (the fault sweep). 1 runs the module
+  /// as written.
+  std::uint64_t scale_down = 1;
 };
 
 class ModuleRunner {
@@ -93,8 +98,10 @@ public:
   ModuleRunner(const ModuleRunner &) = delete;
   ModuleRunner &operator=(const ModuleRunner &) = delete;
 
-  /// The budgets a module declares, as ManagerOptions::budgets.
-  static std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets(const bytecode::Module &module);
+  /// The budgets a module declares, as ManagerOptions::budgets (divided by
+  /// `scale_down`, rounding up).
+  static std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets(const bytecode::Module &module,
+                                                                                std::uint64_t scale_down = 1);
 
   /// Binds every declared value and runs the setup statements; stops at the
   /// first failing one. Lifetimes opened by setup stay until released by
