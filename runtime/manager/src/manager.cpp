@@ -231,8 +231,10 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream) {
   report.destination = outcome.destination;
   report.logical_nbytes = spec.logical_nbytes;
   report.storage_nbytes = spec.storage_nbytes;
-  if (report.no_op) report.reason = describe(outcome, {});
-  report.completed_at_ns = now_ns();
+  if (report.no_op) report.reason = no_op_reason(outcome.reason);
+  // A no-op does no work: one clock read stamps it (on VMs a read costs as
+  // much as the rest of the no-op).
+  report.completed_at_ns = report.no_op ? report.started_at_ns : now_ns();
   record_trace(report);
   return report;
 }
@@ -306,18 +308,28 @@ std::vector<Location> Manager::replicas(const Handle &handle) const {
 
 void Manager::record_trace(const TransitionReport &report) {
   if (trace_capacity_ == 0) return;
-  if (trace_.size() == trace_capacity_) trace_.pop_front();
-  trace_.push_back(report);
+  if (trace_.size() < trace_capacity_)
+    trace_.push_back(report);
+  else
+    trace_[trace_next_] = report;
+  trace_next_ = (trace_next_ + 1) % trace_capacity_;
 }
 
 std::vector<TransitionReport> Manager::trace() const {
   auto lock = lock_state(); // still readable after close (§15, quirk)
-  return {trace_.begin(), trace_.end()};
+  // Oldest first: once the ring is full the oldest is where the next goes.
+  std::vector<TransitionReport> out;
+  out.reserve(trace_.size());
+  const std::size_t oldest = trace_.size() < trace_capacity_ ? 0 : trace_next_;
+  for (std::size_t i = 0; i < trace_.size(); ++i)
+    out.push_back(trace_[(oldest + i) % trace_.size()]);
+  return out;
 }
 
 void Manager::clear_trace() {
   auto lock = lock_state();
   trace_.clear();
+  trace_next_ = 0;
 }
 
 void Manager::close(bool wait, bool force) {

@@ -74,6 +74,7 @@ Snapshot Manager::snapshot() const {
   out.manager_id = id_;
   out.state_version = state_.version();
   out.captured_at_ns = now_ns();
+  out.values.reserve(records_.size());
   std::vector<std::uint32_t> values_at(Location::kCount, 0);
   std::vector<Protection> tokens_at(Location::kCount);
   for (ValueId value = 0; value < records_.size(); ++value) {

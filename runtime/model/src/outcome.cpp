@@ -30,9 +30,9 @@ std::string describe(const Outcome &outcome, const MessageContext &context, cons
   const std::string value(context.value_name);
   switch (outcome.reason) {
   case Reason::None: return {};
-  case Reason::DestinationAlreadyResident: return "destination already resident";
-  case Reason::DestinationOwnsSelectedReplica: return "destination already owns the selected replica";
-  case Reason::MaterializationAlreadyAbsent: return "materialization already absent";
+  case Reason::DestinationAlreadyResident:
+  case Reason::DestinationOwnsSelectedReplica:
+  case Reason::MaterializationAlreadyAbsent: return std::string(no_op_reason(outcome.reason));
   case Reason::TransitionExceedsBudget:
     return "Transition exceeds budget at " + where + budget_figures(detail);
   case Reason::ReservationExceedsBudget:
@@ -74,6 +74,15 @@ std::string_view describe_verdict(const Outcome &outcome) {
   case Verdict::Failed: return "FAILED";
   }
   return "?";
+}
+
+std::string_view no_op_reason(Reason reason) {
+  switch (reason) {
+  case Reason::DestinationAlreadyResident: return "destination already resident";
+  case Reason::DestinationOwnsSelectedReplica: return "destination already owns the selected replica";
+  case Reason::MaterializationAlreadyAbsent: return "materialization already absent";
+  default: return {};
+  }
 }
 
 } // namespace fhr

@@ -73,7 +73,9 @@ public:
 
 /// Host memory only: pageable storage is 64-byte aligned heap memory; pinned
 /// storage is page-aligned memory locked with mlock where the process may
-/// (page-locked as CUDA's pinned memory is, without a GPU). No CUDA devices.
+/// (page-locked as CUDA's pinned memory is, without a GPU), and freed pinned
+/// blocks are kept for reuse, up to 64 MiB, so that repeated transitions
+/// do not lock pages again. No CUDA devices.
 std::unique_ptr<Backend> make_host_backend();
 
 } // namespace fhr

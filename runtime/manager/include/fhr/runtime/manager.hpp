@@ -26,7 +26,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -403,7 +402,10 @@ private:
   std::vector<Record> records_;
   std::uint64_t next_handle_id_ = 1;
   std::size_t trace_capacity_;
-  std::deque<TransitionReport> trace_;
+  /// A ring of the last trace_capacity_ reports: recording never allocates
+  /// once it is full. trace_next_ is where the next report goes.
+  std::vector<TransitionReport> trace_;
+  std::size_t trace_next_ = 0;
   std::unordered_map<LifetimeId, LeaseStreams> lease_streams_;
   /// Released CUDA leases whose events have not all been seen complete.
   std::vector<LifetimeId> pending_leases_;

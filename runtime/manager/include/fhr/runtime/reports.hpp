@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fhr {
@@ -22,10 +23,12 @@ struct TransitionReport {
   std::optional<Location> destination;
   std::uint64_t logical_nbytes = 0;
   std::uint64_t storage_nbytes = 0;
+  /// Steady-clock nanoseconds; a no-op's completion is its start (it does
+  /// no work, and is stamped once).
   std::uint64_t started_at_ns = 0;
   std::uint64_t completed_at_ns = 0;
-  /// The no-op reason, or empty.
-  std::string reason;
+  /// The no-op reason (static text), or empty.
+  std::string_view reason;
 };
 
 struct PlanReport {

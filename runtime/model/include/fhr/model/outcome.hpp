@@ -82,6 +82,10 @@ struct MessageContext {
   std::string_view label;
 };
 
+/// The reason of a no-op (Reason::DestinationAlreadyResident and the other
+/// two), as static text: reports carry it without allocating.
+std::string_view no_op_reason(Reason reason);
+
 /// The user-facing message: "destination already resident",
 /// "Transition exceeds budget at cuda:0", ...
 std::string describe(const Outcome &outcome, const MessageContext &context,
