@@ -312,7 +312,7 @@ void Manager::record_trace(const TransitionReport &report) {
     trace_.push_back(report);
   else
     trace_[trace_next_] = report;
-  trace_next_ = (trace_next_ + 1) % trace_capacity_;
+  if (++trace_next_ == trace_capacity_) trace_next_ = 0;
 }
 
 std::vector<TransitionReport> Manager::trace() const {
