@@ -20,6 +20,26 @@ SnapshotMaterialization materialization(const Snapshot &s, std::uint64_t handle_
   return {};
 }
 
+/// A value resident on `device` with a consumer stream there.
+struct DeviceValue {
+  Handle handle;
+  Stream stream;
+};
+
+DeviceValue device_value(Fixture &f, Location device, unsigned seed = 2) {
+  const Handle h = f.adopt(4 * KiB, seed, pageable, ReplicaMode::Replicable);
+  f.manager->ensure(h, device);
+  return DeviceValue{h, f.backend->create_stream(device)};
+}
+
+/// Acquires, launches a reader on the stream and releases without waiting.
+void read_and_release(Fixture &f, const DeviceValue &v, Location device) {
+  const Handle handles[] = {v.handle};
+  Lease lease = f.manager->acquire(handles, device, v.stream);
+  f.backend->launch(v.stream);
+  lease.release();
+}
+
 } // namespace
 
 TEST_CASE("CUDA lease: a kernel still reading the value blocks its drop until the event completes") {
@@ -67,19 +87,13 @@ TEST_CASE("CUDA lease: a kernel still reading the value blocks its drop until th
 
 TEST_CASE("CUDA lease: explain sees through completed events without reaping") {
   Fixture f;
-  const Handle h = f.adopt(4 * KiB, 1, pageable, ReplicaMode::Replicable);
-  f.manager->ensure(h, gpu0);
-  const Stream s = f.backend->create_stream(gpu0);
-  const Handle handles[] = {h};
-  Lease lease = f.manager->acquire(handles, gpu0, s);
-  f.backend->launch(s);
-  lease.release();
-  f.backend->finish(s);
+  const DeviceValue v = device_value(f, gpu0);
+  const Handle h = v.handle;
+  read_and_release(f, v, gpu0);
+  f.backend->finish(v.stream);
   const std::uint64_t version = f.manager->state_version(); // reaps
-  Lease second = f.manager->acquire(handles, gpu0, s);
-  f.backend->launch(s);
-  second.release();
-  f.backend->finish(s);
+  read_and_release(f, v, gpu0);
+  f.backend->finish(v.stream);
   PlanSpec plan{"evict", {}, {}, {{ActionKind::Drop, h, gpu0, {}}}, {}};
   CHECK(f.manager->explain(plan).feasible);
   // explain changed nothing: the pending token is still there until a reap.
@@ -140,13 +154,9 @@ TEST_CASE("CUDA lease: stream rules") {
 TEST_CASE("transfer streams order copies after the stream's earlier work") {
   Fixture f;
   const Handle h = f.adopt(4 * KiB, 5, pageable, ReplicaMode::Replicable);
-  const Stream copy_stream = f.backend->create_stream(gpu1);
-  const Handle other = f.adopt(4 * KiB, 6, pageable, ReplicaMode::Replicable);
-  f.manager->ensure(other, gpu1);
-  const Handle handles[] = {other};
-  Lease lease = f.manager->acquire(handles, gpu1, copy_stream);
-  f.backend->launch(copy_stream);
-  lease.release();
+  const DeviceValue other = device_value(f, gpu1, 6);
+  const Stream copy_stream = other.stream;
+  read_and_release(f, other, gpu1);
   CHECK(f.manager->snapshot().locations.back().pending_event_count == 1);
   // The copy on the same stream runs after the kernel, so its completion
   // also completes the lease's event; the next operation reaps it.
@@ -160,13 +170,7 @@ TEST_CASE("transfer streams order copies after the stream's earlier work") {
 
 TEST_CASE("close(wait) synchronises pending leases; close(wait=false) refuses while they run") {
   Fixture f;
-  const Handle h = f.adopt(4 * KiB, 2, pageable, ReplicaMode::Replicable);
-  f.manager->ensure(h, gpu0);
-  const Stream s = f.backend->create_stream(gpu0);
-  const Handle handles[] = {h};
-  Lease lease = f.manager->acquire(handles, gpu0, s);
-  f.backend->launch(s);
-  lease.release();
+  read_and_release(f, device_value(f, gpu0), gpu0);
   try {
     f.manager->close(/*wait=*/false);
     FAIL("closed with a pending lease");
@@ -183,11 +187,9 @@ TEST_CASE("close(wait) synchronises pending leases; close(wait=false) refuses wh
 
 TEST_CASE("close(force) synchronises every device in use and clears active CUDA leases") {
   Fixture f;
-  const Handle h = f.adopt(4 * KiB, 2, pageable, ReplicaMode::Replicable);
-  f.manager->ensure(h, gpu0);
-  const Stream s = f.backend->create_stream(gpu0);
-  const Handle handles[] = {h};
-  Lease lease = f.manager->acquire(handles, gpu0, s);
+  const DeviceValue v = device_value(f, gpu0);
+  const Handle handles[] = {v.handle};
+  Lease lease = f.manager->acquire(handles, gpu0, v.stream);
   CHECK_THROWS_AS(f.manager->close(), ResidencyInUseError);
   f.manager->close(true, /*force=*/true);
   CHECK(f.backend->device_synchronizations() == 1);
@@ -197,14 +199,10 @@ TEST_CASE("close(force) synchronises every device in use and clears active CUDA 
 
 TEST_CASE("an event that cannot be recorded: the streams are synchronised and the lease released") {
   Fixture f;
-  const Handle h = f.adopt(4 * KiB, 2, pageable, ReplicaMode::Replicable);
-  f.manager->ensure(h, gpu0);
-  const Stream s = f.backend->create_stream(gpu0);
-  const Handle handles[] = {h};
-  Lease lease = f.manager->acquire(handles, gpu0, s);
-  f.backend->launch(s);
+  const DeviceValue v = device_value(f, gpu0);
+  const Handle h = v.handle;
   f.backend->fail_on(Op::RecordEvent, 1);
-  lease.release();
+  read_and_release(f, v, gpu0);
   REQUIRE(f.warnings->size() == 1);
   CHECK(f.warnings->front().find("could not record a completion event") != std::string::npos);
   CHECK(f.backend->live_events() == 0);

@@ -239,32 +239,27 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream) {
   return report;
 }
 
-TransitionReport Manager::ensure(const Handle &handle, Location at, Stream stream) {
-  auto lock = open_lock();
-  reap();
-  const ValueId value = resolve(handle);
-  validate(at);
-  validate_stream(stream, at);
-  return run_transition(Action{ActionKind::Ensure, value, at, std::nullopt}, stream);
-}
-
-TransitionReport Manager::copy(const Handle &handle, Location to, Stream stream) {
-  auto lock = open_lock();
-  reap();
-  const ValueId value = resolve(handle);
-  validate(to);
-  validate_stream(stream, to);
-  return run_transition(Action{ActionKind::Copy, value, to, std::nullopt}, stream);
-}
-
-TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from, Stream stream) {
+TransitionReport Manager::transition_to(ActionKind kind, const Handle &handle, Location to,
+                                       std::optional<Location> from, Stream stream) {
   auto lock = open_lock();
   reap();
   const ValueId value = resolve(handle);
   validate(to);
   if (from) validate(*from);
   validate_stream(stream, to);
-  return run_transition(Action{ActionKind::Move, value, to, from}, stream);
+  return run_transition(Action{kind, value, to, from}, stream);
+}
+
+TransitionReport Manager::ensure(const Handle &handle, Location at, Stream stream) {
+  return transition_to(ActionKind::Ensure, handle, at, std::nullopt, stream);
+}
+
+TransitionReport Manager::copy(const Handle &handle, Location to, Stream stream) {
+  return transition_to(ActionKind::Copy, handle, to, std::nullopt, stream);
+}
+
+TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from, Stream stream) {
+  return transition_to(ActionKind::Move, handle, to, from, stream);
 }
 
 TransitionReport Manager::drop(const Handle &handle, Location at) {

@@ -356,6 +356,9 @@ private:
   /// std::invalid_argument unless `stream` may copy into `destination`.
   void validate_stream(Stream stream, Location destination) const;
   TransitionReport run_transition(const Action &action, Stream stream);
+  /// ensure, copy and move: the checks of §16.1 in order, then the transition.
+  TransitionReport transition_to(ActionKind kind, const Handle &handle, Location to, std::optional<Location> from,
+                                 Stream stream);
   std::string value_name(ValueId value) const;
   void record_trace(const TransitionReport &report);
   Storage *replica(ValueId value, Location at);
