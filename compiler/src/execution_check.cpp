@@ -2,8 +2,12 @@
 
 #include "fhr/compiler/report.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
+#ifdef FHR_HAVE_CUDA
+#include "fhr/cuda/cuda_backend.hpp"
+#endif
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <unistd.h>
 #include <sstream>
@@ -74,9 +78,22 @@ std::uint64_t default_memory_limit() {
 
 /// A fresh manager for one run, on the chosen backend.
 struct Runtime {
+  Runtime() = default;
+  Runtime(Runtime &&) = default;
+  ~Runtime() {
+    readers_done->store(true); // waiting readers of `pending` leases finish
+    manager.reset();           // the manager's leases end before their streams
+#ifdef FHR_HAVE_CUDA
+    if (cuda)
+      for (const auto &[device, stream] : streams)
+        destroy_cuda_stream(stream);
+#endif
+  }
+  bool cuda = false;
   std::shared_ptr<SimulatedBackend> simulated;
   std::unique_ptr<Manager> manager;
   std::map<unsigned, Stream> streams;
+  std::shared_ptr<std::atomic<bool>> readers_done = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
 };
 
@@ -92,6 +109,14 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
         replaced = true;
       }
     if (!replaced) manager_options.budgets.emplace_back(o.location, o.budget_bytes);
+  }
+  if (options.backend == BackendKind::Cuda) {
+#ifdef FHR_HAVE_CUDA
+    manager_options.backend = make_cuda_backend();
+    runtime.cuda = true;
+#else
+    throw std::invalid_argument("this build of fhr has no CUDA backend (configure with -DFHR_WITH_CUDA=ON)");
+#endif
   }
   if (options.backend == BackendKind::Simulated) {
     runtime.simulated = std::make_shared<SimulatedBackend>(module.device_count.value_or(options.default_devices));
@@ -112,6 +137,13 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
   Runtime runtime = make_runtime(module, options);
   Manager &manager = *runtime.manager;
   SyntheticBinder binder;
+#ifdef FHR_HAVE_CUDA
+  if (runtime.cuda)
+    binder = SyntheticBinder([](Location device, std::span<const std::byte> bytes) {
+      DeviceBuffer buffer = copy_to_device(device, bytes);
+      return std::make_pair(buffer.data, std::move(buffer.release));
+    });
+#endif
   ModuleRunner *runner_ptr = nullptr;
 
   auto check_content = [&](const Handle &handle, Location at, const std::string &when) {
@@ -133,6 +165,17 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
     };
     runner_options.submit_reader = [&](Stream stream) { runtime.simulated->launch(stream); };
   }
+#ifdef FHR_HAVE_CUDA
+  if (runtime.cuda) {
+    runner_options.consumer_stream = [&](Location device) {
+      if (device.device() >= cuda_device_count()) return Stream{}; // acquire refuses the location
+      auto [it, added] = runtime.streams.try_emplace(device.device());
+      if (added) it->second = create_cuda_stream(device);
+      return it->second;
+    };
+    runner_options.submit_reader = [&](Stream stream) { submit_waiting_reader(stream, runtime.readers_done.get()); };
+  }
+#endif
   runner_options.after_transition = [&](const TransitionReport &report, const Handle &handle) {
     // Plan phases report their transitions once the phase ran: a later
     // action of the same phase may have removed the replica again.
@@ -186,6 +229,14 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
 }
 
 } // namespace
+
+bool cuda_backend_built() {
+#ifdef FHR_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::vector<PredictedStep> predicted_steps(const ProgramReport &report) {
   std::vector<PredictedStep> steps;

@@ -43,7 +43,7 @@ int run_compile(const CommonOptions &options, const std::string &output);
 int run_disasm(const CommonOptions &options);
 
 struct RunOptions {
-  std::string backend = "host"; ///< "host" or "sim"
+  std::string backend = "host"; ///< "host", "sim" or "cuda"
   std::string program;          ///< run only this program
   std::string plan;             ///< run only this plan (as a scope)
 };

@@ -26,11 +26,12 @@ cl::list<std::string> budgets("budget",
                               cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
                               cl::sub(check_command), cl::sub(run_command));
-enum class RunBackend { Host, Simulated };
+enum class RunBackend { Host, Simulated, Cuda };
 cl::opt<RunBackend> run_backend(
     "backend", cl::desc("Where values live"), cl::init(RunBackend::Host),
     cl::values(clEnumValN(RunBackend::Host, "host", "host memory; no CUDA locations"),
-               clEnumValN(RunBackend::Simulated, "sim", "host memory standing in for cuda:N (no GPU needed)")),
+               clEnumValN(RunBackend::Simulated, "sim", "host memory standing in for cuda:N (no GPU needed)"),
+               clEnumValN(RunBackend::Cuda, "cuda", "the CUDA devices of this machine")),
     cl::sub(run_command));
 cl::opt<std::string> run_program("program", cl::desc("Run only this program"), cl::value_desc("NAME"),
                                  cl::sub(run_command));
@@ -102,7 +103,7 @@ int main(int argc, char **argv) {
   if (disasm_command) return fhr::cli::run_disasm(options);
   if (run_command) {
     fhr::cli::RunOptions run;
-    run.backend = run_backend == RunBackend::Simulated ? "sim" : "host";
+    run.backend = run_backend == RunBackend::Simulated ? "sim" : run_backend == RunBackend::Cuda ? "cuda" : "host";
     run.program = run_program;
     run.plan = run_plan;
     return fhr::cli::run_run(options, run);

@@ -9,6 +9,8 @@
 #include "fhr/compiler/lower.hpp"
 
 #include <llvm/Support/FormatVariadic.h>
+
+#include <cstdio>
 #include <llvm/Support/WithColor.h>
 
 namespace fhr::cli {
@@ -57,10 +59,14 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const Execution
       std::string time = "-";
       if (step.transition) {
         const double us = static_cast<double>(step.transition->completed_at_ns - step.transition->started_at_ns) / 1e3;
-        time = llvm::formatv("{0:f1} us", us).str();
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f us", us);
+        time = text;
       }
       const std::string where = std::string(step_kind_name(step.kind)) + " " + std::to_string(step.index);
-      os << llvm::formatv(kRow, step.line, where, action_text(step, values), predicted, verdict_text(ran, step.raised),
+      // Strings only: LLVM 14's integer formatter trips GCC's
+      // -Wmaybe-uninitialized at -O2.
+      os << llvm::formatv(kRow, std::to_string(step.line), where, action_text(step, values), predicted, verdict_text(ran, step.raised),
                           time);
     }
   }
@@ -86,9 +92,11 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
   LoadedFiles loaded = load_files(options);
   if (!loaded.ok) return kBadInput;
   ExecutionOptions execution;
-  execution.backend = run.backend == "sim" ? BackendKind::Simulated : BackendKind::Host;
+  execution.backend = run.backend == "sim"    ? BackendKind::Simulated
+                      : run.backend == "cuda" ? BackendKind::Cuda
+                                              : BackendKind::Host;
   execution.overrides = loaded.overrides;
-  const char *backend = run.backend == "sim" ? "simulated device" : "host";
+  const char *backend = run.backend == "sim" ? "simulated device" : run.backend == "cuda" ? "CUDA" : "host";
   int status = kFeasible;
   bool first = true;
   for (std::size_t f = 0; f < loaded.files.size(); ++f) {

@@ -72,10 +72,17 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   if (!data) throw std::bad_alloc();
   fill_synthetic({data, nbytes}, value.value_id, 0);
   checksums_[value.value_id] = Expected{nbytes, XXH64(data, nbytes, 0)};
+  Storage::Release release = std::free;
+  if (value.location.is_cuda() && place_on_device_) {
+    auto [device, device_release] = place_on_device_(value.location, {data, nbytes});
+    std::free(data);
+    data = device;
+    release = std::move(device_release);
+  }
   try {
-    return manager.adopt(data, nbytes, value.location, std::free, value.spec.replica_mode);
+    return manager.adopt(data, nbytes, value.location, release, value.spec.replica_mode);
   } catch (...) {
-    std::free(data); // a refused adopt leaves the buffer with its owner: us
+    release(data); // a refused adopt leaves the buffer with its owner: us
     throw;
   }
 }

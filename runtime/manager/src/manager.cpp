@@ -280,7 +280,10 @@ std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const
   const Storage *storage = replica(value, at);
   if (!storage)
     throw ResidencyUnavailableError("value " + value_name(value) + " is not resident at " + at.name());
-  return XXH64(storage->bytes().data(), storage->size(), 0);
+  if (!at.is_cuda()) return XXH64(storage->bytes().data(), storage->size(), 0);
+  std::vector<std::byte> bytes(storage->size()); // device bytes are read through the backend
+  backend_->read(*storage, bytes);
+  return XXH64(bytes.data(), bytes.size(), 0);
 }
 
 LocationAccount Manager::account(Location location) const {

@@ -60,7 +60,10 @@ struct ExecutionCheck {
   bool agrees() const { return differences.empty(); }
 };
 
-enum class BackendKind { Host, Simulated };
+enum class BackendKind { Host, Simulated, Cuda };
+
+/// Whether this build has the CUDA backend (BackendKind::Cuda).
+bool cuda_backend_built();
 
 struct ExecutionOptions {
   BackendKind backend = BackendKind::Host;

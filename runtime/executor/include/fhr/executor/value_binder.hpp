@@ -10,6 +10,9 @@
 #include "fhr/runtime/manager.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +48,14 @@ public:
 /// every replica must hold.
 class SyntheticBinder final : public ValueBinder {
 public:
+  /// Where an adopted value's buffer comes from when it is declared at a
+  /// CUDA location: device memory holding the given bytes, with its
+  /// deleter. Without it, buffers are host memory (right for the host and
+  /// simulated backends).
+  using DevicePlacer = std::function<std::pair<std::byte *, Storage::Release>(Location, std::span<const std::byte>)>;
+  SyntheticBinder() = default;
+  explicit SyntheticBinder(DevicePlacer place_on_device) : place_on_device_(std::move(place_on_device)) {}
+
   Handle bind(Manager &manager, const DeclaredValue &value) override;
   /// XXH64 of the value's pattern: known for adopted values, computed on
   /// first request for sourced ones (which may never be loaded).
@@ -56,6 +67,7 @@ private:
     std::optional<std::uint64_t> checksum;
   };
   std::vector<Expected> checksums_; ///< by value id
+  DevicePlacer place_on_device_;
 };
 
 /// Fills `bytes` with the synthetic pattern of `value_id`, as the bytes at

@@ -10,6 +10,8 @@
 #include "fhr/runtime/storage.hpp"
 
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -49,6 +51,11 @@ public:
   /// is ordered on `stream` when one is given (after the work already
   /// submitted to it), else on the backend's stream for that device.
   virtual void copy(const Storage &from, Storage &to, Stream stream) = 0;
+  /// Copies a replica's bytes into host memory (`out` has its size): how
+  /// content checks read device replicas. The default reads host storage.
+  virtual void read(const Storage &from, std::span<std::byte> out) {
+    if (!out.empty()) std::memcpy(out.data(), from.bytes().data(), out.size());
+  }
   /// Called before a source fills new storage; may throw to refuse the load
   /// (fault injection). The default does nothing.
   virtual void before_load() {}

@@ -1,0 +1,161 @@
+// The CUDA backend against raw CUDA in the same process (issue #5): each
+// ratio beside its raw baseline. Run on a GPU machine:
+//
+//   ./build-release/bench/cuda_bench
+#include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/runtime/manager.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using namespace fhr;
+
+namespace {
+
+void check(cudaError_t error) {
+  if (error != cudaSuccess) {
+    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorName(error));
+    std::exit(1);
+  }
+}
+
+double seconds(const std::function<void()> &body, int repeats) {
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+double gbps(std::size_t bytes, double s) { return static_cast<double>(bytes) / s / 1e9; }
+
+const Location kPinned = Location::pinned(), kPageable = Location::pageable(), kGpu = Location::cuda(0);
+
+/// Manager transition timings for one value of `bytes` between `host` and cuda:0.
+void transfer(Manager &m, Location host, std::size_t bytes, int repeats) {
+  std::byte *data = nullptr;
+  Storage::Release release;
+  if (host == kPinned) {
+    check(cudaHostAlloc(reinterpret_cast<void **>(&data), bytes, cudaHostAllocPortable));
+    release = [](std::byte *p) { cudaFreeHost(p); };
+  } else {
+    data = static_cast<std::byte *>(std::aligned_alloc(4096, bytes));
+    release = [](std::byte *p) { std::free(p); };
+  }
+  std::memset(data, 1, bytes);
+  const Handle h = m.adopt(data, bytes, host, release, ReplicaMode::Replicable);
+
+  // Raw baselines on the same buffers.
+  void *device = nullptr;
+  check(cudaMalloc(&device, bytes));
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const double raw_h2d = seconds([&] {
+    check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
+    check(cudaStreamSynchronize(stream));
+  }, repeats);
+  const double raw_d2h = seconds([&] {
+    check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
+    check(cudaStreamSynchronize(stream));
+  }, repeats);
+  check(cudaFree(device));
+  check(cudaStreamDestroy(stream));
+
+  std::vector<double> to_device, to_host;
+  for (int r = 0; r < repeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    m.ensure(h, kGpu);
+    to_device.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    // Device -> host: the host replica goes first so that ensure copies back.
+    m.move(h, kGpu, host);
+    start = std::chrono::steady_clock::now();
+    m.ensure(h, host);
+    to_host.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    m.drop(h, kGpu);
+  }
+  std::sort(to_device.begin(), to_device.end());
+  std::sort(to_host.begin(), to_host.end());
+  const double h2d = to_device[to_device.size() / 2], d2h = to_host[to_host.size() / 2];
+  std::printf("%-8s %6zu MiB  to device: raw %6.1f GB/s, manager %6.1f GB/s (%5.1f%%)   to host: raw %6.1f GB/s, "
+              "manager %6.1f GB/s (%5.1f%%)\n",
+              host.name().c_str(), bytes >> 20, gbps(bytes, raw_h2d), gbps(bytes, h2d), 100 * raw_h2d / h2d,
+              gbps(bytes, raw_d2h), gbps(bytes, d2h), 100 * raw_d2h / d2h);
+  m.discard(h);
+}
+
+} // namespace
+
+int main() {
+  if (cuda_device_count() == 0) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device 0: %s, %d devices\n", prop.name, static_cast<int>(cuda_device_count()));
+  ManagerOptions options;
+  options.backend = make_cuda_backend();
+  Manager m(std::move(options));
+  transfer(m, kPinned, std::size_t{256} << 20, 7);
+  transfer(m, kPinned, std::size_t{1} << 30, 5);
+  transfer(m, kPageable, std::size_t{256} << 20, 5);
+
+  // 4 KiB ensure to the device, end to end, against a raw copy + synchronise.
+  {
+    std::byte *data = nullptr;
+    check(cudaHostAlloc(reinterpret_cast<void **>(&data), 4096, cudaHostAllocPortable));
+    const Handle h = m.adopt(data, 4096, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+    void *device = nullptr;
+    check(cudaMalloc(&device, 4096));
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    constexpr int kIterations = 2000;
+    const double raw = seconds([&] {
+      for (int i = 0; i < kIterations; ++i) {
+        check(cudaMemcpyAsync(device, data, 4096, cudaMemcpyDefault, stream));
+        check(cudaStreamSynchronize(stream));
+      }
+    }, 5) / kIterations;
+    std::vector<double> samples;
+    for (int r = 0; r < 5; ++r) {
+      double total = 0;
+      for (int i = 0; i < kIterations; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        m.ensure(h, kGpu);
+        total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        m.drop(h, kGpu);
+      }
+      samples.push_back(total / kIterations);
+    }
+    std::sort(samples.begin(), samples.end());
+    const double managed = samples[samples.size() / 2];
+    std::printf("4 KiB ensure to cuda:0: raw copy + synchronise %.2f us, manager %.2f us (+%.2f us)\n", raw * 1e6,
+                managed * 1e6, (managed - raw) * 1e6);
+
+    m.ensure(h, kGpu);
+    const Handle handles[] = {h};
+    const Stream consumer{reinterpret_cast<std::uintptr_t>(stream)};
+    const double lease = seconds([&] {
+      for (int i = 0; i < 20000; ++i) {
+        Lease l = m.acquire(handles, kGpu, consumer);
+        l.release();
+      }
+    }, 5) / 20000;
+    std::printf("lease acquire + release with a consumer stream: %.3f us (events recorded and reaped)\n", lease * 1e6);
+    (void)m.state_version();
+    check(cudaFree(device));
+    check(cudaStreamDestroy(stream));
+  }
+  m.close(true, true);
+  return 0;
+}

@@ -1,0 +1,59 @@
+#pragma once
+/// \file
+/// The CUDA backend (issue #5, first part): pinned host storage from
+/// page-locked CUDA host allocations kept in a bounded pool, device storage
+/// from each device's stream-ordered memory pool (cudaMallocAsync) with a
+/// release threshold so freed memory stays in the pool, copies with
+/// cudaMemcpyAsync on the destination's stream (the caller's, or a
+/// per-device transfer stream) synchronised before the manager installs the
+/// replica, and CUDA events for leases. CUDA errors become BackendError with
+/// the CUDA error's name in the message.
+///
+/// Not yet: pageable <-> device transfers staged through pinned bounce
+/// buffers on worker threads (the driver stages them today), overlap of
+/// independent actions inside a plan, peer copies, and pool figures in
+/// snapshots (docs/runtime.md).
+
+#include "fhr/runtime/backend.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace fhr {
+
+struct CudaBackendOptions {
+  /// Page-locked host blocks kept for reuse after their replica goes.
+  std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
+  /// What each device's memory pool keeps after frees instead of returning
+  /// it to the driver.
+  std::uint64_t device_pool_release_threshold = ~std::uint64_t{0};
+};
+
+/// A backend over the CUDA devices of this process. Throws BackendError
+/// when the CUDA runtime finds no device (no CUDA call is made before).
+std::unique_ptr<Backend> make_cuda_backend(CudaBackendOptions options = {});
+
+/// Number of CUDA devices, 0 when there is no driver or no device.
+unsigned cuda_device_count();
+
+/// Device memory (cudaMalloc) holding a copy of `bytes`, and the deleter
+/// that frees it: for adopting a value that already lives on a device.
+struct DeviceBuffer {
+  std::byte *data = nullptr;
+  Storage::Release release;
+};
+DeviceBuffer copy_to_device(Location device, std::span<const std::byte> bytes);
+
+/// Submits to `stream` work that finishes only once `*done` is true (a host
+/// function that waits): a stand-in for a kernel still reading leased
+/// values, so that a lease released meanwhile stays pending.
+void submit_waiting_reader(Stream stream, const std::atomic<bool> *done);
+
+/// A new non-blocking stream on a CUDA device (a consumer stream for
+/// leases, say); release it with destroy_cuda_stream.
+Stream create_cuda_stream(Location device);
+void destroy_cuda_stream(Stream stream) noexcept;
+
+} // namespace fhr
