@@ -84,6 +84,29 @@ TEST_CASE("gpu: every transition between every pair of location kinds keeps the 
     }
 }
 
+TEST_CASE("gpu: large pageable transfers are staged in chunks and keep every byte") {
+  Gpu gpu;
+  constexpr std::size_t kBig = 37 * (std::size_t{1} << 20) + 123; // three chunks and a ragged end
+  auto *data = static_cast<std::byte *>(std::malloc(kBig));
+  fill_pattern({data, kBig}, 11);
+  const std::uint64_t expected = checksum_of({data, kBig});
+  const Handle h = gpu.manager.adopt(data, kBig, pageable, std::free, ReplicaMode::Replicable);
+  gpu.manager.ensure(h, gpu0);
+  CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
+  gpu.manager.move(h, gpu0, pageable); // only the device replica is left
+  const TransitionReport back = gpu.manager.ensure(h, pageable);
+  CHECK(back.source == gpu0);
+  CHECK(gpu.manager.content_checksum(h, pageable) == expected);
+  if (cuda_device_count() > 1) { // staging resources are per device
+    gpu.manager.drop(h, gpu0);
+    gpu.manager.ensure(h, gpu1);
+    CHECK(gpu.manager.content_checksum(h, gpu1) == expected);
+    gpu.manager.move(h, gpu1, pageable);
+    gpu.manager.ensure(h, pageable);
+    CHECK(gpu.manager.content_checksum(h, pageable) == expected);
+  }
+}
+
 TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop until its event completes") {
   Gpu gpu;
   std::uint64_t expected = 0;

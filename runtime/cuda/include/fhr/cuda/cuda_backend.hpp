@@ -9,10 +9,12 @@
 /// replica, and CUDA events for leases. CUDA errors become BackendError with
 /// the CUDA error's name in the message.
 ///
-/// Not yet: pageable <-> device transfers staged through pinned bounce
-/// buffers on worker threads (the driver stages them today), overlap of
-/// independent actions inside a plan, peer copies, and pool figures in
-/// snapshots (docs/runtime.md).
+/// Pageable <-> device copies of 4 MiB or more are staged through pinned
+/// bounce buffers, double-buffered, with the host side on worker threads;
+/// device <-> device copies use peer access where the devices have it.
+///
+/// Not yet: overlap of independent actions inside a plan, and pool figures
+/// in snapshots (docs/runtime.md).
 
 #include "fhr/runtime/backend.hpp"
 
