@@ -204,9 +204,11 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
   manager.reset_peaks();
   std::vector<LocationPrediction> predicted_locations;
   result.predicted = predict(state, predicted_locations);
+  // Host memory holds every location on the host and simulated backends,
+  // only the host locations on the CUDA backend.
   std::uint64_t needed = 0;
   for (const LocationPrediction &p : predicted_locations)
-    needed += p.peak_charged;
+    if (options.backend != BackendKind::Cuda || !p.location.is_cuda()) needed += p.peak_charged;
   const std::uint64_t limit = options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
   if (needed > limit)
     throw ExecutionTooLarge("the run's predicted peaks add up to " + format_size(needed) +

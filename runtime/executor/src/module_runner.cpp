@@ -130,7 +130,7 @@ public:
         pc += 1 + in.index();
         break;
       case Opcode::Reserve: ok = reserve(pc, setup, lifetimes); ++pc; break;
-      case Opcode::Release: release_setup(in.index()); ++pc; break;
+      case Opcode::Release: release_setup(in.index(), in.line); ++pc; break;
       default:
         if (is_action(in.opcode)) ok = direct(in, setup ? StepKind::Setup : StepKind::Direct);
         ++pc;
@@ -300,13 +300,16 @@ private:
     }
   }
 
-  void release_setup(std::uint32_t target) {
+  /// A release is a setup step whether or not its lifetime is still open
+  /// (releasing is idempotent), as the compiler counts it.
+  void release_setup(std::uint32_t target, std::uint32_t line) {
     auto &open = r_.setup_lifetimes_;
     auto it = std::find_if(open.begin(), open.end(), [&](const auto &entry) { return entry.first == target; });
-    if (it == open.end()) return;
-    release_now(*it->second);
-    open.erase(it);
-    result_.steps.push_back(plain_step(StepKind::Setup, 0, 0));
+    if (it != open.end()) {
+      release_now(*it->second);
+      open.erase(it);
+    }
+    result_.steps.push_back(plain_step(StepKind::Setup, 0, line));
   }
 
   /// The steps of a scope's entry: reclaim transitions, the reservations

@@ -109,6 +109,8 @@ Manager::~Manager() = default;
 
 std::uint64_t Manager::state_version() const {
   auto lock = open_lock();
+  // §7.4: reading the version reaps. Reaping only records what completed
+  // events already decided, so the accessor stays const for callers.
   const_cast<Manager *>(this)->reap();
   return state_.version();
 }

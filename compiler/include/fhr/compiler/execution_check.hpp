@@ -70,9 +70,10 @@ struct ExecutionOptions {
   std::vector<BudgetOverride> overrides;
   /// The simulated backend's device count when the module declares none.
   unsigned default_devices = 8;
-  /// Every location lives in host memory here: a run whose predicted peaks
-  /// add up to more than this is refused before it starts (0: three
-  /// quarters of the machine's physical memory).
+  /// A run whose predicted peaks at locations in host memory (all of them,
+  /// except CUDA locations on the CUDA backend) add up to more than this is
+  /// refused before it starts (0: three quarters of the machine's physical
+  /// memory).
   std::uint64_t memory_limit_bytes = 0;
 };
 
