@@ -60,14 +60,18 @@ void transfer(Manager &m, Location host, std::size_t bytes, int repeats) {
   check(cudaMalloc(&device, bytes));
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const double raw_h2d = seconds([&] {
-    check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
-    check(cudaStreamSynchronize(stream));
-  }, repeats);
-  const double raw_d2h = seconds([&] {
-    check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
-    check(cudaStreamSynchronize(stream));
-  }, repeats);
+  const double raw_h2d = seconds(
+      [&] {
+        check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
+        check(cudaStreamSynchronize(stream));
+      },
+      repeats);
+  const double raw_d2h = seconds(
+      [&] {
+        check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
+        check(cudaStreamSynchronize(stream));
+      },
+      repeats);
   check(cudaFree(device));
   check(cudaStreamDestroy(stream));
 
@@ -86,11 +90,169 @@ void transfer(Manager &m, Location host, std::size_t bytes, int repeats) {
   std::sort(to_device.begin(), to_device.end());
   std::sort(to_host.begin(), to_host.end());
   const double h2d = to_device[to_device.size() / 2], d2h = to_host[to_host.size() / 2];
-  std::printf("%-8s %6zu MiB  to device: raw %6.1f GB/s, manager %6.1f GB/s (%5.1f%%)   to host: raw %6.1f GB/s, "
-              "manager %6.1f GB/s (%5.1f%%)\n",
-              host.name().c_str(), bytes >> 20, gbps(bytes, raw_h2d), gbps(bytes, h2d), 100 * raw_h2d / h2d,
-              gbps(bytes, raw_d2h), gbps(bytes, d2h), 100 * raw_d2h / d2h);
+  std::printf(
+      "%-8s %6zu MiB  to device: raw %6.1f GB/s, manager %6.1f GB/s (%5.1f%%)   to host: raw %6.1f GB/s, "
+      "manager %6.1f GB/s (%5.1f%%)\n",
+      host.name().c_str(), bytes >> 20, gbps(bytes, raw_h2d), gbps(bytes, h2d), 100 * raw_h2d / h2d,
+      gbps(bytes, raw_d2h), gbps(bytes, d2h), 100 * raw_d2h / d2h);
   m.discard(h);
+}
+
+/// A plan phase that evicts 1 GiB from cuda:0 to pinned memory while it
+/// prefetches 1 GiB from pinned memory to cuda:0, with and without overlap,
+/// beside raw copies of the same sizes on two streams at once.
+void evict_while_prefetch(bool overlap, int repeats) {
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  ManagerOptions options;
+  options.backend = make_cuda_backend();
+  options.overlap_transfers = overlap;
+  Manager m(std::move(options));
+  auto pinned_value = [&](int fill) {
+    std::byte *data = nullptr;
+    check(cudaHostAlloc(reinterpret_cast<void **>(&data), kBytes, cudaHostAllocPortable));
+    std::memset(data, fill, kBytes);
+    return m.adopt(
+        data, kBytes, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+  };
+  const Handle evicted = pinned_value(1), prefetched = pinned_value(2);
+  m.move(evicted, kGpu);
+  const std::vector<ActionSpec> phase = {ActionSpec{ActionKind::Move, evicted, kPinned, std::nullopt},
+                                         ActionSpec{ActionKind::Ensure, prefetched, kGpu, std::nullopt}};
+  std::vector<double> samples;
+  for (int r = 0; r < repeats + 1; ++r) { // the first run fills the pools
+    const auto start = std::chrono::steady_clock::now();
+    m.execute_actions(phase, "evict-while-prefetch");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) samples.push_back(s);
+    m.drop(prefetched, kGpu);
+    m.move(evicted, kGpu);
+  }
+  std::sort(samples.begin(), samples.end());
+  const double managed = samples[samples.size() / 2];
+
+  static double raw_both = 0; // measured once, printed with both rows
+  if (raw_both == 0) {
+    void *device[2] = {nullptr, nullptr};
+    std::byte *host[2] = {nullptr, nullptr};
+    cudaStream_t streams[2] = {nullptr, nullptr};
+    for (int i = 0; i < 2; ++i) {
+      check(cudaMalloc(&device[i], kBytes));
+      check(cudaHostAlloc(reinterpret_cast<void **>(&host[i]), kBytes, cudaHostAllocPortable));
+      check(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+    }
+    raw_both = seconds(
+        [&] {
+          check(cudaMemcpyAsync(host[0], device[0], kBytes, cudaMemcpyDefault, streams[0]));
+          check(cudaMemcpyAsync(device[1], host[1], kBytes, cudaMemcpyDefault, streams[1]));
+          check(cudaStreamSynchronize(streams[0]));
+          check(cudaStreamSynchronize(streams[1]));
+        },
+        repeats);
+    for (int i = 0; i < 2; ++i) {
+      check(cudaFree(device[i]));
+      check(cudaFreeHost(host[i]));
+      check(cudaStreamDestroy(streams[i]));
+    }
+  }
+  std::printf("evict 1 GiB to pinned while prefetching 1 GiB (%s): manager %6.1f GB/s aggregate; raw on two "
+              "streams %6.1f GB/s (%5.1f%%)\n",
+              overlap ? "overlap   " : "sequential", gbps(2 * kBytes, managed), gbps(2 * kBytes, raw_both),
+              100 * raw_both / managed);
+  m.close(true, true);
+}
+
+/// What the CUDA calls on the small-transfer and lease paths cost here.
+void call_costs(cudaStream_t stream) {
+  constexpr int kCalls = 20000;
+  auto per_call = [&](const std::function<void()> &body) { return seconds(body, 5) / kCalls * 1e6; };
+  const double set_device = per_call([] {
+    for (int i = 0; i < kCalls; ++i)
+      check(cudaSetDevice(0));
+  });
+  int device = -1;
+  const double stream_device = per_call([&] {
+    for (int i = 0; i < kCalls; ++i)
+      check(cudaStreamGetDevice(stream, &device));
+  });
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  const double record_query = per_call([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      check(cudaEventRecord(event, stream));
+      check(cudaEventQuery(event));
+    }
+  });
+  check(cudaEventDestroy(event));
+  const double malloc_free = per_call([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      void *p = nullptr;
+      check(cudaMallocAsync(&p, 4096, stream));
+      check(cudaFreeAsync(p, stream));
+    }
+  });
+  check(cudaStreamSynchronize(stream));
+  std::printf(
+      "CUDA call costs (us): cudaSetDevice %.3f, cudaStreamGetDevice %.3f, cudaEventRecord+Query %.3f, "
+      "cudaMallocAsync+cudaFreeAsync 4 KiB %.3f\n",
+      set_device, stream_device, record_query, malloc_free);
+}
+
+/// 4 KiB ensure to the device, end to end, against a raw copy + synchronise;
+/// then lease acquire + release with a consumer stream.
+void small_transfers(Manager &m, const char *label) {
+  std::printf("%s:\n", label);
+  std::byte *data = nullptr;
+  check(cudaHostAlloc(reinterpret_cast<void **>(&data), 4096, cudaHostAllocPortable));
+  const Handle h = m.adopt(
+      data, 4096, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+  void *device = nullptr;
+  check(cudaMalloc(&device, 4096));
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  constexpr int kIterations = 2000;
+  const double raw = seconds(
+                         [&] {
+                           for (int i = 0; i < kIterations; ++i) {
+                             check(cudaMemcpyAsync(device, data, 4096, cudaMemcpyDefault, stream));
+                             check(cudaStreamSynchronize(stream));
+                           }
+                         },
+                         5) /
+                     kIterations;
+  std::vector<double> samples;
+  for (int r = 0; r < 5; ++r) {
+    double total = 0;
+    for (int i = 0; i < kIterations; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      m.ensure(h, kGpu);
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      m.drop(h, kGpu);
+    }
+    samples.push_back(total / kIterations);
+  }
+  std::sort(samples.begin(), samples.end());
+  const double managed = samples[samples.size() / 2];
+  std::printf("4 KiB ensure to cuda:0: raw copy + synchronise %.2f us, manager %.2f us (+%.2f us)\n",
+              raw * 1e6, managed * 1e6, (managed - raw) * 1e6);
+
+  m.ensure(h, kGpu);
+  const Handle handles[] = {h};
+  const Stream consumer{reinterpret_cast<std::uintptr_t>(stream)};
+  const double lease = seconds(
+                           [&] {
+                             for (int i = 0; i < 20000; ++i) {
+                               Lease l = m.acquire(handles, kGpu, consumer);
+                               l.release();
+                             }
+                           },
+                           5) /
+                       20000;
+  std::printf("lease acquire + release with a consumer stream: %.3f us (events recorded and reaped)\n",
+              lease * 1e6);
+  call_costs(stream);
+  (void)m.state_version();
+  check(cudaFree(device));
+  check(cudaStreamDestroy(stream));
 }
 
 } // namespace
@@ -110,52 +272,18 @@ int main() {
   transfer(m, kPinned, std::size_t{1} << 30, 5);
   transfer(m, kPageable, std::size_t{256} << 20, 5);
 
-  // 4 KiB ensure to the device, end to end, against a raw copy + synchronise.
+  small_transfers(m, "small-block cache on (default)");
   {
-    std::byte *data = nullptr;
-    check(cudaHostAlloc(reinterpret_cast<void **>(&data), 4096, cudaHostAllocPortable));
-    const Handle h = m.adopt(data, 4096, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
-    void *device = nullptr;
-    check(cudaMalloc(&device, 4096));
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    constexpr int kIterations = 2000;
-    const double raw = seconds([&] {
-      for (int i = 0; i < kIterations; ++i) {
-        check(cudaMemcpyAsync(device, data, 4096, cudaMemcpyDefault, stream));
-        check(cudaStreamSynchronize(stream));
-      }
-    }, 5) / kIterations;
-    std::vector<double> samples;
-    for (int r = 0; r < 5; ++r) {
-      double total = 0;
-      for (int i = 0; i < kIterations; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        m.ensure(h, kGpu);
-        total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        m.drop(h, kGpu);
-      }
-      samples.push_back(total / kIterations);
-    }
-    std::sort(samples.begin(), samples.end());
-    const double managed = samples[samples.size() / 2];
-    std::printf("4 KiB ensure to cuda:0: raw copy + synchronise %.2f us, manager %.2f us (+%.2f us)\n", raw * 1e6,
-                managed * 1e6, (managed - raw) * 1e6);
-
-    m.ensure(h, kGpu);
-    const Handle handles[] = {h};
-    const Stream consumer{reinterpret_cast<std::uintptr_t>(stream)};
-    const double lease = seconds([&] {
-      for (int i = 0; i < 20000; ++i) {
-        Lease l = m.acquire(handles, kGpu, consumer);
-        l.release();
-      }
-    }, 5) / 20000;
-    std::printf("lease acquire + release with a consumer stream: %.3f us (events recorded and reaped)\n", lease * 1e6);
-    (void)m.state_version();
-    check(cudaFree(device));
-    check(cudaStreamDestroy(stream));
+    CudaBackendOptions no_cache;
+    no_cache.device_small_block_cache_bytes = 0;
+    ManagerOptions uncached;
+    uncached.backend = make_cuda_backend(no_cache);
+    Manager plain(std::move(uncached));
+    small_transfers(plain, "small-block cache off");
+    plain.close(true, true);
   }
   m.close(true, true);
+  evict_while_prefetch(/*overlap=*/false, 5);
+  evict_while_prefetch(/*overlap=*/true, 5);
   return 0;
 }

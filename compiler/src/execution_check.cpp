@@ -119,7 +119,8 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
 #endif
   }
   if (options.backend == BackendKind::Simulated) {
-    runtime.simulated = std::make_shared<SimulatedBackend>(module.device_count.value_or(options.default_devices));
+    runtime.simulated = std::make_shared<SimulatedBackend>(module.device_count.value_or(options.default_devices),
+                                                           options.simulated_overlap);
     manager_options.backend = runtime.simulated;
   }
   manager_options.trace_capacity = 0;
@@ -227,6 +228,7 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
   for (const DeclaredValue &v : runner.values())
     for (Location at : manager.replicas(runner.handle_of(v.value_id)))
       check_content(runner.handle_of(v.value_id), at, "by the end of the run");
+  if (runtime.simulated) result.max_copies_in_flight = runtime.simulated->max_copies_in_flight();
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include "../unit/runtime_support.hpp"
 
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/manager.hpp"
 
 #include <cuda_runtime.h>
@@ -24,7 +25,8 @@ namespace {
 constexpr std::size_t kValueBytes = 3 * (1 << 20) + 4096; // not a power of two
 
 struct Gpu {
-  std::shared_ptr<Backend> backend = make_cuda_backend();
+  explicit Gpu(std::shared_ptr<Backend> with = make_cuda_backend()) : backend(std::move(with)) {}
+  std::shared_ptr<Backend> backend;
   Manager manager{[this] {
     ManagerOptions options;
     options.backend = backend;
@@ -188,6 +190,32 @@ TEST_CASE("gpu: streams of other devices, and devices that do not exist, are ref
   }
 }
 
+TEST_CASE("gpu: the backend leaves the calling thread's current device as it was") {
+  const int mine = static_cast<int>(cuda_device_count()) - 1; // the last device: not the one it works on
+  REQUIRE(cudaSetDevice(mine) == cudaSuccess);
+  {
+    Gpu gpu; // makes streams and pools on every device
+    std::uint64_t expected = 0;
+    const Handle h = gpu.adopt(4, &expected);
+    gpu.manager.ensure(h, gpu0);
+    gpu.manager.ensure(h, pinned);
+    CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
+    const Handle handles[] = {h};
+    BusyStream reader; // on cuda:0
+    REQUIRE(cudaSetDevice(mine) == cudaSuccess);
+    Lease lease = gpu.manager.acquire(handles, gpu0, reader.handle());
+    lease.release(/*wait=*/true);
+    (void)gpu.manager.snapshot();
+    int current = -1;
+    REQUIRE(cudaGetDevice(&current) == cudaSuccess);
+    CHECK(current == mine);
+  }
+  int current = -1;
+  REQUIRE(cudaGetDevice(&current) == cudaSuccess);
+  CHECK(current == mine);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
 TEST_CASE("gpu: a budget error on the device leaves nothing allocated") {
   Gpu gpu;
   std::vector<Handle> handles;
@@ -205,6 +233,157 @@ TEST_CASE("gpu: a budget error on the device leaves nothing allocated") {
   }
   CHECK(placed == (64u << 20) / kValueBytes);
   CHECK(gpu.manager.account(gpu0).used_bytes == placed * kValueBytes);
+}
+
+namespace {
+
+/// A stage of a CKKS pipeline, scaled down: evict a ciphertext from the
+/// device, prefetch a key from pinned memory and one from pageable memory,
+/// and move a spent value out of pinned memory.
+struct OverlapStage {
+  Gpu gpu;
+  std::vector<Handle> values;
+  std::vector<std::uint64_t> checksums;
+  std::vector<ActionSpec> actions;
+
+  explicit OverlapStage(std::shared_ptr<Backend> backend = make_cuda_backend()) : gpu(std::move(backend)) {
+    const Location homes[] = {gpu0, pinned, pageable, pinned};
+    for (unsigned i = 0; i < 4; ++i) {
+      std::uint64_t checksum = 0;
+      values.push_back(gpu.adopt(20 + i, &checksum));
+      checksums.push_back(checksum);
+      if (homes[i] != pageable) gpu.manager.move(values[i], homes[i]);
+    }
+    actions = {ActionSpec{ActionKind::Move, values[0], pinned, std::nullopt},
+               ActionSpec{ActionKind::Ensure, values[1], gpu0, std::nullopt},
+               ActionSpec{ActionKind::Ensure, values[2], gpu0, std::nullopt},
+               ActionSpec{ActionKind::Move, values[3], pageable, std::nullopt}};
+  }
+
+  /// Where every value lives, in installation order.
+  std::vector<std::vector<Location>> placement() {
+    std::vector<std::vector<Location>> out;
+    for (const Handle &h : values)
+      out.push_back(gpu.manager.replicas(h));
+    return out;
+  }
+
+  /// Every replica holds its value's bytes, and every location's books are
+  /// the sum of its replicas.
+  void check_books_and_bytes() {
+    const Snapshot s = gpu.manager.snapshot();
+    for (const SnapshotLocation &l : s.locations) {
+      std::uint64_t charged = 0;
+      for (const SnapshotValue &v : s.values)
+        for (const SnapshotMaterialization &m : v.materializations)
+          if (m.location == l.location) charged += m.charged_nbytes;
+      CHECK(l.used_bytes == charged);
+    }
+    for (std::size_t i = 0; i < values.size(); ++i)
+      for (Location l : gpu.manager.replicas(values[i]))
+        CHECK(gpu.manager.content_checksum(values[i], l) == checksums[i]);
+  }
+};
+
+} // namespace
+
+TEST_CASE("gpu: overlap: an eviction and prefetches copy together and commit in plan order") {
+  OverlapStage stage;
+  const PlanReport report = stage.gpu.manager.execute_actions(stage.actions, "stage");
+  REQUIRE(report.transitions.size() == 4);
+  CHECK(report.transitions[0].source == gpu0);
+  CHECK(report.transitions[1].source == pinned);
+  CHECK(report.transitions[2].source == pageable);
+  CHECK(report.transitions[3].destination == pageable);
+  // The prefetches were under way before the eviction committed; the
+  // commits themselves come in plan order.
+  CHECK(report.transitions[1].started_at_ns < report.transitions[0].completed_at_ns);
+  for (std::size_t i = 1; i < 4; ++i)
+    CHECK(report.transitions[i].completed_at_ns >= report.transitions[i - 1].completed_at_ns);
+  CHECK(stage.placement() ==
+        std::vector<std::vector<Location>>{{pinned}, {pinned, gpu0}, {pageable, gpu0}, {pageable}});
+  stage.check_books_and_bytes();
+}
+
+TEST_CASE("gpu: fault injection through the backend hooks: every failure leaves the exact partial report") {
+  using Op = BackendOperation;
+  cudaMemPool_t pool = nullptr;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+  auto pool_used = [&] {
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess); // frees are stream-ordered
+    std::uint64_t used = 0;
+    REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess);
+    return used;
+  };
+  std::uint64_t counts[5] = {};
+  {
+    auto faulty = std::make_shared<FaultInjectingBackend>(make_cuda_backend());
+    OverlapStage clean(faulty);
+    const std::uint64_t before[5] = {faulty->faults().count(Op::Allocate), faulty->faults().count(Op::Copy),
+                                     0, 0, faulty->faults().count(Op::CopyCompletion)};
+    clean.gpu.manager.execute_actions(clean.actions, "stage");
+    for (Op op : {Op::Allocate, Op::Copy, Op::CopyCompletion})
+      counts[static_cast<unsigned>(op)] = faulty->faults().count(op) - before[static_cast<unsigned>(op)];
+  }
+  CHECK(counts[static_cast<unsigned>(Op::Allocate)] == 4);
+  CHECK(counts[static_cast<unsigned>(Op::CopyCompletion)] >= 1);
+  const std::uint64_t baseline = pool_used();
+  std::size_t runs = 0;
+  for (Op op : {Op::Allocate, Op::Copy, Op::CopyCompletion})
+    for (std::uint64_t k = 1; k <= counts[static_cast<unsigned>(op)]; ++k) {
+      CAPTURE(static_cast<unsigned>(op));
+      CAPTURE(k);
+      auto faulty = std::make_shared<FaultInjectingBackend>(make_cuda_backend());
+      OverlapStage stage(faulty);
+      faulty->faults().fail_on(op, k);
+      std::size_t failed_at = stage.actions.size();
+      try {
+        stage.gpu.manager.execute_actions(stage.actions, "stage");
+      } catch (const ResidencyPlanExecutionError &error) {
+        REQUIRE(error.details().failed_action_index);
+        failed_at = *error.details().failed_action_index;
+        CHECK(error.details().partial_report.transitions.size() == failed_at);
+        CHECK(error.details().detail.find("injected failure") != std::string::npos);
+      }
+      // The state is exactly that of the actions before the failure.
+      OverlapStage reference;
+      reference.gpu.manager.execute_actions(std::span(reference.actions).first(failed_at), "prefix");
+      CHECK(stage.placement() == reference.placement());
+      stage.check_books_and_bytes();
+      ++runs;
+    }
+  CHECK(runs >= 9);
+  CHECK(pool_used() == baseline); // every device byte went back to the pool
+}
+
+TEST_CASE("gpu: snapshots show the device pool and the driver's free memory beside the books") {
+  Gpu gpu;
+  std::uint64_t expected = 0;
+  const Handle h = gpu.adopt(2, &expected);
+  gpu.manager.ensure(h, gpu0);
+  gpu.manager.ensure(h, pinned);
+  Snapshot s = gpu.manager.snapshot();
+  auto at = [&](Location l) {
+    for (const SnapshotLocation &location : s.locations)
+      if (location.location == l) return location;
+    FAIL("no such location in the snapshot");
+    return SnapshotLocation{};
+  };
+  REQUIRE(at(gpu0).pool_in_use_bytes);
+  CHECK(*at(gpu0).pool_in_use_bytes >= kValueBytes);
+  REQUIRE(at(gpu0).driver_free_bytes);
+  CHECK(*at(gpu0).driver_free_bytes > 0);
+  CHECK(*at(pinned).pool_in_use_bytes >= kValueBytes);
+  CHECK_FALSE(at(pinned).driver_free_bytes);
+  CHECK_FALSE(at(pageable).pool_in_use_bytes);
+  const std::uint64_t in_use = *at(gpu0).pool_in_use_bytes;
+  gpu.manager.drop(h, gpu0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  s = gpu.manager.snapshot();
+  CHECK(*at(gpu0).pool_in_use_bytes + kValueBytes <= in_use);
+  CHECK(*at(gpu0).pool_idle_bytes >= kValueBytes); // kept by the pool, not returned to the driver
+  MESSAGE("cuda:0 pool in use " << *at(gpu0).pool_in_use_bytes << ", idle " << *at(gpu0).pool_idle_bytes
+                                << ", driver free " << *at(gpu0).driver_free_bytes);
 }
 
 int main(int argc, char **argv) {

@@ -461,6 +461,29 @@ TEST_CASE("manager: snapshot lists values, replicas, tokens, locations and reser
   CHECK(j["values"][2]["recoverability"] == "reconstructible");
 }
 
+TEST_CASE("manager: snapshots show the backend's pools beside the manager's books") {
+  Manager manager(budgeted(pinned, 64 * KiB));
+  const Buffer a = pattern(8 * KiB, 1);
+  const Handle h = adopt(manager, a, pageable, ReplicaMode::Replicable);
+  manager.ensure(h, pinned);
+  Snapshot s = manager.snapshot();
+  REQUIRE(s.locations.size() == 2); // pinned (budgeted), then pageable
+  CHECK(s.locations[0].used_bytes == 8 * KiB);
+  CHECK(s.locations[0].pool_in_use_bytes == 8 * KiB); // whole pages: 8 KiB is two
+  CHECK(s.locations[0].pool_idle_bytes == 0);
+  CHECK_FALSE(s.locations[0].driver_free_bytes);
+  CHECK_FALSE(s.locations[1].pool_in_use_bytes); // no pool for pageable memory
+  manager.drop(h, pinned);
+  s = manager.snapshot();
+  CHECK(s.locations[0].used_bytes == 0);
+  CHECK(s.locations[0].pool_in_use_bytes == 0);
+  CHECK(s.locations[0].pool_idle_bytes == 8 * KiB); // kept for the next pinned value
+  const nlohmann::ordered_json j = s.to_json();
+  CHECK(j["locations"][0]["pool_idle_bytes"] == 8 * KiB);
+  CHECK(j["locations"][1]["pool_in_use_bytes"].is_null());
+  CHECK(j["locations"][0]["driver_free_bytes"].is_null());
+}
+
 TEST_CASE("manager: a scope runs reclaim, reservations, enter, then exit on close") {
   Manager manager(budgeted(pinned, 16 * KiB));
   const Buffer old_key = pattern(8 * KiB, 1), ct = pattern(6 * KiB, 2);

@@ -17,7 +17,7 @@
 namespace fhr::test {
 
 struct Fixture {
-  std::shared_ptr<SimulatedBackend> backend = std::make_shared<SimulatedBackend>(2);
+  std::shared_ptr<SimulatedBackend> backend;
   std::unique_ptr<Manager> manager;
 
   /// Warnings the manager reported, in order (read them once the threads
@@ -25,7 +25,10 @@ struct Fixture {
   std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
   std::shared_ptr<std::mutex> warnings_mutex = std::make_shared<std::mutex>();
 
-  explicit Fixture(std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets = {}) {
+  /// `overlap`: the backend has separate copy engines (overlap windows).
+  explicit Fixture(std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets = {},
+                   bool overlap = false)
+      : backend(std::make_shared<SimulatedBackend>(2, overlap)) {
     ManagerOptions options;
     options.budgets = std::move(budgets);
     options.backend = backend;

@@ -43,8 +43,8 @@ private:
 /// transition fails is freed with this object.
 class Manager::Hooks final : public TransitionHooks {
 public:
-  Hooks(Manager &manager, Location destination, Stream stream)
-      : manager_(manager), destination_(destination), stream_(stream) {}
+  Hooks(Manager &manager, Location destination, Stream stream, PreparedCopy *prepared)
+      : manager_(manager), destination_(destination), stream_(stream), prepared_(prepared) {}
 
   void load(ValueId value, Location location) override {
     Record &record = manager_.records_[value];
@@ -58,6 +58,11 @@ public:
   }
 
   void copy(ValueId value, Location from, Location to) override {
+    if (prepared_ && prepared_->from == from && prepared_->to == to) {
+      pending_.emplace_back(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
+      prepared_ = nullptr;
+      return;
+    }
     const Storage *source = pending(from);
     if (!source) source = manager_.replica(value, from);
     Storage destination = manager_.backend_->allocate(to, logical_bytes(value));
@@ -92,13 +97,15 @@ private:
   Manager &manager_;
   Location destination_;
   Stream stream_;
+  PreparedCopy *prepared_;
   std::vector<std::pair<Location, Storage>> pending_;
 };
 
 Manager::Manager(ManagerOptions options)
     : id_(next_manager_id()), backend_(options.backend ? std::move(options.backend) : make_host_backend()),
       warning_handler_(std::move(options.warning_handler)), state_(backend_->devices()),
-      trace_capacity_(options.trace_capacity) {
+      trace_capacity_(options.trace_capacity),
+      overlap_transfers_(options.overlap_transfers && backend_->overlaps_copies()) {
   for (const auto &[location, budget] : options.budgets) {
     validate(location);
     state_.set_budget(location, budget);
@@ -203,13 +210,13 @@ Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> s
   return Handle{id_, records_.back().handle_id};
 }
 
-TransitionReport Manager::run_transition(const Action &action, Stream stream) {
+TransitionReport Manager::run_transition(const Action &action, Stream stream, PreparedCopy *prepared) {
   TransitionReport report;
-  report.started_at_ns = now_ns();
+  report.started_at_ns = prepared ? prepared->started_at_ns : now_ns();
   FailureDetail detail;
   Outcome outcome;
   {
-    Hooks hooks(*this, action.location, stream);
+    Hooks hooks(*this, action.location, stream, prepared);
     outcome = state_.apply(action, &detail, &hooks);
   }
   if (outcome.failed()) {

@@ -17,12 +17,6 @@ void check_expected_version(std::optional<std::uint64_t> expected, std::uint64_t
   if (expected && *expected != actual) throw ResidencyStaleStateError(*expected, actual);
 }
 
-Stream stream_for(const TransferStreams &streams, Location destination) {
-  for (const auto &[location, stream] : streams)
-    if (location == destination) return stream;
-  return {};
-}
-
 } // namespace
 
 std::vector<Action> Manager::to_actions(std::span<const ActionSpec> specs) const {
@@ -101,8 +95,14 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
 
 void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
                         const TransferStreams &streams, PlanReport &report) {
-  for (std::size_t i = 0; i < actions.size(); ++i) {
-    ResidencyPlanExecutionError::Details details;
+  std::size_t i = 0;
+  while (i < actions.size()) {
+    if (overlap_transfers_) {
+      if (const std::size_t next = run_overlapped(plan_name, phase, actions, i, streams, report); next > i) {
+        i = next;
+        continue;
+      }
+    }
     try {
       reap(); // §7.4: before every executed action
       // Resolved now: exit actions run without a new preflight, so a handle
@@ -111,20 +111,30 @@ void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std:
       const bool copies_to_destination = action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
       report.transitions.push_back(
           run_transition(action, copies_to_destination ? stream_for(streams, action.location) : Stream{}));
-      continue;
-    } catch (const ResidencyError &error) {
-      details.detail = error.what();
-      details.cause = error.error_class();
-    } catch (const std::exception &error) {
-      details.detail = error.what();
+    } catch (...) {
+      fail_phase(plan_name, phase, i, std::current_exception(), report);
     }
-    details.plan_name = plan_name;
-    details.phase = phase;
-    details.failed_action_index = i;
-    report.completed_at_ns = now_ns();
-    details.partial_report = report;
-    throw ResidencyPlanExecutionError(std::move(details));
+    ++i;
   }
+}
+
+void Manager::fail_phase(const std::string &plan_name, ExecutionPhase phase, std::size_t index,
+                         std::exception_ptr error, PlanReport &report) {
+  ResidencyPlanExecutionError::Details details;
+  try {
+    std::rethrow_exception(error);
+  } catch (const ResidencyError &e) {
+    details.detail = e.what();
+    details.cause = e.error_class();
+  } catch (const std::exception &e) {
+    details.detail = e.what();
+  }
+  details.plan_name = plan_name;
+  details.phase = phase;
+  details.failed_action_index = index;
+  report.completed_at_ns = now_ns();
+  details.partial_report = report;
+  throw ResidencyPlanExecutionError(std::move(details));
 }
 
 Scope Manager::scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_version,

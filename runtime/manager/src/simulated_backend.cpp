@@ -15,40 +15,19 @@ std::uintptr_t to_native(std::size_t slot) { return static_cast<std::uintptr_t>(
 
 } // namespace
 
-SimulatedBackend::SimulatedBackend(unsigned device_count)
-    : device_count_(device_count), allocated_(new std::uint64_t[Location::kCount]()) {}
+SimulatedBackend::SimulatedBackend(unsigned device_count, bool overlap_copies)
+    : device_count_(device_count), overlap_copies_(overlap_copies), allocated_(new std::uint64_t[Location::kCount]()) {}
 
 DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_count_ > 0, device_count_}; }
 
-void SimulatedBackend::fail_on(Operation operation, std::uint64_t nth) {
-  std::lock_guard lock(mutex_);
-  const auto kind = static_cast<unsigned>(operation);
-  armed_at_[kind] = nth == 0 ? 0 : performed_[kind] + nth;
-}
+void SimulatedBackend::fail_on(Operation operation, std::uint64_t nth) { faults_.fail_on(operation, nth); }
 
-void SimulatedBackend::step(Operation operation) {
-  const auto kind = static_cast<unsigned>(operation);
-  ++performed_[kind];
-  if (armed_at_[kind] != 0 && performed_[kind] == armed_at_[kind]) {
-    armed_at_[kind] = 0;
-    static const char *const names[] = {"allocation", "copy", "source load", "event recording"};
-    throw BackendError(std::string("injected failure of ") + names[kind] + " " +
-                       std::to_string(performed_[kind]));
-  }
-}
-
-void SimulatedBackend::before_load() {
-  std::lock_guard lock(mutex_);
-  step(Operation::Load);
-}
+void SimulatedBackend::before_load() { faults_.step(Operation::Load); }
 
 Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
   if (location.is_cuda() && location.device() >= device_count_)
     throw BackendError("simulated backend has no " + location.name());
-  {
-    std::lock_guard lock(mutex_);
-    step(Operation::Allocate);
-  }
+  faults_.step(Operation::Allocate);
   void *memory = std::malloc(nbytes == 0 ? 1 : nbytes);
   if (!memory) throw std::bad_alloc();
   std::lock_guard lock(mutex_);
@@ -62,23 +41,57 @@ Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
                  });
 }
 
+void SimulatedBackend::order_after(Stream stream) {
+  if (!stream) return;
+  SimulatedStream &s = streams_[slot(stream)];
+  s.completed = s.submitted; // the copy ran after the stream's earlier work
+}
+
 void SimulatedBackend::copy(const Storage &from, Storage &to, Stream stream) {
   if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
   {
     std::lock_guard lock(mutex_);
-    step(Operation::Copy);
-    if (stream) {
-      SimulatedStream &s = streams_[slot(stream)];
-      s.completed = s.submitted; // the copy ran after the stream's earlier work
-    }
+    faults_.step(Operation::Copy);
+    order_after(stream);
   }
   if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
 }
 
-std::uint64_t SimulatedBackend::count(Operation operation) const {
+CopyInFlight SimulatedBackend::begin_copy(const Storage &from, Storage &to, Stream stream) {
+  if (!overlap_copies_) return Backend::begin_copy(from, to, stream);
+  if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
   std::lock_guard lock(mutex_);
-  return performed_[static_cast<unsigned>(operation)];
+  faults_.step(Operation::Copy);
+  order_after(stream);
+  auto free = std::find_if(copies_.begin(), copies_.end(), [](const CopyJob &job) { return !job.live; });
+  if (free == copies_.end()) free = copies_.insert(copies_.end(), CopyJob{});
+  *free = CopyJob{from.bytes().data(), to.bytes().data(), from.size(), true};
+  max_copies_in_flight_ = std::max(max_copies_in_flight_, ++copies_in_flight_);
+  return CopyInFlight{to_native(static_cast<std::size_t>(free - copies_.begin()))};
 }
+
+void SimulatedBackend::finish_copy(CopyInFlight copy) {
+  if (copy.native == 0) return; // completed when it started
+  std::lock_guard lock(mutex_);
+  if (copy.native > copies_.size() || !copies_[copy.native - 1].live)
+    throw BackendError("not a simulated copy in flight");
+  CopyJob &job = copies_[copy.native - 1];
+  job.live = false;
+  --copies_in_flight_;
+  faults_.step(Operation::CopyCompletion); // a failed copy leaves its destination unwritten
+  if (job.nbytes != 0) std::memcpy(job.to, job.from, job.nbytes);
+}
+
+std::optional<PoolFigures> SimulatedBackend::pool_figures(Location location) const {
+  return PoolFigures{allocated_bytes(location), 0, std::nullopt};
+}
+
+std::size_t SimulatedBackend::max_copies_in_flight() const {
+  std::lock_guard lock(mutex_);
+  return max_copies_in_flight_;
+}
+
+std::uint64_t SimulatedBackend::count(Operation operation) const { return faults_.count(operation); }
 
 std::uint64_t SimulatedBackend::allocated_bytes(Location location) const {
   return __atomic_load_n(&allocated_[location.index()], __ATOMIC_RELAXED);
@@ -133,7 +146,7 @@ std::optional<Location> SimulatedBackend::stream_location(Stream stream) const {
 
 Event SimulatedBackend::record_event(Stream stream) {
   std::lock_guard lock(mutex_);
-  step(Operation::RecordEvent);
+  faults_.step(Operation::RecordEvent);
   const std::size_t s = slot(stream);
   // Reuse a destroyed event's slot: the table stays as small as the number
   // of events alive at once.

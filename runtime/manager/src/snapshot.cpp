@@ -57,7 +57,10 @@ json Snapshot::to_json() const {
                                  {"reservation_count", l.reservation_count},
                                  {"use_count", l.use_count},
                                  {"hold_count", l.hold_count},
-                                 {"pending_event_count", l.pending_event_count}});
+                                 {"pending_event_count", l.pending_event_count},
+                                 {"pool_in_use_bytes", optional_bytes(l.pool_in_use_bytes)},
+                                 {"pool_idle_bytes", optional_bytes(l.pool_idle_bytes)},
+                                 {"driver_free_bytes", optional_bytes(l.driver_free_bytes)}});
   out["locations"] = std::move(location_list);
   json reservation_list = json::array();
   for (const SnapshotReservation &r : reservations)
@@ -129,6 +132,11 @@ Snapshot Manager::snapshot() const {
     l.use_count = tokens_at[location.index()].use_count;
     l.hold_count = tokens_at[location.index()].hold_count;
     l.pending_event_count = tokens_at[location.index()].pending_count;
+    if (const std::optional<PoolFigures> pool = backend_->pool_figures(location)) {
+      l.pool_in_use_bytes = pool->in_use_bytes;
+      l.pool_idle_bytes = pool->idle_bytes;
+      l.driver_free_bytes = pool->driver_free_bytes;
+    }
     out.locations.push_back(l);
   }
   return out;

@@ -200,6 +200,29 @@ Outcome State::ensure(const Action &action, FailureDetail *detail, TransitionHoo
   return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
 }
 
+std::optional<Location> State::plain_copy_source(const Action &action) const {
+  if (resolve(action.value).failed() || validate(action.location).failed()) return std::nullopt;
+  const ValueRecord &record = values_[action.value];
+  const Location to = action.location;
+  if (record.resident.contains(to)) return std::nullopt;
+  switch (action.kind) {
+  case ActionKind::Ensure:
+  case ActionKind::Copy: // the choice of ensure()
+    if (record.spec.replica_mode == ReplicaMode::Exclusive && !record.resident.empty()) return std::nullopt;
+    return record.resident.first();
+  case ActionKind::Move: { // the choice of move()
+    std::optional<Location> selected = action.from ? action.from : record.resident.first_except(to);
+    if (!selected || !record.resident.contains(*selected) || record.protected_at.contains(*selected))
+      return std::nullopt;
+    if (action.from && validate(*action.from).failed()) return std::nullopt;
+    return selected;
+  }
+  case ActionKind::Drop:
+  case ActionKind::Discard: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 Outcome State::move(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
   const ValueRecord &record = values_[action.value];
   const Location to = action.location;

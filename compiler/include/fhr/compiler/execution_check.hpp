@@ -53,6 +53,9 @@ struct ExecutionCheck {
   };
   std::vector<Peak> peaks;
   std::uint64_t content_checks = 0;
+  /// The most copies the simulated backend had in flight at once (overlap
+  /// windows at work); 0 on the other backends.
+  std::size_t max_copies_in_flight = 0;
   /// The manager's warnings (a scope left by a failing body releases its
   /// reservations with one, say).
   std::shared_ptr<std::vector<std::string>> warnings;
@@ -70,6 +73,9 @@ struct ExecutionOptions {
   std::vector<BudgetOverride> overrides;
   /// The simulated backend's device count when the module declares none.
   unsigned default_devices = 8;
+  /// The simulated backend reports separate copy engines, so that plans run
+  /// with overlap windows (Backend::overlaps_copies).
+  bool simulated_overlap = false;
   /// A run whose predicted peaks at locations in host memory (all of them,
   /// except CUDA locations on the CUDA backend) add up to more than this is
   /// refused before it starts (0: three quarters of the machine's physical

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The CUDA backend (issue #5, first part): pinned host storage from
+/// The CUDA backend (issue #5): pinned host storage from
 /// page-locked CUDA host allocations kept in a bounded pool, device storage
 /// from each device's stream-ordered memory pool (cudaMallocAsync) with a
 /// release threshold so freed memory stays in the pool, copies with
@@ -13,8 +13,11 @@
 /// bounce buffers, double-buffered, with the host side on worker threads;
 /// device <-> device copies use peer access where the devices have it.
 ///
-/// Not yet: overlap of independent actions inside a plan, and pool figures
-/// in snapshots (docs/runtime.md).
+/// Copies into a device run on its inbound stream (or the caller's), copies
+/// out of it on its outbound stream: the two copy engines of a device work
+/// at once when a plan evicts while it prefetches (Backend::begin_copy, the
+/// manager's overlap windows). pool_figures() reports what the pinned pool
+/// and each device's pool hold, and what the driver reports free.
 
 #include "fhr/runtime/backend.hpp"
 
@@ -31,6 +34,10 @@ struct CudaBackendOptions {
   /// What each device's memory pool keeps after frees instead of returning
   /// it to the driver.
   std::uint64_t device_pool_release_threshold = ~std::uint64_t{0};
+  /// Freed device blocks of up to 1 MiB the backend keeps per device for
+  /// the next value of the same size (0: every block goes back to the
+  /// device's pool at once).
+  std::uint64_t device_small_block_cache_bytes = std::uint64_t{64} << 20;
 };
 
 /// A backend over the CUDA devices of this process. Throws BackendError

@@ -39,6 +39,23 @@ struct Event {
   std::uintptr_t native = 0;
 };
 
+/// A copy started by Backend::begin_copy and not yet finished; 0 means the
+/// copy was already complete when begin_copy returned.
+struct CopyInFlight {
+  std::uintptr_t native = 0;
+};
+
+/// What a backend's memory pools hold at one location, beside the
+/// manager's own accounting (snapshots show both).
+struct PoolFigures {
+  /// Bytes of replicas the backend has handed out and not yet got back.
+  std::uint64_t in_use_bytes = 0;
+  /// Bytes the pool keeps for reuse on top of those in use.
+  std::uint64_t idle_bytes = 0;
+  /// What the driver reports free at a device (std::nullopt for host memory).
+  std::optional<std::uint64_t> driver_free_bytes;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -51,6 +68,24 @@ public:
   /// is ordered on `stream` when one is given (after the work already
   /// submitted to it), else on the backend's stream for that device.
   virtual void copy(const Storage &from, Storage &to, Stream stream) = 0;
+  /// Can copies run concurrently (separate copy engines)? Then the manager
+  /// starts the copies of independent actions of a plan phase together and
+  /// commits them in plan order (docs/runtime.md, "Overlap inside a plan").
+  virtual bool overlaps_copies() const { return false; }
+  /// Starts copying `from` into `to` on the engine of the copy's direction;
+  /// finish_copy waits for it. Both storages must stay alive until then.
+  /// The default copies synchronously and returns a completed copy.
+  virtual CopyInFlight begin_copy(const Storage &from, Storage &to, Stream stream) {
+    copy(from, to, stream);
+    return {};
+  }
+  /// Waits for a copy of begin_copy; throws (BackendError) if it failed.
+  /// Called exactly once for every copy begin_copy returned.
+  virtual void finish_copy(CopyInFlight) {}
+  /// The backend's pool figures at `location`; std::nullopt when it keeps
+  /// none there.
+  virtual std::optional<PoolFigures> pool_figures(Location) const { return std::nullopt; }
+
   /// Copies a replica's bytes into host memory (`out` has its size): how
   /// content checks read device replicas. The default reads host storage.
   virtual void read(const Storage &from, std::span<std::byte> out) {

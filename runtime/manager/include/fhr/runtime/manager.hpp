@@ -72,6 +72,13 @@ struct ActionSpec {
 /// stream of their device.
 using TransferStreams = std::vector<std::pair<Location, Stream>>;
 
+/// The stream listed for `destination`, or the empty stream.
+inline Stream stream_for(const TransferStreams &streams, Location destination) {
+  for (const auto &[location, stream] : streams)
+    if (location == destination) return stream;
+  return {};
+}
+
 struct PlanSpec {
   std::string name;
   std::vector<ActionSpec> reclaim;
@@ -236,6 +243,10 @@ struct ManagerOptions {
   /// caused them, so it must be thread-safe. Empty: print them to stderr as
   /// "fhr: warning: ...".
   std::function<void(std::string_view)> warning_handler;
+  /// Start the copies of independent actions of a plan phase together when
+  /// the backend has separate copy engines (Backend::overlaps_copies);
+  /// false runs every action after the previous one finished.
+  bool overlap_transfers = true;
 };
 
 class Manager {
@@ -329,6 +340,15 @@ private:
   class Hooks;
   class StateLock;
 
+  /// A copy started before its action is applied (overlap inside a plan):
+  /// the storage at `to` receives the replica at `from`.
+  struct PreparedCopy {
+    Location from, to;
+    Storage storage;
+    CopyInFlight copy;
+    std::uint64_t started_at_ns = 0;
+  };
+
   struct Record {
     std::uint64_t handle_id = 0;
     std::shared_ptr<Source> source;
@@ -355,7 +375,8 @@ private:
   void validate(Location location) const;
   /// std::invalid_argument unless `stream` may copy into `destination`.
   void validate_stream(Stream stream, Location destination) const;
-  TransitionReport run_transition(const Action &action, Stream stream);
+  /// Applies one action; `prepared` is its copy, already done.
+  TransitionReport run_transition(const Action &action, Stream stream, PreparedCopy *prepared = nullptr);
   /// ensure, copy and move: the checks of §16.1 in order, then the transition.
   TransitionReport transition_to(ActionKind kind, const Handle &handle, Location to, std::optional<Location> from,
                                  Stream stream);
@@ -371,6 +392,15 @@ private:
   /// a failure becomes ResidencyPlanExecutionError with the partial report.
   void run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
                  const TransferStreams &streams, PlanReport &report);
+  /// Throws ResidencyPlanExecutionError for `error`, raised by action `index`.
+  [[noreturn]] void fail_phase(const std::string &plan_name, ExecutionPhase phase, std::size_t index,
+                               std::exception_ptr error, PlanReport &report);
+  /// Overlap (overlap.cpp): starts the copies of the independent actions
+  /// from `first` on, then applies them in plan order. Returns the index
+  /// after the last one applied; `first` when action `first` must run alone.
+  std::size_t run_overlapped(const std::string &plan_name, ExecutionPhase phase,
+                             std::span<const ActionSpec> actions, std::size_t first, const TransferStreams &streams,
+                             PlanReport &report);
   /// Throws ResidencyPlanError (with the failing step) for an infeasible plan.
   void preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const;
 
@@ -416,6 +446,7 @@ private:
   std::vector<LifetimeId> deferred_releases_;
   std::atomic<bool> has_deferred_releases_{false};
   bool closed_ = false;
+  bool overlap_transfers_;
 };
 
 /// Holds a manager's lock (see Manager::lock_state).

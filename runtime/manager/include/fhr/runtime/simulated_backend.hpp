@@ -14,9 +14,15 @@
 /// load or event recording fail, to test that failures in the middle of a
 /// plan leave exact partial reports and consistent accounting.
 ///
+/// Made with `overlap_copies`, it reports separate copy engines: a copy
+/// started by begin_copy moves its bytes only when finish_copy waits for it
+/// (and may fail there: Operation::CopyCompletion), so tests see the
+/// manager's overlap windows exactly as on a GPU, copies in flight included.
+///
 /// Thread safety: every member may be called from any thread.
 
 #include "fhr/runtime/backend.hpp"
+#include "fhr/runtime/fault_injection.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -27,15 +33,22 @@ namespace fhr {
 
 class SimulatedBackend final : public Backend {
 public:
-  enum class Operation : std::uint8_t { Allocate, Copy, Load, RecordEvent };
+  using Operation = BackendOperation;
 
-  explicit SimulatedBackend(unsigned device_count);
+  explicit SimulatedBackend(unsigned device_count, bool overlap_copies = false);
 
   DeviceConfig devices() const override;
   Storage allocate(Location location, std::size_t nbytes) override;
   /// A copy into a device waits for the work already submitted to its
   /// stream, as a stream-ordered copy followed by a synchronize does.
   void copy(const Storage &from, Storage &to, Stream stream) override;
+  bool overlaps_copies() const override { return overlap_copies_; }
+  CopyInFlight begin_copy(const Storage &from, Storage &to, Stream stream) override;
+  void finish_copy(CopyInFlight copy) override;
+  /// Every location is a pool without idle bytes: what it has handed out.
+  std::optional<PoolFigures> pool_figures(Location location) const override;
+  /// The most copies that were in flight at once (overlap made visible).
+  std::size_t max_copies_in_flight() const;
 
   /// Makes the `nth` (1-based) next operation of that kind fail with
   /// BackendError; 0 disarms it. Counting starts when it is armed.
@@ -80,15 +93,24 @@ private:
     std::uint64_t mark = 0;
     bool live = false;
   };
-  void step(Operation operation);
+  struct CopyJob {
+    const std::byte *from = nullptr;
+    std::byte *to = nullptr;
+    std::size_t nbytes = 0;
+    bool live = false;
+  };
+  /// A copy submitted to `stream` runs after the stream's earlier work.
+  void order_after(Stream stream);
   /// The stream's slot; BackendError for one this backend did not create.
   std::size_t slot(Stream stream) const;
   SimulatedEvent &event(Event event);
 
   unsigned device_count_;
+  bool overlap_copies_;
   mutable std::mutex mutex_;
-  std::uint64_t performed_[4] = {0, 0, 0, 0};
-  std::uint64_t armed_at_[4] = {0, 0, 0, 0}; ///< the count at which the failure fires (0 = none)
+  FaultPlan faults_;
+  std::vector<CopyJob> copies_;
+  std::size_t copies_in_flight_ = 0, max_copies_in_flight_ = 0;
   std::shared_ptr<std::uint64_t[]> allocated_;
   std::vector<SimulatedStream> streams_;
   std::vector<SimulatedEvent> events_;

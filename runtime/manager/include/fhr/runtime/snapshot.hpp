@@ -41,6 +41,10 @@ struct SnapshotLocation {
   std::uint64_t peak_used_bytes = 0, peak_charged_bytes = 0;
   std::uint32_t value_count = 0, reservation_count = 0;
   std::uint32_t use_count = 0, hold_count = 0, pending_event_count = 0;
+  /// The backend's side of the same location (Backend::pool_figures):
+  /// bytes its pool has handed out, bytes it keeps idle for reuse, and what
+  /// the driver reports free on a device. std::nullopt where it keeps no pool.
+  std::optional<std::uint64_t> pool_in_use_bytes, pool_idle_bytes, driver_free_bytes;
 };
 
 struct SnapshotReservation {

@@ -137,6 +137,15 @@ public:
   // ---- transitions (§6) ------------------------------------------------
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
 
+  /// The replica that `action` (ensure, copy or move) would copy from, when
+  /// applying it now would be a plain copy of a resident replica: a live
+  /// value, not resident at the destination, a permitted replica, and (move)
+  /// an unprotected source. std::nullopt for anything else (no-op,
+  /// reconstruction from a source, drop, discard, a failure). Budget
+  /// admission is the caller's to check. Lets the runtime start the copy
+  /// before it applies the action (overlap inside a plan).
+  std::optional<Location> plain_copy_source(const Action &action) const;
+
   // ---- lifetimes (§7, §8) ----------------------------------------------
   /// acquire (a lease) or hold: every value must be resident at `at`.
   /// `failed_value` receives the value that decided a failure.

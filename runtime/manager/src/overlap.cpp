@@ -1,0 +1,106 @@
+// Overlap inside a plan (issue #5): the copies of consecutive independent
+// actions of one phase run at the same time on the backend's copy engines
+// (an eviction to host beside a prefetch to a device, keys to several
+// devices), while the state still changes one action at a time in plan
+// order. Each action is applied only once its copy has finished, so a
+// failure leaves exactly the report of the actions before it, and the
+// copies started for the actions after it are waited for and freed without
+// a trace in the state.
+#include "fhr/runtime/manager.hpp"
+
+#include "clock.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace fhr {
+
+namespace {
+
+/// Copies started ahead at most: bounds the storage that waits for commit.
+constexpr std::size_t kMaxWindow = 32;
+
+} // namespace
+
+std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase phase,
+                                    std::span<const ActionSpec> actions, std::size_t first,
+                                    const TransferStreams &streams, PlanReport &report) {
+  struct WindowEntry {
+    std::size_t index = 0; ///< in the phase
+    Action action;
+    Stream stream;
+    PreparedCopy copy;
+  };
+  reap(); // reaping only lifts protections: what is plain now stays plain
+  std::vector<WindowEntry> window;
+  // Bytes the started copies will charge, per destination. Sources are
+  // still counted too, so that the memory really in use while the copies
+  // run never exceeds a budget: an action that fits only once an earlier
+  // one has freed its source waits for the next window.
+  std::array<std::uint64_t, Location::kCount> starting{};
+  std::exception_ptr start_failure;
+  std::size_t next = first;
+  for (; next < actions.size() && window.size() < kMaxWindow; ++next) {
+    const ActionSpec &spec = actions[next];
+    if (spec.kind == ActionKind::Drop || spec.kind == ActionKind::Discard) break;
+    const Action action{spec.kind, resolve_for_plan(spec.handle), spec.location, spec.from};
+    const std::optional<Location> source = state_.plain_copy_source(action);
+    if (!source) break; // a no-op, a load or a failure: runs alone, in order
+    if (std::any_of(window.begin(), window.end(),
+                    [&](const WindowEntry &e) { return e.action.value == action.value; }))
+      break; // depends on an action of the window
+    const ValueSpec &spec_of_value = state_.value(action.value).spec;
+    LocationAccount account = state_.account(action.location);
+    account.reserved_bytes += starting[action.location.index()];
+    if (!account.admits(spec_of_value.storage_nbytes)) break;
+
+    WindowEntry entry{next, action, stream_for(streams, action.location), PreparedCopy{}};
+    PreparedCopy &copy = entry.copy;
+    copy.from = *source;
+    copy.to = action.location;
+    copy.started_at_ns = now_ns();
+    try {
+      copy.storage =
+          backend_->allocate(action.location, static_cast<std::size_t>(spec_of_value.logical_nbytes));
+    } catch (...) {
+      // Memory may be held by the copies in flight: they commit first and
+      // this action is tried again on its own. Alone, the failure is its own.
+      if (window.empty()) start_failure = std::current_exception();
+      break;
+    }
+    try {
+      copy.copy = backend_->begin_copy(*replica(action.value, *source), copy.storage, entry.stream);
+    } catch (...) {
+      start_failure = std::current_exception();
+      break;
+    }
+    starting[action.location.index()] += spec_of_value.storage_nbytes;
+    window.push_back(std::move(entry));
+  }
+  if (window.empty() && !start_failure) return first;
+
+  for (std::size_t k = 0; k < window.size(); ++k) {
+    WindowEntry &entry = window[k];
+    try {
+      reap(); // §7.4: before every executed action
+      backend_->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
+      report.transitions.push_back(run_transition(entry.action, entry.stream, &entry.copy));
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      // Undo what did not commit: wait for the later copies, then free
+      // their storage (window's destructor) before reporting.
+      for (std::size_t later = k + 1; later < window.size(); ++later) {
+        try {
+          backend_->finish_copy(window[later].copy.copy);
+        } catch (...) { // their failures are not this plan's: it stopped at `k`
+        }
+      }
+      window.clear();
+      fail_phase(plan_name, phase, entry.index, error, report);
+    }
+  }
+  if (start_failure) fail_phase(plan_name, phase, next, start_failure, report);
+  return next;
+}
+
+} // namespace fhr
