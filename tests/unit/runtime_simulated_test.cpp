@@ -109,3 +109,31 @@ TEST_CASE("simulated backend: allocation failures inside a scope's entry release
   CHECK(f.manager->account(gpu0).used_bytes == 4 * KiB);
   f.check_invariants();
 }
+
+TEST_CASE("fault injection wraps any backend: the host backend fails the armed operation and nothing changes") {
+  auto faulty = std::make_shared<FaultInjectingBackend>(make_host_backend());
+  ManagerOptions options;
+  options.backend = faulty;
+  Manager manager(std::move(options));
+  auto *data = static_cast<std::byte *>(std::malloc(8 * KiB));
+  fill_pattern({data, 8 * KiB}, 4);
+  const Handle h = manager.adopt(data, 8 * KiB, pageable, std::free, ReplicaMode::Replicable);
+  CHECK_FALSE(faulty->overlaps_copies()); // forwarded: the host backend copies on the calling thread
+  faulty->faults().fail_on(BackendOperation::Copy, 2);
+  manager.ensure(h, pinned);
+  CHECK(manager.replicas(h) == std::vector<Location>{pageable, pinned});
+  manager.drop(h, pinned);
+  const std::uint64_t version = manager.state_version();
+  try {
+    manager.ensure(h, pinned);
+    FAIL("the second copy must fail");
+  } catch (const BackendError &error) {
+    CHECK(std::string(error.what()) == "injected failure of copy 2");
+  }
+  CHECK(manager.state_version() == version);
+  CHECK(manager.replicas(h) == std::vector<Location>{pageable});
+  CHECK(faulty->faults().count(BackendOperation::Copy) == 2);
+  CHECK(faulty->faults().count(BackendOperation::Allocate) == 2);
+  CHECK(faulty->pool_figures(pinned)->in_use_bytes == 0); // the half-made replica went back
+  CHECK_NOTHROW(manager.ensure(h, pinned));              // disarmed after firing
+}
