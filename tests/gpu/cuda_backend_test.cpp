@@ -126,6 +126,25 @@ TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop un
   CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
 }
 
+TEST_CASE("gpu: a backlog of pending leases behind a running reader is reaped exactly") {
+  Gpu gpu;
+  std::uint64_t expected = 0;
+  const Handle h = gpu.adopt(6, &expected);
+  gpu.manager.ensure(h, gpu0);
+  BusyStream reader;
+  const Handle handles[] = {h};
+  reader.occupy(); // every lease below is released behind this reader
+  for (int i = 0; i < 100; ++i) {
+    Lease lease = gpu.manager.acquire(handles, gpu0, reader.handle());
+    lease.release();
+  }
+  CHECK_THROWS_AS(gpu.manager.drop(h, gpu0), ResidencyInUseError);
+  reader.release = true;
+  REQUIRE(cudaStreamSynchronize(reader.stream) == cudaSuccess);
+  CHECK_FALSE(gpu.manager.drop(h, gpu0).no_op); // all 100 reaped
+  CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
+}
+
 TEST_CASE("gpu: release(wait) and close(wait) synchronise the consumer streams") {
   Gpu gpu;
   std::uint64_t expected = 0;

@@ -101,6 +101,71 @@ TEST_CASE("CUDA lease: explain sees through completed events without reaping") {
   CHECK(f.manager->state_version() == version + 3);
 }
 
+TEST_CASE("CUDA lease: a backlog of pending leases on one stream is reaped with a few event queries") {
+  Fixture f;
+  const DeviceValue v = device_value(f, gpu0);
+  const std::uint64_t queries_before = f.backend->event_queries();
+  for (int i = 0; i < 40; ++i)
+    read_and_release(f, v, gpu0); // every reader still runs
+  f.backend->finish(v.stream);    // the first 40 are done
+  for (int i = 0; i < 10; ++i)
+    read_and_release(f, v, gpu0);
+  // 50 leases on one stream: the first 40 complete, 10 still read.
+  const Snapshot s = f.manager->snapshot(); // reaps in full
+  CHECK(materialization(s, v.handle.handle_id, gpu0).pending_event_count == 10);
+  CHECK(f.backend->live_events() == 10);
+  // One query per lease would be 50 at the snapshot alone, more at the
+  // backlog reaps; a binary search over the stream's events needs a few.
+  CHECK(f.backend->event_queries() - queries_before <= 20);
+  CHECK_THROWS_AS(f.manager->drop(v.handle, gpu0), ResidencyInUseError);
+  f.backend->finish(v.stream);
+  CHECK_FALSE(f.manager->drop(v.handle, gpu0).no_op);
+  CHECK(f.backend->live_events() == 0);
+  f.check_invariants();
+}
+
+TEST_CASE("CUDA lease: a lease on two streams completes only when both readers have") {
+  Fixture f;
+  const DeviceValue v = device_value(f, gpu0);
+  const Stream other = f.backend->create_stream(gpu0);
+  const Handle handles[] = {v.handle};
+  Lease lease = f.manager->acquire(handles, gpu0, v.stream);
+  lease.add_consumer_stream(other);
+  f.backend->launch(v.stream);
+  f.backend->launch(other);
+  lease.release();
+  read_and_release(f, v, gpu0); // a later lease on the first stream only
+  f.backend->finish(v.stream);
+  CHECK_THROWS_AS(f.manager->drop(v.handle, gpu0), ResidencyInUseError); // the other stream still reads
+  CHECK(materialization(f.manager->snapshot(), v.handle.handle_id, gpu0).pending_event_count == 1);
+  f.backend->finish(other);
+  CHECK_FALSE(f.manager->drop(v.handle, gpu0).no_op);
+}
+
+TEST_CASE("CUDA lease: operations that cannot observe protection leave reaping to those that can") {
+  Fixture f;
+  const DeviceValue v = device_value(f, gpu0);
+  const Handle other = f.adopt(4 * KiB, 5, pageable, ReplicaMode::Replicable);
+  read_and_release(f, v, gpu0);
+  const std::uint64_t version = f.manager->state_version();
+  f.backend->finish(v.stream);
+  // Neither an ensure nor a new lease depends on the pending token: they do
+  // not query the event ...
+  const std::uint64_t queries = f.backend->event_queries();
+  f.manager->ensure(other, gpu0);
+  const Handle handles[] = {other};
+  Lease lease = f.manager->acquire(handles, gpu0, v.stream);
+  CHECK(f.backend->event_queries() == queries);
+  CHECK(f.backend->live_events() == 1);
+  // ... but everything that reads protection or the version sees exactly
+  // what reaping at each step would have given: ensure +1, acquire +1, the
+  // reaped lease +1.
+  CHECK(f.manager->state_version() == version + 3);
+  CHECK(f.backend->live_events() == 0);
+  CHECK_FALSE(f.manager->drop(v.handle, gpu0).no_op);
+  lease.release();
+}
+
 TEST_CASE("CUDA lease: release(wait) synchronises the consumer streams") {
   Fixture f;
   const Handle h = f.adopt(4 * KiB, 2, pageable, ReplicaMode::Replicable);

@@ -33,7 +33,7 @@ Lease Manager::acquire(std::span<const Handle> handles, Location at, Stream cons
   validate(at);
   if (at.is_cuda() && !consumer_stream)
     throw std::invalid_argument("a lease at " + at.name() + " needs a consumer stream");
-  reap();
+  reap_unless_unobservable();
   if (consumer_stream && !at.is_cuda())
     throw std::invalid_argument("a lease at " + at.name() + " takes no consumer stream");
   validate_stream(consumer_stream, at);
@@ -54,7 +54,7 @@ Hold Manager::hold(std::span<const Handle> handles, Location at) {
   if (handles.empty()) throw std::invalid_argument("a hold needs at least one handle");
   auto lock = open_lock();
   validate(at);
-  reap();
+  reap_unless_unobservable();
   const std::vector<ValueId> values = protect_values(handles);
   LifetimeId id = 0;
   ValueId failed = 0;
@@ -67,7 +67,7 @@ ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std:
   if (label.find_first_not_of(" \t\n") == std::string::npos)
     throw std::invalid_argument("a reservation needs a non-blank label");
   auto lock = open_lock();
-  reap();
+  reap_unless_unobservable();
   validate(at);
   LifetimeId id = 0;
   FailureDetail detail;
@@ -160,25 +160,78 @@ void Manager::apply_deferred_releases() {
     (void)release_locked(id, /*wait=*/true);
 }
 
+std::vector<bool> Manager::pending_completion() const {
+  // The events of every pending lease, per stream, in the order they were
+  // recorded (pending_leases_ is in release order).
+  struct StreamEvents {
+    Stream stream;
+    std::vector<std::pair<std::size_t, Event>> events; ///< (index in pending_leases_, event)
+  };
+  std::vector<StreamEvents> streams;
+  for (std::size_t i = 0; i < pending_leases_.size(); ++i) {
+    const LeaseStreams &lease = lease_streams_.at(pending_leases_[i]);
+    for (std::size_t k = 0; k < lease.events.size(); ++k) {
+      auto it = std::find_if(streams.begin(), streams.end(),
+                             [&](const StreamEvents &s) { return s.stream == lease.streams[k]; });
+      if (it == streams.end()) it = streams.insert(streams.end(), StreamEvents{lease.streams[k], {}});
+      it->events.emplace_back(i, lease.events[k]);
+    }
+  }
+  std::vector<bool> complete(pending_leases_.size(), true);
+  for (const StreamEvents &s : streams) {
+    // Events of one stream complete in recording order: the completed ones
+    // are a prefix, found with a few queries (the newest first: usually
+    // all are done) instead of one query per lease.
+    const std::size_t n = s.events.size();
+    std::size_t done = n;
+    if (!backend_->event_complete(s.events[n - 1].second)) {
+      std::size_t low = 0, high = n - 1; // [0, low) complete, [high, n) not
+      while (low < high) {
+        const std::size_t middle = low + (high - low) / 2;
+        if (backend_->event_complete(s.events[middle].second))
+          low = middle + 1;
+        else
+          high = middle;
+      }
+      done = low;
+    }
+    for (std::size_t j = done; j < n; ++j)
+      complete[s.events[j].first] = false;
+  }
+  return complete;
+}
+
 void Manager::reap() {
   apply_deferred_releases();
   if (pending_leases_.empty()) return;
-  std::erase_if(pending_leases_, [&](LifetimeId id) {
-    const std::vector<Event> &events = lease_streams_[id].events;
-    if (!std::all_of(events.begin(), events.end(), [&](Event e) { return backend_->event_complete(e); }))
-      return false;
-    complete_lease(id);
-    return true;
-  });
+  const std::vector<bool> complete = pending_completion();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < pending_leases_.size(); ++i) {
+    if (complete[i])
+      complete_lease(pending_leases_[i]);
+    else
+      pending_leases_[kept++] = pending_leases_[i];
+  }
+  pending_leases_.resize(kept);
+  // Readers that run long keep a backlog: the next backlog reap waits until
+  // it has doubled, so that each lease costs a bounded share of queries.
+  backlog_reap_at_ = std::max(kReapBacklog, 2 * kept);
+}
+
+void Manager::reap_unless_unobservable() {
+  apply_deferred_releases();
+  // Reaping here could not change what this operation does or returns, and
+  // every operation that can observe pending protection reaps in full
+  // first; so only a backlog is reaped, many leases per query.
+  if (pending_leases_.size() >= backlog_reap_at_) reap();
 }
 
 std::vector<LifetimeId> Manager::completed_pending() const {
   std::vector<LifetimeId> completed;
-  for (LifetimeId id : pending_leases_) {
-    const std::vector<Event> &events = lease_streams_.at(id).events;
-    if (std::all_of(events.begin(), events.end(), [&](Event e) { return backend_->event_complete(e); }))
-      completed.push_back(id);
-  }
+  if (pending_leases_.empty()) return completed;
+  const std::vector<bool> complete = pending_completion();
+  for (std::size_t i = 0; i < pending_leases_.size(); ++i)
+    if (complete[i]) completed.push_back(pending_leases_[i]);
   return completed;
 }
 

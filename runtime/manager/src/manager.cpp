@@ -175,7 +175,7 @@ const Storage *Manager::replica(ValueId value, Location at) const {
 Handle Manager::adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
                       ReplicaMode mode) {
   auto lock = open_lock();
-  reap();
+  reap_unless_unobservable();
   validate(at);
   const ValueSpec spec{nbytes, nbytes, mode, Recoverability::MustPreserve};
   const auto value = static_cast<ValueId>(records_.size());
@@ -197,7 +197,7 @@ Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> s
   if (spec.storage_nbytes < spec.logical_nbytes)
     throw std::invalid_argument("storage_nbytes must be at least logical_nbytes");
   auto lock = open_lock();
-  reap();
+  reap_unless_unobservable();
   validate(source_location);
   if (spec.recoverability != Recoverability::Reconstructible)
     throw std::invalid_argument("register_source needs a RECONSTRUCTIBLE value spec");
@@ -251,7 +251,11 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
 TransitionReport Manager::transition_to(ActionKind kind, const Handle &handle, Location to,
                                        std::optional<Location> from, Stream stream) {
   auto lock = open_lock();
-  reap();
+  // Pending protection can refuse a move's source, never an ensure or copy.
+  if (kind == ActionKind::Move)
+    reap();
+  else
+    reap_unless_unobservable();
   const ValueId value = resolve(handle);
   validate(to);
   if (from) validate(*from);

@@ -138,6 +138,11 @@ std::uint64_t SimulatedBackend::device_synchronizations() const {
   return device_synchronizations_;
 }
 
+std::uint64_t SimulatedBackend::event_queries() const {
+  std::lock_guard lock(mutex_);
+  return event_queries_;
+}
+
 std::optional<Location> SimulatedBackend::stream_location(Stream stream) const {
   std::lock_guard lock(mutex_);
   if (stream.native == 0 || stream.native > streams_.size()) return std::nullopt;
@@ -158,6 +163,7 @@ Event SimulatedBackend::record_event(Stream stream) {
 
 bool SimulatedBackend::event_complete(Event e) {
   std::lock_guard lock(mutex_);
+  ++event_queries_;
   const SimulatedEvent &recorded = event(e);
   return streams_[recorded.stream].completed >= recorded.mark;
 }

@@ -418,6 +418,18 @@ private:
   /// §7.4: converts every pending lease whose events have all completed
   /// (after applying the deferred releases).
   void reap();
+  /// At the §7.4 points whose outcome pending protection cannot change
+  /// (acquire, hold, reserve, adopt, register_source, ensure, copy): applies
+  /// the deferred releases, and reaps only once kReapBacklog leases are
+  /// pending (or twice what the last reap left). What any caller can observe is what a full reap gives: every
+  /// operation that reads protection or the version (drop, move, discard,
+  /// plans, scopes, snapshot, state_version, close) reaps in full first, and
+  /// reaping later only sees more events completed. A backlog is reaped with
+  /// a few event queries per stream instead of one per lease.
+  void reap_unless_unobservable();
+  static constexpr std::size_t kReapBacklog = 32;
+  /// For each pending lease (pending_leases_ order): have all its events completed?
+  std::vector<bool> pending_completion() const;
   /// A lifetime abandoned while the state could not be touched is released
   /// at the next reap.
   void defer_release(LifetimeId id);
@@ -442,6 +454,8 @@ private:
   std::unordered_map<LifetimeId, LeaseStreams> lease_streams_;
   /// Released CUDA leases whose events have not all been seen complete.
   std::vector<LifetimeId> pending_leases_;
+  /// The backlog at which reap_unless_unobservable reaps.
+  std::size_t backlog_reap_at_ = kReapBacklog;
   std::mutex deferred_mutex_;
   std::vector<LifetimeId> deferred_releases_;
   std::atomic<bool> has_deferred_releases_{false};

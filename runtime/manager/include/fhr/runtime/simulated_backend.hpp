@@ -73,6 +73,8 @@ public:
   std::size_t live_events() const;
   /// synchronize_device calls so far (close with force, fallbacks).
   std::uint64_t device_synchronizations() const;
+  /// event_complete calls so far (what reaping costs on a GPU).
+  std::uint64_t event_queries() const;
 
   std::optional<Location> stream_location(Stream stream) const override;
   Event record_event(Stream stream) override;
@@ -115,6 +117,7 @@ private:
   std::vector<SimulatedStream> streams_;
   std::vector<SimulatedEvent> events_;
   std::uint64_t device_synchronizations_ = 0;
+  std::uint64_t event_queries_ = 0;
 };
 
 } // namespace fhr
