@@ -40,6 +40,13 @@ struct Gpu {
     *checksum = checksum_of({data, kValueBytes});
     return manager.adopt(data, kValueBytes, pageable, std::free, ReplicaMode::Replicable);
   }
+
+  /// A value adopted in pageable memory and copied to cuda:0.
+  Handle adopt_on_gpu0(unsigned seed, std::uint64_t *checksum) {
+    const Handle h = adopt(seed, checksum);
+    manager.ensure(h, gpu0);
+    return h;
+  }
 };
 
 /// A stream whose work is a host function that waits for `release`: a
@@ -112,8 +119,7 @@ TEST_CASE("gpu: large pageable transfers are staged in chunks and keep every byt
 TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop until its event completes") {
   Gpu gpu;
   std::uint64_t expected = 0;
-  const Handle h = gpu.adopt(5, &expected);
-  gpu.manager.ensure(h, gpu0);
+  const Handle h = gpu.adopt_on_gpu0(5, &expected);
   BusyStream reader;
   const Handle handles[] = {h};
   Lease lease = gpu.manager.acquire(handles, gpu0, reader.handle());
@@ -129,8 +135,7 @@ TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop un
 TEST_CASE("gpu: a backlog of pending leases behind a running reader is reaped exactly") {
   Gpu gpu;
   std::uint64_t expected = 0;
-  const Handle h = gpu.adopt(6, &expected);
-  gpu.manager.ensure(h, gpu0);
+  const Handle h = gpu.adopt_on_gpu0(6, &expected);
   BusyStream reader;
   const Handle handles[] = {h};
   reader.occupy(); // every lease below is released behind this reader
@@ -148,8 +153,7 @@ TEST_CASE("gpu: a backlog of pending leases behind a running reader is reaped ex
 TEST_CASE("gpu: release(wait) and close(wait) synchronise the consumer streams") {
   Gpu gpu;
   std::uint64_t expected = 0;
-  const Handle h = gpu.adopt(7, &expected);
-  gpu.manager.ensure(h, gpu0);
+  const Handle h = gpu.adopt_on_gpu0(7, &expected);
   BusyStream reader;
   const Handle handles[] = {h};
   {
@@ -215,8 +219,7 @@ TEST_CASE("gpu: the backend leaves the calling thread's current device as it was
   {
     Gpu gpu; // makes streams and pools on every device
     std::uint64_t expected = 0;
-    const Handle h = gpu.adopt(4, &expected);
-    gpu.manager.ensure(h, gpu0);
+    const Handle h = gpu.adopt_on_gpu0(4, &expected);
     gpu.manager.ensure(h, pinned);
     CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
     const Handle handles[] = {h};
@@ -378,8 +381,7 @@ TEST_CASE("gpu: fault injection through the backend hooks: every failure leaves 
 TEST_CASE("gpu: snapshots show the device pool and the driver's free memory beside the books") {
   Gpu gpu;
   std::uint64_t expected = 0;
-  const Handle h = gpu.adopt(2, &expected);
-  gpu.manager.ensure(h, gpu0);
+  const Handle h = gpu.adopt_on_gpu0(2, &expected);
   gpu.manager.ensure(h, pinned);
   Snapshot s = gpu.manager.snapshot();
   auto at = [&](Location l) {
