@@ -42,7 +42,7 @@ Lease Manager::acquire(std::span<const Handle> handles, Location at, Stream cons
   ValueId failed = 0;
   if (Outcome outcome = state_.protect(LifetimeKind::Lease, values, at, &id, &failed); outcome.failed())
     throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
-  if (at.is_cuda()) lease_streams_[id].streams.push_back(consumer_stream);
+  if (at.is_cuda()) lease_streams_.add(id).streams.push_back(consumer_stream);
   std::vector<Handle> unique;
   unique.reserve(handles.size());
   for (const Handle &handle : handles)
@@ -91,20 +91,20 @@ void Manager::add_consumer_stream(LifetimeId id, Stream stream) {
     throw std::invalid_argument("a lease at " + lease->location.name() + " has no consumer streams");
   if (!stream) throw std::invalid_argument("a consumer stream cannot be empty");
   validate_stream(stream, lease->location);
-  std::vector<Stream> &streams = lease_streams_[id].streams;
+  std::vector<Stream> &streams = lease_streams_.find(id)->streams; // every CUDA lease has an entry
   if (std::find(streams.begin(), streams.end(), stream) == streams.end()) streams.push_back(stream);
 }
 
 std::string Manager::release_locked(LifetimeId id, bool wait) {
   const LifetimeRecord *lifetime = state_.find_lifetime(id);
   if (!lifetime || lifetime->state != LifetimeState::Active) return {}; // idempotent
-  auto streams = lease_streams_.find(id);
-  if (streams == lease_streams_.end()) {
+  LeaseStreams *streams = lease_streams_.find(id);
+  if (!streams) {
     state_.release(id); // host lease, hold, reservation: tokens go at once
     return {};
   }
   // §7.2: an event on every consumer stream marks the end of the reads.
-  LeaseStreams &lease = streams->second;
+  LeaseStreams &lease = *streams;
   try {
     for (Stream stream : lease.streams)
       lease.events.push_back(backend_->record_event(stream));
@@ -116,7 +116,7 @@ std::string Manager::release_locked(LifetimeId id, bool wait) {
     // if even that fails the lease stays active and the error propagates.
     for (Stream stream : lease.streams)
       backend_->synchronize_stream(stream);
-    lease_streams_.erase(streams);
+    lease_streams_.erase(lease);
     state_.release(id);
     return std::string("could not record a completion event (") + error.what() +
            "); synchronised the consumer streams and released the lease";
@@ -133,11 +133,10 @@ std::string Manager::release_locked(LifetimeId id, bool wait) {
 }
 
 void Manager::complete_lease(LifetimeId id) {
-  auto streams = lease_streams_.find(id);
-  if (streams != lease_streams_.end()) {
-    for (Event event : streams->second.events)
+  if (LeaseStreams *streams = lease_streams_.find(id)) {
+    for (Event event : streams->events)
       backend_->destroy_event(event);
-    lease_streams_.erase(streams);
+    lease_streams_.erase(*streams);
   }
   state_.complete_pending(id);
 }
@@ -169,7 +168,7 @@ std::vector<bool> Manager::pending_completion() const {
   };
   std::vector<StreamEvents> streams;
   for (std::size_t i = 0; i < pending_leases_.size(); ++i) {
-    const LeaseStreams &lease = lease_streams_.at(pending_leases_[i]);
+    const LeaseStreams &lease = *lease_streams_.find(pending_leases_[i]);
     for (std::size_t k = 0; k < lease.events.size(); ++k) {
       auto it = std::find_if(streams.begin(), streams.end(),
                              [&](const StreamEvents &s) { return s.stream == lease.streams[k]; });

@@ -349,7 +349,7 @@ void Manager::close(bool wait, bool force) {
   apply_deferred_releases();
   if (wait) {
     for (LifetimeId id : pending_leases_) {
-      for (Event event : lease_streams_[id].events)
+      for (Event event : lease_streams_.find(id)->events)
         backend_->synchronize(event);
       complete_lease(id);
     }
@@ -374,9 +374,10 @@ void Manager::close(bool wait, bool force) {
   if (force)
     for (Location location : state_.registry())
       if (location.is_cuda()) backend_->synchronize_device(location);
-  for (auto &[id, streams] : lease_streams_)
+  lease_streams_.for_each([&](LeaseStreams &streams) {
     for (Event event : streams.events)
       backend_->destroy_event(event);
+  });
   lease_streams_.clear();
   pending_leases_.clear();
   records_.clear(); // frees every replica

@@ -358,8 +358,40 @@ private:
   /// The consumer streams of a CUDA lease, and the events its release
   /// recorded on them.
   struct LeaseStreams {
+    LifetimeId lease = 0; ///< 0: the slot is free
     std::vector<Stream> streams;
     std::vector<Event> events;
+  };
+  /// LeaseStreams by lifetime slot (the low half of a LifetimeId). A slot's
+  /// vectors keep their capacity when its lease goes, so that a lease
+  /// allocates nothing here once the table has warmed up.
+  class LeaseStreamTable {
+  public:
+    LeaseStreams *find(LifetimeId id) {
+      const std::size_t slot = id & 0xffffffffu;
+      return slot < slots_.size() && slots_[slot].lease == id ? &slots_[slot] : nullptr;
+    }
+    const LeaseStreams *find(LifetimeId id) const { return const_cast<LeaseStreamTable *>(this)->find(id); }
+    LeaseStreams &add(LifetimeId id) {
+      const std::size_t slot = id & 0xffffffffu;
+      if (slot >= slots_.size()) slots_.resize(slot + 1);
+      slots_[slot].lease = id;
+      return slots_[slot];
+    }
+    void erase(LeaseStreams &entry) {
+      entry.lease = 0;
+      entry.streams.clear();
+      entry.events.clear();
+    }
+    /// Every live entry.
+    template <typename Visit> void for_each(Visit visit) {
+      for (LeaseStreams &entry : slots_)
+        if (entry.lease != 0) visit(entry);
+    }
+    void clear() { slots_.clear(); }
+
+  private:
+    std::vector<LeaseStreams> slots_;
   };
 
   // ---- locking (manager_lock.cpp) ----------------------------------------
@@ -451,7 +483,7 @@ private:
   /// once it is full. trace_next_ is where the next report goes.
   std::vector<TransitionReport> trace_;
   std::size_t trace_next_ = 0;
-  std::unordered_map<LifetimeId, LeaseStreams> lease_streams_;
+  LeaseStreamTable lease_streams_;
   /// Released CUDA leases whose events have not all been seen complete.
   std::vector<LifetimeId> pending_leases_;
   /// The backlog at which reap_unless_unobservable reaps.
