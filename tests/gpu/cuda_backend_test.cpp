@@ -294,13 +294,8 @@ struct OverlapStage {
   /// the sum of its replicas.
   void check_books_and_bytes() {
     const Snapshot s = gpu.manager.snapshot();
-    for (const SnapshotLocation &l : s.locations) {
-      std::uint64_t charged = 0;
-      for (const SnapshotValue &v : s.values)
-        for (const SnapshotMaterialization &m : v.materializations)
-          if (m.location == l.location) charged += m.charged_nbytes;
-      CHECK(l.used_bytes == charged);
-    }
+    for (const SnapshotLocation &l : s.locations)
+      CHECK(l.used_bytes == charged_by_replicas(s, l.location));
     for (std::size_t i = 0; i < values.size(); ++i)
       for (Location l : gpu.manager.replicas(values[i]))
         CHECK(gpu.manager.content_checksum(values[i], l) == checksums[i]);

@@ -2,6 +2,7 @@
 // Helpers shared by the runtime tests: sizes, locations, and value bytes
 // with a recognisable pattern and their checksum.
 #include "fhr/model/location.hpp"
+#include "fhr/runtime/snapshot.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -27,6 +28,16 @@ inline void fill_pattern(std::span<std::byte> bytes, unsigned seed) {
 /// The XXH64 the manager's content_checksum reports for these bytes.
 inline std::uint64_t checksum_of(std::span<const std::byte> bytes) {
   return XXH64(bytes.data(), bytes.size(), 0);
+}
+
+/// What the snapshot's replicas at `at` are charged: a location's used bytes
+/// must equal it (the books agree with the storage).
+inline std::uint64_t charged_by_replicas(const Snapshot &snapshot, Location at) {
+  std::uint64_t charged = 0;
+  for (const SnapshotValue &v : snapshot.values)
+    for (const SnapshotMaterialization &m : v.materializations)
+      if (m.location == at) charged += m.charged_nbytes;
+  return charged;
 }
 
 } // namespace fhr::test

@@ -52,13 +52,8 @@ struct Fixture {
   /// a replica, and every replica holds the value's original bytes.
   void check_invariants() {
     const Snapshot s = manager->snapshot();
-    for (const SnapshotLocation &l : s.locations) {
-      std::uint64_t charged = 0;
-      for (const SnapshotValue &v : s.values)
-        for (const SnapshotMaterialization &m : v.materializations)
-          if (m.location == l.location) charged += m.charged_nbytes;
-      CHECK(l.used_bytes == charged);
-    }
+    for (const SnapshotLocation &l : s.locations)
+      CHECK(l.used_bytes == charged_by_replicas(s, l.location));
     for (std::size_t i = 0; i < handles.size(); ++i) {
       const std::vector<Location> at = manager->replicas(handles[i]);
       CHECK_FALSE(at.empty()); // a must-preserve value is never lost
