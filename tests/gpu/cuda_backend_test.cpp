@@ -67,6 +67,16 @@ struct BusyStream {
   Stream handle() const { return Stream{reinterpret_cast<std::uintptr_t>(stream)}; }
 };
 
+/// The replica of `h` on cuda:0 cannot be dropped while `reader` still
+/// runs, and can once it has finished (its leases' events reaped).
+void check_drop_waits_for(Gpu &gpu, BusyStream &reader, const Handle &h) {
+  CHECK_THROWS_AS(gpu.manager.drop(h, gpu0), ResidencyInUseError);
+  reader.release = true;
+  REQUIRE(cudaStreamSynchronize(reader.stream) == cudaSuccess);
+  CHECK_FALSE(gpu.manager.drop(h, gpu0).no_op);
+  CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
+}
+
 } // namespace
 
 TEST_CASE("gpu: every transition between every pair of location kinds keeps the bytes") {
@@ -125,11 +135,7 @@ TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop un
   Lease lease = gpu.manager.acquire(handles, gpu0, reader.handle());
   reader.occupy();
   lease.release();
-  CHECK_THROWS_AS(gpu.manager.drop(h, gpu0), ResidencyInUseError);
-  reader.release = true;
-  REQUIRE(cudaStreamSynchronize(reader.stream) == cudaSuccess);
-  CHECK_FALSE(gpu.manager.drop(h, gpu0).no_op); // reaped: the event completed
-  CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
+  check_drop_waits_for(gpu, reader, h);
 }
 
 TEST_CASE("gpu: a backlog of pending leases behind a running reader is reaped exactly") {
@@ -143,11 +149,7 @@ TEST_CASE("gpu: a backlog of pending leases behind a running reader is reaped ex
     Lease lease = gpu.manager.acquire(handles, gpu0, reader.handle());
     lease.release();
   }
-  CHECK_THROWS_AS(gpu.manager.drop(h, gpu0), ResidencyInUseError);
-  reader.release = true;
-  REQUIRE(cudaStreamSynchronize(reader.stream) == cudaSuccess);
-  CHECK_FALSE(gpu.manager.drop(h, gpu0).no_op); // all 100 reaped
-  CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
+  check_drop_waits_for(gpu, reader, h); // all 100 reaped once it finished
 }
 
 TEST_CASE("gpu: release(wait) and close(wait) synchronise the consumer streams") {

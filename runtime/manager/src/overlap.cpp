@@ -31,7 +31,8 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
     Stream stream;
     PreparedCopy copy;
   };
-  reap(); // reaping only lifts protections: what is plain now stays plain
+  // The caller has just reaped; reaping later only lifts protections, so
+  // what is a plain copy now stays one.
   std::vector<WindowEntry> window;
   // Bytes the started copies will charge, per destination. Sources are
   // still counted too, so that the memory really in use while the copies
@@ -82,7 +83,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
   for (std::size_t k = 0; k < window.size(); ++k) {
     WindowEntry &entry = window[k];
     try {
-      reap(); // §7.4: before every executed action
+      if (k > 0) reap(); // §7.4: before every executed action (the caller reaped for the first)
       backend_->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
       report.transitions.push_back(run_transition(entry.action, entry.stream, &entry.copy));
     } catch (...) {

@@ -97,6 +97,11 @@ void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std:
                         const TransferStreams &streams, PlanReport &report) {
   std::size_t i = 0;
   while (i < actions.size()) {
+    try {
+      reap(); // §7.4: before every executed action (a window reaps before each of its later ones)
+    } catch (...) {
+      fail_phase(plan_name, phase, i, std::current_exception(), report);
+    }
     if (overlap_transfers_) {
       if (const std::size_t next = run_overlapped(plan_name, phase, actions, i, streams, report); next > i) {
         i = next;
@@ -104,7 +109,6 @@ void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std:
       }
     }
     try {
-      reap(); // §7.4: before every executed action
       // Resolved now: exit actions run without a new preflight, so a handle
       // discarded by the body must fail here as a handle error.
       const Action action{actions[i].kind, resolve(actions[i].handle), actions[i].location, actions[i].from};

@@ -428,7 +428,8 @@ private:
   [[noreturn]] void fail_phase(const std::string &plan_name, ExecutionPhase phase, std::size_t index,
                                std::exception_ptr error, PlanReport &report);
   /// Overlap (overlap.cpp): starts the copies of the independent actions
-  /// from `first` on, then applies them in plan order. Returns the index
+  /// from `first` on (the caller has just reaped), then applies them in
+  /// plan order. Returns the index
   /// after the last one applied; `first` when action `first` must run alone.
   std::size_t run_overlapped(const std::string &plan_name, ExecutionPhase phase,
                              std::span<const ActionSpec> actions, std::size_t first, const TransferStreams &streams,
