@@ -220,8 +220,8 @@ void call_costs(cudaStream_t stream) {
       "CUDA call costs (us): cudaSetDevice %.3f, cudaStreamGetDevice %.3f, cudaEventRecord+Query %.3f, "
       "cudaMallocAsync+cudaFreeAsync 4 KiB %.3f\n",
       set_device, stream_device, record_query, malloc_free);
-  std::printf("  alone: cudaEventRecord %.3f, cudaEventQuery %.3f, cuStreamWriteValue64 %.3f\n", record, query,
-              write);
+  std::printf("  alone: cudaEventRecord %.3f, cudaEventQuery %.3f, cuStreamWriteValue64 %.3f\n", record,
+              query, write);
 }
 
 /// 4 KiB ensure to the device, end to end, against a raw copy + synchronise;

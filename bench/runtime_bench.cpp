@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
   untraced.trace_capacity = 0;
   Manager quiet(std::move(untraced));
   const Handle quiet_value = adopt_value(quiet);
-  const double no_op_untraced = per_call_ns(rounds, 200000, [&] { quiet.ensure(quiet_value, Location::pageable()); });
+  const double no_op_untraced =
+      per_call_ns(rounds, 200000, [&] { quiet.ensure(quiet_value, Location::pageable()); });
   const double clock_ns = per_call_ns(rounds, 200000, [&] {
     auto t = std::chrono::steady_clock::now();
     asm volatile("" : : "r"(&t) : "memory");
@@ -100,7 +101,8 @@ int main(int argc, char **argv) {
   std::printf("  one steady_clock read:             %8.3f us\n", clock_ns / 1e3);
   std::printf("pageable -> pinned ensure, 4 KiB:    %8.3f us\n", ensure_pinned / 1e3);
   std::printf("  memcpy of 4 KiB:                   %8.3f us\n", memcpy_ns / 1e3);
-  std::printf("  overhead above the memcpy:         %8.3f us  (target <= 2 us)\n", (ensure_pinned - memcpy_ns) / 1e3);
+  std::printf("  overhead above the memcpy:         %8.3f us  (target <= 2 us)\n",
+              (ensure_pinned - memcpy_ns) / 1e3);
   std::printf("lease acquire + release, one value: %8.3f us  (target <= 0.5 us)\n", lease / 1e3);
   std::printf("snapshot of 1,000 values:           %8.3f us  (target <= 100 us)\n", snapshot / 1e3);
   return 0;

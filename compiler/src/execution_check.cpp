@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <unistd.h>
 #include <sstream>
+#include <unistd.h>
 
 namespace fhr {
 
@@ -119,8 +119,8 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
 #endif
   }
   if (options.backend == BackendKind::Simulated) {
-    runtime.simulated = std::make_shared<SimulatedBackend>(module.device_count.value_or(options.default_devices),
-                                                           options.simulated_overlap);
+    runtime.simulated = std::make_shared<SimulatedBackend>(
+        module.device_count.value_or(options.default_devices), options.simulated_overlap);
     manager_options.backend = runtime.simulated;
   }
   manager_options.trace_capacity = 0;
@@ -132,8 +132,8 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
 }
 
 template <typename Predict, typename Execute>
-ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module, const ExecutionOptions &options,
-                     Predict predict, Execute execute) {
+ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module,
+                     const ExecutionOptions &options, Predict predict, Execute execute) {
   ExecutionCheck result;
   Runtime runtime = make_runtime(module, options);
   Manager &manager = *runtime.manager;
@@ -174,7 +174,9 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
       if (added) it->second = create_cuda_stream(device);
       return it->second;
     };
-    runner_options.submit_reader = [&](Stream stream) { submit_waiting_reader(stream, runtime.readers_done.get()); };
+    runner_options.submit_reader = [&](Stream stream) {
+      submit_waiting_reader(stream, runtime.readers_done.get());
+    };
   }
 #endif
   runner_options.after_transition = [&](const TransitionReport &report, const Handle &handle) {
@@ -182,7 +184,8 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
     // action of the same phase may have removed the replica again.
     const std::vector<Location> resident = manager.replicas(handle);
     if (report.destination &&
-        std::find(resident.begin(), resident.end(), *report.destination) != resident.end()) check_content(handle, *report.destination, "by a transition");
+        std::find(resident.begin(), resident.end(), *report.destination) != resident.end())
+      check_content(handle, *report.destination, "by a transition");
   };
   ModuleRunner runner(manager, module, binder, std::move(runner_options));
   runner_ptr = &runner;
@@ -210,7 +213,8 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
   std::uint64_t needed = 0;
   for (const LocationPrediction &p : predicted_locations)
     if (options.backend != BackendKind::Cuda || !p.location.is_cuda()) needed += p.peak_charged;
-  const std::uint64_t limit = options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
+  const std::uint64_t limit =
+      options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
   if (needed > limit)
     throw ExecutionTooLarge("the run's predicted peaks add up to " + format_size(needed) +
                             " of host memory, more than the " + format_size(limit) + " it may use here");
@@ -223,7 +227,8 @@ ExecutionCheck check(const ir::Module &ir_module, const bytecode::Module &module
     result.peaks.push_back(ExecutionCheck::Peak{p.location, p.peak_charged, measured});
     if (result.run.completed && measured != p.peak_charged)
       result.differences.push_back("peak charge at " + p.location.name() + ": predicted " +
-                                   std::to_string(p.peak_charged) + " bytes, measured " + std::to_string(measured));
+                                   std::to_string(p.peak_charged) + " bytes, measured " +
+                                   std::to_string(measured));
   }
   for (const DeclaredValue &v : runner.values())
     for (Location at : manager.replicas(runner.handle_of(v.value_id)))
@@ -246,16 +251,19 @@ std::vector<PredictedStep> predicted_steps(const ProgramReport &report) {
   std::vector<PredictedStep> steps;
   steps.reserve(report.rows.size());
   for (const ProgramRow &row : report.rows)
-    steps.push_back(PredictedStep{step_kind(row.part), row.index, row.phase, row.outcome.verdict, row.raised});
+    steps.push_back(
+        PredictedStep{step_kind(row.part), row.index, row.phase, row.outcome.verdict, row.raised});
   return steps;
 }
 
 std::vector<PredictedStep> predicted_steps(const Explanation &plan) {
   if (const SimulatedStep *failed = plan.first_failure())
-    return {PredictedStep{StepKind::Preflight, failed->index, failed->phase, Verdict::Failed, ErrorClass::Plan}};
+    return {
+        PredictedStep{StepKind::Preflight, failed->index, failed->phase, Verdict::Failed, ErrorClass::Plan}};
   std::vector<PredictedStep> steps;
   for (const SimulatedStep &step : plan.steps)
-    steps.push_back(PredictedStep{step_kind(step.phase), step.index, step.phase, step.outcome.verdict, ErrorClass::None});
+    steps.push_back(
+        PredictedStep{step_kind(step.phase), step.index, step.phase, step.outcome.verdict, ErrorClass::None});
   return steps;
 }
 
@@ -281,8 +289,8 @@ std::vector<std::string> compare_steps(const std::vector<PredictedStep> &predict
   return differences;
 }
 
-ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t program,
-                             const ExecutionOptions &options) {
+ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module,
+                             std::uint32_t program, const ExecutionOptions &options) {
   const ir::Program &p = ir_module.programs[program];
   ExecutionCheck result = check(
       ir_module, module, options,

@@ -16,7 +16,8 @@ int main() {
   constexpr std::size_t kCiphertextBytes = 1 << 18; // a (small) ciphertext
 
   // The key file the source reads from.
-  const std::filesystem::path key_file = std::filesystem::temp_directory_path() / "fhr-example-rotation-key.bin";
+  const std::filesystem::path key_file =
+      std::filesystem::temp_directory_path() / "fhr-example-rotation-key.bin";
   {
     std::vector<char> key(kKeyBytes, 0x5a);
     std::ofstream(key_file, std::ios::binary).write(key.data(), static_cast<std::streamsize>(key.size()));
@@ -43,7 +44,8 @@ int main() {
   const PlanReport report = manager.execute_actions(stage, "stage-in");
   for (const TransitionReport &t : report.transitions)
     std::printf("  %s %s -> %s\n", t.action == ActionKind::Ensure ? "ensure" : "move",
-                t.source ? t.source->name().c_str() : "-", t.destination ? t.destination->name().c_str() : "-");
+                t.source ? t.source->name().c_str() : "-",
+                t.destination ? t.destination->name().c_str() : "-");
 
   // A second key does not fit next to the first: the budget error says why.
   const Handle other = manager.register_source(

@@ -16,7 +16,7 @@ TEST_CASE("grammar/analysis: the grammar has no infinite loops") {
 // cannot include the grammar); this keeps the two in step.
 TEST_CASE("grammar/keywords: the bytecode reserved words are exactly the grammar's keywords") {
   CHECK(fhr::grammar::keyword::subs_t::size == std::size(fhr::bytecode::kReservedWords));
-  for (const char* word : fhr::bytecode::kReservedWords) {
+  for (const char *word : fhr::bytecode::kReservedWords) {
     CAPTURE(word);
     const std::string text(word);
     tao::pegtl::memory_input input(text, "word");

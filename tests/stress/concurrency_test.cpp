@@ -138,9 +138,10 @@ TEST_CASE("stress: 16 threads on shared values keep the manager consistent") {
             break;
           }
           case 6: {
-            const ActionSpec actions[] = {{ActionKind::Ensure, h, at, {}},
-                                          {ActionKind::Ensure, values[pick(values.size())], locations[pick(4)], {}},
-                                          {ActionKind::Drop, h, at, {}}};
+            const ActionSpec actions[] = {
+                {ActionKind::Ensure, h, at, {}},
+                {ActionKind::Ensure, values[pick(values.size())], locations[pick(4)], {}},
+                {ActionKind::Drop, h, at, {}}};
             m.execute_actions(actions, "stress-" + std::to_string(t));
             break;
           }

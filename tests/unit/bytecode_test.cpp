@@ -201,8 +201,10 @@ static void mutate_example(const std::string &name) {
       std::vector<char> raw = good;
       raw[at] = static_cast<char>(value);
       // Without a fixed checksum, only header changes can get past it.
-      if (at >= bytecode::kHeaderSize) CHECK_FALSE(load_and_explain(raw));
-      else load_and_explain(raw);
+      if (at >= bytecode::kHeaderSize)
+        CHECK_FALSE(load_and_explain(raw));
+      else
+        load_and_explain(raw);
       // With the checksum recomputed the verifier itself is exercised.
       fix_checksum(raw);
       (load_and_explain(raw) ? verified : rejected) += 1;
@@ -220,7 +222,8 @@ TEST_CASE("bytecode mutation: infeasible") { mutate_example("infeasible"); }
 
 TEST_CASE("bytecode mutation: every example is covered") {
   std::vector<std::string> names;
-  for (const std::string &path : example_paths()) names.push_back(std::filesystem::path(path).stem().string());
+  for (const std::string &path : example_paths())
+    names.push_back(std::filesystem::path(path).stem().string());
   CHECK(names == std::vector<std::string>{"bootstrapping", "infeasible", "inference", "replicated-weights"});
 }
 
@@ -230,9 +233,11 @@ TEST_CASE("bytecode: the committed golden modules are what the compiler writes t
   // it is intended (and bump the format version if old modules change meaning).
   for (const char *name : {"inference", "infeasible"}) {
     CAPTURE(name);
-    const std::vector<char> now = compile_bytes(
-        read_file(std::string(FHR_SOURCE_DIR "/examples/") + name + ".fhr"), std::string("examples/") + name + ".fhr");
-    const std::string committed = read_file(std::string(FHR_SOURCE_DIR "/tests/golden/inputs/") + name + ".fhrb");
+    const std::vector<char> now =
+        compile_bytes(read_file(std::string(FHR_SOURCE_DIR "/examples/") + name + ".fhr"),
+                      std::string("examples/") + name + ".fhr");
+    const std::string committed =
+        read_file(std::string(FHR_SOURCE_DIR "/tests/golden/inputs/") + name + ".fhrb");
     CHECK(std::string(now.begin(), now.end()) == committed);
   }
 }

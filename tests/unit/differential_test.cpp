@@ -69,9 +69,10 @@ TEST_CASE("differential: 10,000 random programs run as the simulator predicts, h
     check_agreement(RandomProgram(seed, /*small=*/true).generate(), tally, seed % 2 == 1);
   }
   MESSAGE(tally.programs << " programs and " << tally.plans << " plans, " << tally.steps << " steps, "
-                         << tally.failures_predicted << " stopped at a predicted failure, " << tally.content_checks
-                         << " content checks; " << tally.overlapped << " runs overlapped copies; "
-                         << tally.unconstructible << " modules budget a missing device");
+                         << tally.failures_predicted << " stopped at a predicted failure, "
+                         << tally.content_checks << " content checks; " << tally.overlapped
+                         << " runs overlapped copies; " << tally.unconstructible
+                         << " modules budget a missing device");
   CHECK(tally.programs + tally.plans > 9000);
   CHECK(tally.unconstructible < 1000);
   CHECK(tally.failures_predicted > 100); // failures were exercised, not only successes

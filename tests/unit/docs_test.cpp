@@ -3,8 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 TEST_CASE("docs/diagnostics.md lists every code") {
   std::ifstream file(FHR_SOURCE_DIR "/docs/diagnostics.md");
@@ -15,4 +19,61 @@ TEST_CASE("docs/diagnostics.md lists every code") {
     const std::string heading = "## " + fhr::diag_code_text(code).str();
     CHECK_MESSAGE(text.str().find(heading) != std::string::npos, heading << " is missing");
   }
+}
+
+namespace {
+std::string read_file(const std::filesystem::path &path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// Every tracked-looking text file of the tree, build folders and
+/// third-party copies left out.
+std::vector<std::filesystem::path> source_files() {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path root = FHR_SOURCE_DIR;
+  for (const char *folder : {"dsl", "compiler", "runtime", "tools", "tests", "bench", "examples", "docs",
+                             "fuzz", "scripts", "editors", "cmake"}) {
+    if (!std::filesystem::exists(root / folder)) continue;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(root / folder)) {
+      const std::string extension = entry.path().extension().string();
+      if (entry.is_regular_file() && (extension == ".cpp" || extension == ".hpp" || extension == ".md" ||
+                                      extension == ".def" || extension == ".sh" || extension == ".py" ||
+                                      extension == ".txt" || extension == ".fhr" || extension == ".pyi"))
+        files.push_back(entry.path());
+    }
+  }
+  files.push_back(root / "README.md");
+  return files;
+}
+} // namespace
+
+TEST_CASE("every section reference names a section of docs/semantics.md") {
+  const std::string semantics = read_file(FHR_SOURCE_DIR "/docs/semantics.md");
+  REQUIRE(!semantics.empty());
+  const std::regex reference("\xC2\xA7([0-9]+(\\.[0-9]+)?)");
+  std::size_t references = 0;
+  for (const std::filesystem::path &path : source_files()) {
+    const std::string text = read_file(path);
+    for (auto match = std::sregex_iterator(text.begin(), text.end(), reference);
+         match != std::sregex_iterator(); ++match) {
+      const std::string section = (*match)[1].str();
+      const bool top = section.find('.') == std::string::npos;
+      const std::string heading = top ? "\n## " + section + ". " : "\n### " + section + " ";
+      ++references;
+      CHECK_MESSAGE(semantics.find(heading) != std::string::npos,
+                    path.string() << " cites \xC2\xA7" << section
+                                  << ", which docs/semantics.md does not have");
+    }
+  }
+  CHECK(references > 100);
+}
+
+TEST_CASE("no file of the repository points outside it") {
+  const std::string outside = std::string("../") + "shared";
+  for (const std::filesystem::path &path : source_files())
+    CHECK_MESSAGE(read_file(path).find(outside) == std::string::npos, path.string()
+                                                                          << " refers to " << outside);
 }

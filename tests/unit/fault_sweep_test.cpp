@@ -98,7 +98,8 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
     CompiledFile compiled = compile_text(read_file(path), path);
     REQUIRE(compiled.ok());
     const std::vector<char> bytes = lower_module(compiled.module, *compiled.source);
-    const bytecode::Module module = bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    const bytecode::Module module =
+        bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
     const bool programs = !module.programs.empty();
     const std::size_t count = programs ? module.programs.size() : module.plans.size();
     for (std::uint32_t index = 0; index < count; ++index) {

@@ -1,4 +1,4 @@
-// The execution rules of SEMANTICS.md §3–§9 on the model State: exact bytes,
+// The execution rules of docs/semantics.md §3–§9 on the model State: exact bytes,
 // peaks, versions, outcomes and error classes.
 #include "fhr/model/state.hpp"
 

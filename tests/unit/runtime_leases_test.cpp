@@ -196,11 +196,11 @@ TEST_CASE("CUDA lease: stream rules") {
   f.manager->ensure(h, pinned);
   const Stream s0 = f.backend->create_stream(gpu0), s1 = f.backend->create_stream(gpu1);
   const Handle handles[] = {h};
-  CHECK_THROWS_AS(f.manager->acquire(handles, gpu0), std::invalid_argument);        // needs a stream
-  CHECK_THROWS_AS(f.manager->acquire(handles, gpu0, s1), std::invalid_argument);    // wrong device
-  CHECK_THROWS_AS(f.manager->acquire(handles, pinned, s0), std::invalid_argument);  // host takes none
+  CHECK_THROWS_AS(f.manager->acquire(handles, gpu0), std::invalid_argument);              // needs a stream
+  CHECK_THROWS_AS(f.manager->acquire(handles, gpu0, s1), std::invalid_argument);          // wrong device
+  CHECK_THROWS_AS(f.manager->acquire(handles, pinned, s0), std::invalid_argument);        // host takes none
   CHECK_THROWS_AS(f.manager->acquire(handles, gpu0, Stream{999}), std::invalid_argument); // foreign
-  CHECK_THROWS_AS(f.manager->acquire(handles, gpu1, s1), ResidencyUnavailableError);     // not resident
+  CHECK_THROWS_AS(f.manager->acquire(handles, gpu1, s1), ResidencyUnavailableError);      // not resident
   Lease host = f.manager->acquire(handles, pinned);
   CHECK_THROWS_AS(host.add_consumer_stream(s0), std::invalid_argument);
   Lease device = f.manager->acquire(handles, gpu0, s0);
@@ -226,7 +226,8 @@ TEST_CASE("transfer streams order copies after the stream's earlier work") {
   // The copy on the same stream runs after the kernel, so its completion
   // also completes the lease's event; the next operation reaps it.
   const ActionSpec action{ActionKind::Ensure, h, gpu1, {}};
-  const PlanReport report = f.manager->execute_actions({&action, 1}, "to-gpu1", std::nullopt, {{gpu1, copy_stream}});
+  const PlanReport report =
+      f.manager->execute_actions({&action, 1}, "to-gpu1", std::nullopt, {{gpu1, copy_stream}});
   CHECK(report.transitions.size() == 1);
   CHECK(f.manager->content_checksum(h, gpu1) == f.checksums[0]);
   CHECK(f.manager->snapshot().locations.back().pending_event_count == 0);

@@ -126,20 +126,22 @@ TEST_CASE("reentrancy: a deleter that calls back into the manager is refused, no
   const Handle h = m.adopt(
       data, 4 * KiB, pageable,
       [&](std::byte *bytes) {
-    try {
-      (void)m.snapshot();
-    } catch (const ResidencyReentrancyError &error) {
-      refused = error.what();
-    }
-    std::free(bytes);
-  }, ReplicaMode::Replicable);
+        try {
+          (void)m.snapshot();
+        } catch (const ResidencyReentrancyError &error) {
+          refused = error.what();
+        }
+        std::free(bytes);
+      },
+      ReplicaMode::Replicable);
   m.ensure(h, pinned);
   m.drop(h, pageable); // runs the deleter under the manager lock
   CHECK(refused == "manager " + std::to_string(m.id()) + ": re-entered an active transition");
   CHECK(m.replicas(h) == std::vector<Location>{pinned});
 }
 
-TEST_CASE("reentrancy: lifetimes released inside a callback are refused; abandoned ones go at the next operation") {
+TEST_CASE(
+    "reentrancy: lifetimes released inside a callback are refused; abandoned ones go at the next operation") {
   Fixture f;
   Manager &m = *f.manager;
   const Handle plain = f.adopt(4 * KiB, 1, pageable, ReplicaMode::Replicable);

@@ -5,7 +5,6 @@
 
 #include <doctest/doctest.h>
 
-
 using namespace fhr;
 using namespace fhr::test;
 
@@ -110,7 +109,8 @@ TEST_CASE("simulated backend: allocation failures inside a scope's entry release
   f.check_invariants();
 }
 
-TEST_CASE("fault injection wraps any backend: the host backend fails the armed operation and nothing changes") {
+TEST_CASE(
+    "fault injection wraps any backend: the host backend fails the armed operation and nothing changes") {
   auto faulty = std::make_shared<FaultInjectingBackend>(make_host_backend());
   ManagerOptions options;
   options.backend = faulty;
@@ -135,5 +135,5 @@ TEST_CASE("fault injection wraps any backend: the host backend fails the armed o
   CHECK(faulty->faults().count(BackendOperation::Copy) == 2);
   CHECK(faulty->faults().count(BackendOperation::Allocate) == 2);
   CHECK(faulty->pool_figures(pinned)->in_use_bytes == 0); // the half-made replica went back
-  CHECK_NOTHROW(manager.ensure(h, pinned));              // disarmed after firing
+  CHECK_NOTHROW(manager.ensure(h, pinned));               // disarmed after firing
 }

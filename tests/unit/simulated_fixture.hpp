@@ -66,5 +66,4 @@ struct Fixture {
   std::vector<std::uint64_t> checksums;
 };
 
-
 } // namespace fhr::test

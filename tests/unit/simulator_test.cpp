@@ -1,4 +1,4 @@
-// The explain simulator (SEMANTICS.md §10.2) through small plans: verdicts,
+// The explain simulator (docs/semantics.md §10.2) through small plans: verdicts,
 // reasons, error classes, resolved sources and exact peaks.
 #include "test_support.hpp"
 

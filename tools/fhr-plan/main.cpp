@@ -103,7 +103,9 @@ int main(int argc, char **argv) {
   if (disasm_command) return fhr::cli::run_disasm(options);
   if (run_command) {
     fhr::cli::RunOptions run;
-    run.backend = run_backend == RunBackend::Simulated ? "sim" : run_backend == RunBackend::Cuda ? "cuda" : "host";
+    run.backend = run_backend == RunBackend::Simulated ? "sim"
+                  : run_backend == RunBackend::Cuda    ? "cuda"
+                                                       : "host";
     run.program = run_program;
     run.plan = run_plan;
     return fhr::cli::run_run(options, run);

@@ -53,12 +53,13 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const Execution
       const std::string predicted = i < check.predicted.size()
                                         ? verdict_text(check.predicted[i].verdict, check.predicted[i].raised)
                                         : "-";
-      const Verdict ran = step.failed ? Verdict::Failed
+      const Verdict ran = step.failed                                 ? Verdict::Failed
                           : step.transition && step.transition->no_op ? Verdict::NoOp
                                                                       : Verdict::Ok;
       std::string time = "-";
       if (step.transition) {
-        const double us = static_cast<double>(step.transition->completed_at_ns - step.transition->started_at_ns) / 1e3;
+        const double us =
+            static_cast<double>(step.transition->completed_at_ns - step.transition->started_at_ns) / 1e3;
         char text[32];
         std::snprintf(text, sizeof text, "%.1f us", us);
         time = text;
@@ -66,8 +67,8 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const Execution
       const std::string where = std::string(step_kind_name(step.kind)) + " " + std::to_string(step.index);
       // Strings only: LLVM 14's integer formatter trips GCC's
       // -Wmaybe-uninitialized at -O2.
-      os << llvm::formatv(kRow, std::to_string(step.line), where, action_text(step, values), predicted, verdict_text(ran, step.raised),
-                          time);
+      os << llvm::formatv(kRow, std::to_string(step.line), where, action_text(step, values), predicted,
+                          verdict_text(ran, step.raised), time);
     }
   }
   for (const ExecutionCheck::Peak &peak : check.peaks)
@@ -128,7 +129,8 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
       // backend does not have, say).
       llvm::WithColor::error(llvm::errs(), "fhr-plan")
           << options.files[f] << ": cannot run on the " << backend << " backend: " << error.what()
-          << (execution.backend == BackendKind::Host ? " (--backend sim stands in for CUDA devices)" : "") << '\n';
+          << (execution.backend == BackendKind::Host ? " (--backend sim stands in for CUDA devices)" : "")
+          << '\n';
       return kBadInput;
     }
     if (!selected) {

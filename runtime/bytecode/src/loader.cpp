@@ -448,7 +448,6 @@ private:
     finish(r, "PROGRAMS");
   }
 
-
   void verify_partition() {
     if (cursor_ != module_.code.size())
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].end,

@@ -129,7 +129,6 @@ public:
       }
   }
 
-
   ~CudaBackend() override {
     for (const auto &cache : small_blocks_)
       cache->trim(); // blocks still in use come back to a cache that frees them
@@ -414,9 +413,7 @@ public:
   void synchronize(Event event) override {
     check(cudaEventSynchronize(native(event)), "cudaEventSynchronize");
   }
-  void destroy_event(Event event) noexcept override {
-    put_event(native(event));
-  }
+  void destroy_event(Event event) noexcept override { put_event(native(event)); }
   void synchronize_stream(Stream stream) override {
     check(cudaStreamSynchronize(native(stream)), "cudaStreamSynchronize");
   }

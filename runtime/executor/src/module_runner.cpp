@@ -83,7 +83,8 @@ ExecutedStep plain_step(StepKind kind, std::uint32_t index, std::uint32_t line) 
 
 std::uint64_t scaled(std::uint64_t bytes, std::uint64_t divisor) { return (bytes + divisor - 1) / divisor; }
 
-ExecutedStep failed_step(StepKind kind, std::uint32_t index, std::uint32_t line, const std::exception &error) {
+ExecutedStep failed_step(StepKind kind, std::uint32_t index, std::uint32_t line,
+                         const std::exception &error) {
   ExecutedStep step = plain_step(kind, index, line);
   step.failed = true;
   step.message = error.what();
@@ -109,14 +110,20 @@ public:
     for (std::uint32_t pc = begin; ok && pc < end;) {
       const Instruction &in = r_.module_.code[pc];
       switch (in.opcode) {
-      case Opcode::Declare: ok = declare(in); ++pc; break;
+      case Opcode::Declare:
+        ok = declare(in);
+        ++pc;
+        break;
       case Opcode::Scope: {
         const std::uint32_t close = matching_end(r_.module_.code, pc);
         ok = run_scope(in.index(), InstructionRange{pc + 1, close});
         pc = close + 1;
         break;
       }
-      case Opcode::Run: ok = run_scope(in.index(), std::nullopt); ++pc; break;
+      case Opcode::Run:
+        ok = run_scope(in.index(), std::nullopt);
+        ++pc;
+        break;
       case Opcode::Actions: {
         const std::uint32_t close = matching_end(r_.module_.code, pc);
         ok = run_actions(r_.module_.strings[in.index()], InstructionRange{pc + 1, close}, in.line);
@@ -129,8 +136,14 @@ public:
         ok = protect(pc, setup, lifetimes);
         pc += 1 + in.index();
         break;
-      case Opcode::Reserve: ok = reserve(pc, setup, lifetimes); ++pc; break;
-      case Opcode::Release: release_setup(in.index(), in.line); ++pc; break;
+      case Opcode::Reserve:
+        ok = reserve(pc, setup, lifetimes);
+        ++pc;
+        break;
+      case Opcode::Release:
+        release_setup(in.index(), in.line);
+        ++pc;
+        break;
       default:
         if (is_action(in.opcode)) ok = direct(in, setup ? StepKind::Setup : StepKind::Direct);
         ++pc;
@@ -156,11 +169,13 @@ public:
     } catch (const ResidencyPlanExecutionError &error) {
       const auto &d = error.details();
       const bool reserve = d.phase == ExecutionPhase::Reserve;
-      const std::uint32_t index = static_cast<std::uint32_t>(
-          reserve ? d.failed_reservation_index.value_or(0) : d.failed_action_index.value_or(0));
+      const std::uint32_t index = static_cast<std::uint32_t>(reserve ? d.failed_reservation_index.value_or(0)
+                                                                     : d.failed_action_index.value_or(0));
       const auto all = static_cast<std::uint32_t>(spec.reservations.size());
       record_entry(d.partial_report, reclaim, enter, entry,
-                   d.phase == ExecutionPhase::Reclaim ? 0 : reserve ? index : all);
+                   d.phase == ExecutionPhase::Reclaim ? 0
+                   : reserve                          ? index
+                                                      : all);
       const StepKind kind = d.phase == ExecutionPhase::Reclaim ? StepKind::Reclaim
                             : reserve                          ? StepKind::Reserve
                                                                : StepKind::Enter;
@@ -172,7 +187,8 @@ public:
     } catch (const ResidencyPlanError &error) {
       return preflight_failed(spec, entry.line, error);
     }
-    record_entry(scope.progress(), reclaim, enter, entry, static_cast<std::uint32_t>(spec.reservations.size()));
+    record_entry(scope.progress(), reclaim, enter, entry,
+                 static_cast<std::uint32_t>(spec.reservations.size()));
     if (body && !run_range(body->begin, body->end, false)) return false;
     const std::size_t before_exit = scope.progress().transitions.size();
     try {
@@ -286,8 +302,8 @@ private:
     const Instruction &in = r_.module_.code[pc];
     const StepKind kind = setup ? StepKind::Setup : StepKind::BodyReserve;
     try {
-      auto reservation = std::make_unique<ActiveReservation>(
-          r_.manager_.reserve(in.location, scaled(in.size, r_.options_.scale_down), r_.module_.strings[in.index()]));
+      auto reservation = std::make_unique<ActiveReservation>(r_.manager_.reserve(
+          in.location, scaled(in.size, r_.options_.scale_down), r_.module_.strings[in.index()]));
       result_.steps.push_back(plain_step(kind, 0, in.line));
       if (setup)
         r_.setup_lifetimes_.emplace_back(pc, std::move(reservation));
@@ -304,7 +320,8 @@ private:
   /// (releasing is idempotent), as the compiler counts it.
   void release_setup(std::uint32_t target, std::uint32_t line) {
     auto &open = r_.setup_lifetimes_;
-    auto it = std::find_if(open.begin(), open.end(), [&](const auto &entry) { return entry.first == target; });
+    auto it =
+        std::find_if(open.begin(), open.end(), [&](const auto &entry) { return entry.first == target; });
     if (it != open.end()) {
       release_now(*it->second);
       open.erase(it);
@@ -321,7 +338,8 @@ private:
     part.transitions.assign(report.transitions.begin(), report.transitions.begin() + reclaimed);
     record_phase(StepKind::Reclaim, part, 0, reclaim);
     for (std::uint32_t i = 0; i < reservations_made; ++i)
-      result_.steps.push_back(plain_step(StepKind::Reserve, i, r_.module_.code[entry.reserve.begin + i].line));
+      result_.steps.push_back(
+          plain_step(StepKind::Reserve, i, r_.module_.code[entry.reserve.begin + i].line));
     record_phase(StepKind::Enter, report, reclaimed, enter);
   }
 
@@ -340,7 +358,8 @@ private:
     if (r_.options_.after_transition) r_.options_.after_transition(report, handle);
   }
 
-  void fail(StepKind kind, std::uint32_t index, std::uint32_t line, const std::exception &error, ErrorClass cause) {
+  void fail(StepKind kind, std::uint32_t index, std::uint32_t line, const std::exception &error,
+            ErrorClass cause) {
     ExecutedStep step = failed_step(kind, index, line, error);
     step.cause = cause;
     result_.steps.push_back(std::move(step));
@@ -392,8 +411,8 @@ ModuleRunner::~ModuleRunner() {
   }
 }
 
-std::vector<std::pair<Location, std::optional<std::uint64_t>>> ModuleRunner::budgets(const bytecode::Module &module,
-                                                                                     std::uint64_t scale_down) {
+std::vector<std::pair<Location, std::optional<std::uint64_t>>>
+ModuleRunner::budgets(const bytecode::Module &module, std::uint64_t scale_down) {
   auto budgets = module.budgets;
   for (auto &[location, budget] : budgets)
     if (budget) budget = scaled(*budget, scale_down);

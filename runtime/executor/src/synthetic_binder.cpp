@@ -1,8 +1,8 @@
 #include "fhr/executor/value_binder.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -64,7 +64,8 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   if (checksums_.size() <= value.value_id) checksums_.resize(value.value_id + 1);
   if (value.spec.recoverability == Recoverability::Reconstructible) {
     checksums_[value.value_id] = Expected{value.spec.logical_nbytes, std::nullopt};
-    return manager.register_source(value.spec, std::make_shared<SyntheticSource>(value.value_id), value.location);
+    return manager.register_source(value.spec, std::make_shared<SyntheticSource>(value.value_id),
+                                   value.location);
   }
   // Adopted values are charged their storage size; the buffer is that big.
   const std::size_t nbytes = value.spec.storage_nbytes;
@@ -88,7 +89,8 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
 }
 
 std::uint64_t SyntheticBinder::expected_checksum(std::uint32_t value_id) {
-  if (value_id >= checksums_.size()) throw std::out_of_range("value " + std::to_string(value_id) + " is not bound");
+  if (value_id >= checksums_.size())
+    throw std::out_of_range("value " + std::to_string(value_id) + " is not bound");
   Expected &expected = checksums_[value_id];
   if (!expected.checksum) expected.checksum = synthetic_checksum(expected.nbytes, value_id);
   return *expected.checksum;

@@ -46,13 +46,13 @@ public:
     if (location == Location::pinned()) {
       const std::size_t rounded = round_up(nbytes, page_size());
       const PinnedBlock block = pinned_->take(rounded);
-      return Storage(block.data, nbytes, location, [pool = pinned_, block, rounded](std::byte *) {
-        pool->give_back(block, rounded);
-      });
+      return Storage(block.data, nbytes, location,
+                     [pool = pinned_, block, rounded](std::byte *) { pool->give_back(block, rounded); });
     }
     void *memory = std::aligned_alloc(64, round_up(nbytes, 64));
     if (!memory) throw std::bad_alloc();
-    return Storage(static_cast<std::byte *>(memory), nbytes, location, [](std::byte *data) { std::free(data); });
+    return Storage(static_cast<std::byte *>(memory), nbytes, location,
+                   [](std::byte *data) { std::free(data); });
   }
 
   void copy(const Storage &from, Storage &to, Stream) override {

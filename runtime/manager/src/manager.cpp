@@ -225,10 +225,9 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
       const std::string name = value_name(action.value);
       for (const Protection &p : state_.value(action.value).protections)
         if (p.location == outcome.where)
-          throw ResidencyInUseError(describe(outcome, {name, {}}, &detail) +
-                                    " (active_reads=" + std::to_string(p.use_count) + ", holds=" +
-                                    std::to_string(p.hold_count) + ", pending_events=" +
-                                    std::to_string(p.pending_count) + ")");
+          throw ResidencyInUseError(describe(outcome, {name, {}}, &detail) + " (active_reads=" +
+                                    std::to_string(p.use_count) + ", holds=" + std::to_string(p.hold_count) +
+                                    ", pending_events=" + std::to_string(p.pending_count) + ")");
     }
     throw_failure(outcome, MessageContext{value_name(action.value), {}}, detail);
   }
@@ -249,7 +248,7 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
 }
 
 TransitionReport Manager::transition_to(ActionKind kind, const Handle &handle, Location to,
-                                       std::optional<Location> from, Stream stream) {
+                                        std::optional<Location> from, Stream stream) {
   auto lock = open_lock();
   // Pending protection can refuse a move's source, never an ensure or copy.
   if (kind == ActionKind::Move)
@@ -271,7 +270,8 @@ TransitionReport Manager::copy(const Handle &handle, Location to, Stream stream)
   return transition_to(ActionKind::Copy, handle, to, std::nullopt, stream);
 }
 
-TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from, Stream stream) {
+TransitionReport Manager::move(const Handle &handle, Location to, std::optional<Location> from,
+                               Stream stream) {
   return transition_to(ActionKind::Move, handle, to, from, stream);
 }
 

@@ -1,4 +1,4 @@
-// The manager lock and the reentrancy rules of SEMANTICS.md §13.
+// The manager lock and the reentrancy rules of docs/semantics.md §13.
 #include "fhr/runtime/manager.hpp"
 
 #include <iostream>
@@ -12,7 +12,8 @@ Manager::StateLock::StateLock(const Manager &manager) : manager_(&manager) {
   };
   // The lock's holder is the only thread that can find itself as the owner.
   if (manager.lock_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id())
-    refuse(manager.mutex_.callback_running() ? "a source callback is running" : "re-entered an active transition");
+    refuse(manager.mutex_.callback_running() ? "a source callback is running"
+                                             : "re-entered an active transition");
   if (!manager.mutex_.lock_unless_callback()) refuse("a source callback is running");
   manager.lock_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
 }

@@ -46,7 +46,8 @@ Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> 
   return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
 }
 
-void Manager::preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const {
+void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
+                        std::span<const Action> actions) const {
   std::vector<Action> reclaim, exit;
   PlanView view{{}, {}, actions, {}};
   if (plan) {
@@ -65,9 +66,10 @@ void Manager::preflight(const std::string &plan_name, const PlanSpec *plan, std:
     where = " in phase " + std::string(phase_name(failed.phase)) + " at step " + std::to_string(failed.index);
     if (failed.phase == Phase::Reserve) context.label = plan->reservations[failed.index].label;
   }
-  const std::span<const Action> phase_actions = failed.phase == Phase::Reclaim ? std::span<const Action>(reclaim)
-                                                : failed.phase == Phase::Exit  ? std::span<const Action>(exit)
-                                                                               : actions;
+  const std::span<const Action> phase_actions = failed.phase == Phase::Reclaim
+                                                    ? std::span<const Action>(reclaim)
+                                                : failed.phase == Phase::Exit ? std::span<const Action>(exit)
+                                                                              : actions;
   if (failed.phase != Phase::Reserve) {
     value = value_name(phase_actions[failed.index].value);
     context.value_name = value;
@@ -93,8 +95,9 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
   return report;
 }
 
-void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std::span<const ActionSpec> actions,
-                        const TransferStreams &streams, PlanReport &report) {
+void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase,
+                        std::span<const ActionSpec> actions, const TransferStreams &streams,
+                        PlanReport &report) {
   std::size_t i = 0;
   while (i < actions.size()) {
     try {
@@ -112,7 +115,8 @@ void Manager::run_phase(const std::string &plan_name, ExecutionPhase phase, std:
       // Resolved now: exit actions run without a new preflight, so a handle
       // discarded by the body must fail here as a handle error.
       const Action action{actions[i].kind, resolve(actions[i].handle), actions[i].location, actions[i].from};
-      const bool copies_to_destination = action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
+      const bool copies_to_destination =
+          action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
       report.transitions.push_back(
           run_transition(action, copies_to_destination ? stream_for(streams, action.location) : Stream{}));
     } catch (...) {
@@ -152,8 +156,9 @@ Scope Manager::scope(PlanSpec plan, std::optional<std::uint64_t> expected_state_
 
 Scope::Scope(Scope &&other) noexcept
     : manager_(other.manager_), plan_(std::move(other.plan_)),
-      expected_state_version_(other.expected_state_version_), transfer_streams_(std::move(other.transfer_streams_)),
-      stage_(other.stage_), entered_(std::move(other.entered_)), reservations_(std::move(other.reservations_)),
+      expected_state_version_(other.expected_state_version_),
+      transfer_streams_(std::move(other.transfer_streams_)), stage_(other.stage_),
+      entered_(std::move(other.entered_)), reservations_(std::move(other.reservations_)),
       report_(std::move(other.report_)), exit_error_(std::move(other.exit_error_)) {
   other.stage_ = Stage::Closed;
   other.reservations_.clear();

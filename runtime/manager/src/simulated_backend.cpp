@@ -16,7 +16,8 @@ std::uintptr_t to_native(std::size_t slot) { return static_cast<std::uintptr_t>(
 } // namespace
 
 SimulatedBackend::SimulatedBackend(unsigned device_count, bool overlap_copies)
-    : device_count_(device_count), overlap_copies_(overlap_copies), allocated_(new std::uint64_t[Location::kCount]()) {}
+    : device_count_(device_count), overlap_copies_(overlap_copies),
+      allocated_(new std::uint64_t[Location::kCount]()) {}
 
 DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_count_ > 0, device_count_}; }
 

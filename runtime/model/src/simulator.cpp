@@ -57,7 +57,8 @@ LocationSet Simulator::effective_protection(ValueId id) const {
     std::uint32_t completed = 0;
     for (LifetimeId lease : completed_pending_)
       if (const LifetimeRecord *r = state_.find_lifetime(lease);
-          r && r->location == p.location && std::find(r->values.begin(), r->values.end(), id) != r->values.end())
+          r && r->location == p.location &&
+          std::find(r->values.begin(), r->values.end(), id) != r->values.end())
         ++completed;
     if (completed >= p.pending_count) protected_at.erase(p.location);
   }

@@ -394,7 +394,9 @@ LifetimeRecord *State::live(LifetimeId id) {
   return &record;
 }
 
-const LifetimeRecord *State::find_lifetime(LifetimeId id) const { return const_cast<State *>(this)->live(id); }
+const LifetimeRecord *State::find_lifetime(LifetimeId id) const {
+  return const_cast<State *>(this)->live(id);
+}
 
 LifetimeState State::lifetime_state(LifetimeId id) const {
   const LifetimeRecord *record = find_lifetime(id);
@@ -407,7 +409,8 @@ std::vector<LifetimeId> State::live_lifetimes() const {
     if (lifetimes_[slot].state != LifetimeState::Released)
       ids.push_back((static_cast<LifetimeId>(lifetimes_[slot].generation) << 32) | slot);
   std::sort(ids.begin(), ids.end(), [&](LifetimeId a, LifetimeId b) {
-    return lifetimes_[static_cast<std::uint32_t>(a)].sequence < lifetimes_[static_cast<std::uint32_t>(b)].sequence;
+    return lifetimes_[static_cast<std::uint32_t>(a)].sequence <
+           lifetimes_[static_cast<std::uint32_t>(b)].sequence;
   });
   return ids;
 }

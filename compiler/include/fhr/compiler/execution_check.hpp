@@ -91,8 +91,8 @@ public:
 
 /// Runs `program` (an index into module.programs) on a fresh manager with
 /// synthetic payloads, checking every installed replica's content.
-ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t program,
-                             const ExecutionOptions &options);
+ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module,
+                             std::uint32_t program, const ExecutionOptions &options);
 /// Runs plan `plan` as a scope (enter, then close) on a fresh manager.
 ExecutionCheck check_plan(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t plan,
                           const ExecutionOptions &options);

@@ -93,15 +93,16 @@ struct RunnerOptions {
 
 class ModuleRunner {
 public:
-  ModuleRunner(Manager &manager, const bytecode::Module &module, ValueBinder &binder, RunnerOptions options = {});
+  ModuleRunner(Manager &manager, const bytecode::Module &module, ValueBinder &binder,
+               RunnerOptions options = {});
   ~ModuleRunner();
   ModuleRunner(const ModuleRunner &) = delete;
   ModuleRunner &operator=(const ModuleRunner &) = delete;
 
   /// The budgets a module declares, as ManagerOptions::budgets (divided by
   /// `scale_down`, rounding up).
-  static std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets(const bytecode::Module &module,
-                                                                                std::uint64_t scale_down = 1);
+  static std::vector<std::pair<Location, std::optional<std::uint64_t>>>
+  budgets(const bytecode::Module &module, std::uint64_t scale_down = 1);
 
   /// Binds every declared value and runs the setup statements; stops at the
   /// first failing one. Lifetimes opened by setup stay until released by

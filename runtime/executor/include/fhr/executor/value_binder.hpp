@@ -11,10 +11,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <span>
-#include <utility>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fhr {
@@ -52,7 +52,8 @@ public:
   /// CUDA location: device memory holding the given bytes, with its
   /// deleter. Without it, buffers are host memory (right for the host and
   /// simulated backends).
-  using DevicePlacer = std::function<std::pair<std::byte *, Storage::Release>(Location, std::span<const std::byte>)>;
+  using DevicePlacer =
+      std::function<std::pair<std::byte *, Storage::Release>(Location, std::span<const std::byte>)>;
   SyntheticBinder() = default;
   explicit SyntheticBinder(DevicePlacer place_on_device) : place_on_device_(std::move(place_on_device)) {}
 

@@ -11,9 +11,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <span>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 
 namespace fhr {

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The manager lock of SEMANTICS.md §13: a mutex whose waiters give up as
+/// The manager lock of docs/semantics.md §13: a mutex whose waiters give up as
 /// soon as a source callback starts. A loader runs with the lock held; if it
 /// waited for a thread that is itself waiting for the lock, a plain mutex
 /// would deadlock. Here starting a callback wakes every waiter, and they

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The runtime's exception hierarchy (SEMANTICS.md §16): one class per
+/// The runtime's exception hierarchy (docs/semantics.md §16): one class per
 /// failure category, all rooted at ResidencyError. Argument errors (the
 /// reference's TypeError and ValueError) are std::invalid_argument.
 ///

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// fhr::Manager: the residency manager of ../shared/seed, in C++. Each
+/// fhr::Manager: the residency manager of docs/semantics.md, in C++. Each
 /// transition applies the rules of the shared model (fhr::State), which
 /// calls back into the manager for the physical work (allocate, load, copy,
 /// free) between the admission check and the install; explain and the
@@ -384,7 +384,8 @@ private:
       entry.events.clear();
     }
     /// Every live entry.
-    template <typename Visit> void for_each(Visit visit) {
+    template <typename Visit>
+    void for_each(Visit visit) {
       for (LeaseStreams &entry : slots_)
         if (entry.lease != 0) visit(entry);
     }
@@ -410,8 +411,8 @@ private:
   /// Applies one action; `prepared` is its copy, already done.
   TransitionReport run_transition(const Action &action, Stream stream, PreparedCopy *prepared = nullptr);
   /// ensure, copy and move: the checks of §16.1 in order, then the transition.
-  TransitionReport transition_to(ActionKind kind, const Handle &handle, Location to, std::optional<Location> from,
-                                 Stream stream);
+  TransitionReport transition_to(ActionKind kind, const Handle &handle, Location to,
+                                 std::optional<Location> from, Stream stream);
   std::string value_name(ValueId value) const;
   void record_trace(const TransitionReport &report);
   Storage *replica(ValueId value, Location at);
@@ -432,8 +433,8 @@ private:
   /// plan order. Returns the index
   /// after the last one applied; `first` when action `first` must run alone.
   std::size_t run_overlapped(const std::string &plan_name, ExecutionPhase phase,
-                             std::span<const ActionSpec> actions, std::size_t first, const TransferStreams &streams,
-                             PlanReport &report);
+                             std::span<const ActionSpec> actions, std::size_t first,
+                             const TransferStreams &streams, PlanReport &report);
   /// Throws ResidencyPlanError (with the failing step) for an infeasible plan.
   void preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const;
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What the runtime returns for every transition and every plan
-/// (SEMANTICS.md §6.5, §11): plain data, so that a partial report can travel
+/// (docs/semantics.md §6.5, §11): plain data, so that a partial report can travel
 /// inside an exception.
 
 #include "fhr/model/action.hpp"

@@ -3,7 +3,7 @@
 /// A backend that stands in for CUDA on machines without a GPU: `cuda:N` for
 /// N below a configured device count is host memory tagged with its device,
 /// so every runtime path that involves device locations runs and is tested in
-/// CI. Streams and events follow the model of SEMANTICS.md §17: a stream
+/// CI. Streams and events follow the model of docs/semantics.md §17: a stream
 /// counts the work submitted to it and the work completed; an event marks
 /// the submitted count when it is recorded and has completed once the
 /// stream's completed count reaches the mark. Tests "launch" work on a

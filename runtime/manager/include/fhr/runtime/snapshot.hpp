@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// One atomic, storage-free view of a manager (SEMANTICS.md §14), and its
+/// One atomic, storage-free view of a manager (docs/semantics.md §14), and its
 /// JSON form (docs/runtime.md lists the keys).
 
 #include "fhr/model/location.hpp"

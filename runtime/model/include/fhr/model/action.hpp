@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The primitive transitions a plan is made of (SEMANTICS.md §6, §10.1).
+/// The primitive transitions a plan is made of (docs/semantics.md §6, §10.1).
 
 #include "fhr/model/location.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The failure categories of the residency manager (SEMANTICS.md §16). The
+/// The failure categories of the residency manager (docs/semantics.md §16). The
 /// simulator reports them as values; the runtime throws one exception class
 /// per category. The short ids are part of the explain output format.
 

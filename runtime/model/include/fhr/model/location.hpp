@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Residency locations: pageable host, pinned host and cuda:N (SEMANTICS.md §1).
+/// Residency locations: pageable host, pinned host and cuda:N (docs/semantics.md §1).
 ///
 /// A location is stored as one small integer whose natural order is the
 /// deterministic location order of §1.3 (pageable < pinned < cuda:0 < ...), so

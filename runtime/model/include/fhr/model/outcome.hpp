@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What happened to one simulated or executed step: done, a no-op with its
-/// reason, or a failure with its reason and error class (SEMANTICS.md §6.6,
+/// reason, or a failure with its reason and error class (docs/semantics.md §6.6,
 /// §10.2). Kept small and free of strings so that a million of them cost a
 /// few megabytes; the message is rendered only when somebody reads it.
 

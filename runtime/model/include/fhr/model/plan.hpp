@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// A residency plan as the simulator and the runtime see it (SEMANTICS.md
+/// A residency plan as the simulator and the runtime see it (docs/semantics.md
 /// §10.1): reclaim, reservations, enter and exit. Views, so that the caller
 /// keeps its actions wherever they already are.
 

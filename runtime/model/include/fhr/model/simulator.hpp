@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The budget/protection simulator behind `explain` (SEMANTICS.md §10.2):
+/// The budget/protection simulator behind `explain` (docs/semantics.md §10.2):
 /// dry-runs a whole plan against a State without changing it and predicts,
 /// step by step, what is feasible, what is a no-op and the peak charge per
 /// location. `fhr-plan explain`, the runtime's `explain`, `execute_actions`

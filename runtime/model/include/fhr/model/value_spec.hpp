@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The immutable description of a managed value (SEMANTICS.md §2.1–2.3).
+/// The immutable description of a managed value (docs/semantics.md §2.1–2.3).
 
 #include <cstdint>
 #include <string_view>
