@@ -1,0 +1,74 @@
+#include "fhr/executor/plan_table.hpp"
+
+namespace fhr {
+
+using bytecode::Instruction;
+using bytecode::Opcode;
+
+const PhaseActions &PlanSteps::phase(StepKind kind) const {
+  return kind == StepKind::Reclaim ? reclaim : kind == StepKind::Exit ? exit : enter;
+}
+
+std::uint32_t PlanSteps::instruction_of(StepKind kind, std::uint32_t position) const {
+  if (kind == StepKind::Reserve) return reservation_instructions[position];
+  return phase(kind).instructions[position];
+}
+
+Action action_of(const Instruction &in, ValueId value) {
+  Action action;
+  action.value = value;
+  action.location = in.location;
+  switch (in.opcode) {
+  case Opcode::Ensure: action.kind = ActionKind::Ensure; break;
+  case Opcode::Copy: action.kind = ActionKind::Copy; break;
+  case Opcode::Move: action.kind = ActionKind::Move; break;
+  case Opcode::MoveFrom:
+    action.kind = ActionKind::Move;
+    action.from = in.from;
+    break;
+  case Opcode::Drop: action.kind = ActionKind::Drop; break;
+  default: action.kind = ActionKind::Discard; break;
+  }
+  return action;
+}
+
+PhaseActions expand_actions(const bytecode::Module &module, bytecode::InstructionRange range,
+                            std::uint32_t container) {
+  PhaseActions out;
+  out.container = container;
+  std::size_t count = 0;
+  for (std::uint32_t pc = range.begin; pc < range.end; ++pc)
+    if (bytecode::is_action(module.code[pc].opcode)) count += module.code[pc].count;
+  out.actions.reserve(count);
+  out.instructions.reserve(count);
+  for (std::uint32_t pc = range.begin; pc < range.end; ++pc) {
+    const Instruction &in = module.code[pc];
+    if (!bytecode::is_action(in.opcode)) continue;
+    for (ValueId v = in.value; v < in.value + in.count; ++v) {
+      out.actions.push_back(action_of(in, v));
+      out.instructions.push_back(pc);
+    }
+  }
+  return out;
+}
+
+const PlanSteps &PlanTable::plan(std::uint32_t index) {
+  std::unique_ptr<PlanSteps> &slot = plans_.at(index);
+  if (slot) return *slot;
+  const bytecode::PlanEntry &entry = module_.plans[index];
+  slot = std::make_unique<PlanSteps>();
+  PlanSteps &plan = *slot;
+  plan.index = index;
+  plan.name = module_.strings[entry.name];
+  plan.reclaim = expand_actions(module_, entry.reclaim, index);
+  plan.enter = expand_actions(module_, entry.enter, index);
+  plan.exit = expand_actions(module_, entry.exit, index);
+  for (std::uint32_t pc = entry.reserve.begin; pc < entry.reserve.end; ++pc) {
+    const Instruction &in = module_.code[pc];
+    plan.reservations.push_back(Reservation{in.location, in.size, module_.strings[in.index()]});
+    plan.reservation_instructions.push_back(pc);
+  }
+  return plan;
+}
+
+} // namespace fhr
