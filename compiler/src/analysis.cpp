@@ -28,8 +28,9 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
     analysis.setup.detail = setup.failure_detail;
   }
   analysis.plans.reserve(module.plans.size());
+  PlanSteps plan; // each plan is explained once: one buffer for all
   for (std::uint32_t p = 0; p < module.plans.size(); ++p) {
-    const PlanSteps &plan = plans.plan(p);
+    expand_plan(module, p, plan);
     analysis.plans.push_back(PlanExplanation{p, plan.name, model.explain(plan)});
   }
   for (std::uint32_t p = 0; p < module.programs.size(); ++p) {

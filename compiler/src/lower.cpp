@@ -4,6 +4,7 @@
 
 #include <llvm/ADT/StringMap.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -15,14 +16,14 @@ using bytecode::Instruction;
 using bytecode::Opcode;
 
 /// Lines and columns of byte offsets of one source. Lowering visits the
-/// statements of each section in file order, so the cursor counts line
-/// breaks forward from the previous offset; an offset that goes back (a
-/// loop body's statements, the next section) and any file with `@line`
-/// directives ask SourceFile::line_and_column, which applies them.
+/// statements of each section in file order, so the cursor counts the line
+/// breaks between the previous offset and the next (backwards too: a loop
+/// body's statements come round again). A file with `@line` directives asks
+/// SourceFile::line_and_column, which applies them.
 class LineCursor {
 public:
   explicit LineCursor(const SourceFile &source)
-      : source_(source), text_(source.text()), renumbered_(text_.find("@line") != llvm::StringRef::npos) {}
+      : source_(source), text_(source.text()), renumbered_(has_line_directive(text_)) {}
 
   struct Position {
     std::uint32_t line = 1, column = 1;
@@ -31,13 +32,12 @@ public:
 
   Position at(std::uint32_t offset) {
     offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
-    if (renumbered_ || offset < offset_) {
+    const char *data = text_.data();
+    if (renumbered_) {
       const auto [line, column] = source_.line_and_column(offset);
-      offset_ = offset;
-      line_ = line;
-      line_start_ = offset - (column - 1);
-    } else {
-      const char *data = text_.data();
+      return Position{line, column, offset - (column - 1)};
+    }
+    if (offset >= offset_) {
       for (const char *p = data + offset_, *end = data + offset;
            (p = static_cast<const char *>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) !=
            nullptr;
@@ -45,12 +45,26 @@ public:
         ++line_;
         line_start_ = static_cast<std::uint32_t>(p - data) + 1;
       }
-      offset_ = offset;
+    } else {
+      line_ -= static_cast<std::uint32_t>(std::count(data + offset, data + offset_, '\n'));
+      const void *previous = offset == 0 ? nullptr : ::memrchr(data, '\n', offset);
+      line_start_ = previous ? static_cast<std::uint32_t>(static_cast<const char *>(previous) - data) + 1 : 0;
     }
+    offset_ = offset;
     return Position{line_, offset - line_start_ + 1, line_start_};
   }
 
 private:
+  /// Whether `@line` occurs anywhere (a comment holding it only costs the
+  /// fast path). '@' is rare in plans, so memchr skips most of the text.
+  static bool has_line_directive(llvm::StringRef text) {
+    for (const char *p = text.begin(), *end = text.end();
+         (p = static_cast<const char *>(std::memchr(p, '@', static_cast<std::size_t>(end - p)))) != nullptr;
+         ++p)
+      if (llvm::StringRef(p, static_cast<std::size_t>(end - p)).startswith("@line")) return true;
+    return false;
+  }
+
   const SourceFile &source_;
   llvm::StringRef text_;
   bool renumbered_;
@@ -74,6 +88,7 @@ public:
       : ir_(module), source_(source), cursor_(source) {}
 
   Lowered run() {
+    reserve_instructions();
     out_.module.device_count = ir_.device_count;
     out_.module.budgets = ir_.budgets;
     declarations();
@@ -100,6 +115,19 @@ public:
 private:
   std::uint32_t size() const { return static_cast<std::uint32_t>(out_.module.code.size()); }
 
+  /// Room for about as many instructions as the IR has statements (items
+  /// and ends aside), so that a million of them are not copied as they grow.
+  void reserve_instructions() {
+    std::size_t count = ir_.setup.size();
+    for (const ir::Plan &plan : ir_.plans)
+      count += plan.reclaim.size() + plan.reservations.size() + plan.enter.size() + plan.exit.size();
+    for (const ir::Program &program : ir_.programs)
+      count += program.items.size();
+    out_.module.code.reserve(count);
+    instruction_spans_.reserve(count);
+    line_starts_.reserve(count);
+  }
+
   SourceSpan span_of(ast::Span span, std::uint32_t *line_start = nullptr) {
     const LineCursor::Position begin = cursor_.at(span.begin);
     if (line_start) *line_start = begin.line_start;
@@ -109,8 +137,9 @@ private:
         std::min<std::uint32_t>(span.end, static_cast<std::uint32_t>(text.size()));
     std::uint32_t end = begin.column;
     if (end_offset > span.begin) {
-      const llvm::StringRef covered = text.substr(span.begin, end_offset - span.begin);
-      end += static_cast<std::uint32_t>(std::min(covered.find_first_of("\n"), covered.size()));
+      const char *first = text.data() + span.begin;
+      const auto *line_end = static_cast<const char *>(std::memchr(first, '\n', end_offset - span.begin));
+      end += static_cast<std::uint32_t>((line_end ? line_end : text.data() + end_offset) - first);
     }
     return SourceSpan{begin.line, begin.column, end};
   }

@@ -38,7 +38,7 @@ using bytecode::Opcode;
 class Builder {
 public:
   Builder(const VerifiedModule &module, ReportDetail detail)
-      : module_(*module.module), spans_(module.spans), detail_(detail), plans_(module_) {}
+      : module_(*module.module), spans_(module.spans), detail_(detail) {}
 
   /// Whether step `index` of a unit of `count` steps is shown.
   bool shows(std::size_t index, std::size_t count, bool feasible) const {
@@ -144,7 +144,8 @@ public:
   }
 
   ReportUnit plan(const PlanExplanation &report) {
-    const PlanSteps &plan = plans_.plan(report.plan);
+    expand_plan(module_, report.plan, plan_);
+    const PlanSteps &plan = plan_;
     ReportUnit unit;
     unit.kind = ReportUnit::Kind::Plan;
     unit.name = report.name;
@@ -279,7 +280,7 @@ private:
   const bytecode::Module &module_;
   const SpanTable &spans_;
   ReportDetail detail_;
-  PlanTable plans_;
+  PlanSteps plan_; ///< the plan of the unit being built
 };
 
 } // namespace

@@ -164,7 +164,7 @@ bool Interpreter::run_actions(std::uint32_t pc, InstructionRange list) {
   ActionListSteps steps;
   steps.name = module_.strings[module_.code[pc].index()];
   steps.instruction = pc;
-  steps.actions = expand_actions(module_, list, pc);
+  expand_actions(module_, list, pc, steps.actions);
   return target_.execute_actions(steps);
 }
 

@@ -32,15 +32,11 @@ Action action_of(const Instruction &in, ValueId value) {
   return action;
 }
 
-PhaseActions expand_actions(const bytecode::Module &module, bytecode::InstructionRange range,
-                            std::uint32_t container) {
-  PhaseActions out;
+void expand_actions(const bytecode::Module &module, bytecode::InstructionRange range, std::uint32_t container,
+                    PhaseActions &out) {
   out.container = container;
-  std::size_t count = 0;
-  for (std::uint32_t pc = range.begin; pc < range.end; ++pc)
-    if (bytecode::is_action(module.code[pc].opcode)) count += module.code[pc].count;
-  out.actions.reserve(count);
-  out.instructions.reserve(count);
+  out.actions.clear();
+  out.instructions.clear();
   for (std::uint32_t pc = range.begin; pc < range.end; ++pc) {
     const Instruction &in = module.code[pc];
     if (!bytecode::is_action(in.opcode)) continue;
@@ -49,26 +45,31 @@ PhaseActions expand_actions(const bytecode::Module &module, bytecode::Instructio
       out.instructions.push_back(pc);
     }
   }
-  return out;
+}
+
+void expand_plan(const bytecode::Module &module, std::uint32_t index, PlanSteps &plan) {
+  const bytecode::PlanEntry &entry = module.plans[index];
+  plan.index = index;
+  plan.name = module.strings[entry.name];
+  expand_actions(module, entry.reclaim, index, plan.reclaim);
+  expand_actions(module, entry.enter, index, plan.enter);
+  expand_actions(module, entry.exit, index, plan.exit);
+  plan.reservations.clear();
+  plan.reservation_instructions.clear();
+  for (std::uint32_t pc = entry.reserve.begin; pc < entry.reserve.end; ++pc) {
+    const Instruction &in = module.code[pc];
+    plan.reservations.push_back(Reservation{in.location, in.size, module.strings[in.index()]});
+    plan.reservation_instructions.push_back(pc);
+  }
 }
 
 const PlanSteps &PlanTable::plan(std::uint32_t index) {
   std::unique_ptr<PlanSteps> &slot = plans_.at(index);
-  if (slot) return *slot;
-  const bytecode::PlanEntry &entry = module_.plans[index];
-  slot = std::make_unique<PlanSteps>();
-  PlanSteps &plan = *slot;
-  plan.index = index;
-  plan.name = module_.strings[entry.name];
-  plan.reclaim = expand_actions(module_, entry.reclaim, index);
-  plan.enter = expand_actions(module_, entry.enter, index);
-  plan.exit = expand_actions(module_, entry.exit, index);
-  for (std::uint32_t pc = entry.reserve.begin; pc < entry.reserve.end; ++pc) {
-    const Instruction &in = module_.code[pc];
-    plan.reservations.push_back(Reservation{in.location, in.size, module_.strings[in.index()]});
-    plan.reservation_instructions.push_back(pc);
+  if (!slot) {
+    slot = std::make_unique<PlanSteps>();
+    expand_plan(module_, index, *slot);
   }
-  return plan;
+  return *slot;
 }
 
 } // namespace fhr

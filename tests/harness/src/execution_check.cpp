@@ -7,6 +7,7 @@
 #include "fhr/runtime/simulated_backend.hpp"
 #ifdef FHR_HAVE_CUDA
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/harness/cuda_test_helpers.hpp"
 #endif
 
 #include <algorithm>

@@ -52,9 +52,12 @@ struct ActionListSteps {
 };
 
 /// The actions of `range` (its action instructions, one action per value),
-/// belonging to `container`.
-PhaseActions expand_actions(const bytecode::Module &module, bytecode::InstructionRange range,
-                            std::uint32_t container);
+/// belonging to `container`, into `out` (whose storage is reused).
+void expand_actions(const bytecode::Module &module, bytecode::InstructionRange range, std::uint32_t container,
+                    PhaseActions &out);
+/// Plan `index` of `module`, into `out` (whose storage is reused: explaining
+/// every plan once through one PlanSteps keeps the expansion in cache).
+void expand_plan(const bytecode::Module &module, std::uint32_t index, PlanSteps &out);
 
 /// The action an instruction names for one of its values.
 Action action_of(const bytecode::Instruction &in, ValueId value);

@@ -87,8 +87,10 @@ public:
 /// fresh manager with synthetic payloads, checking every installed
 /// replica's content. Throws what the manager's constructor throws (a
 /// budget at a location the backend lacks) and ExecutionTooLarge.
-ExecutionCheck check_program(const bytecode::Module &module, std::uint32_t program, const ExecutionOptions &options);
+ExecutionCheck check_program(const bytecode::Module &module, std::uint32_t program,
+                             const ExecutionOptions &options);
 /// Runs plan `plan` as a scope (enter, then close) in the same way.
-ExecutionCheck check_plan(const bytecode::Module &module, std::uint32_t plan, const ExecutionOptions &options);
+ExecutionCheck check_plan(const bytecode::Module &module, std::uint32_t plan,
+                          const ExecutionOptions &options);
 
 } // namespace fhr
