@@ -73,6 +73,7 @@ private:
   // ---- pieces --------------------------------------------------------------
   std::optional<Location> location(const ast::LocationRef &ref);
   std::optional<std::string> text(const ast::Stmt &s);
+  std::optional<std::uint64_t> index_value(ast::ExprId expression);
   bool operand_range(const ast::Operand &operand, ValueId &first, std::uint32_t &count);
   bool operand_values(const ast::Operand &operand, std::vector<ValueId> &out);
   bool operand_list(const ast::Stmt &s, std::vector<ValueId> &out);
@@ -282,6 +283,14 @@ std::optional<std::string> Analyzer::text(const ast::Stmt &s) {
   return out;
 }
 
+/// A family index: most are literals, which need none of evaluate's
+/// machinery (a million `w[123]` operands cost it more than lowering).
+std::optional<std::uint64_t> Analyzer::index_value(ast::ExprId expression) {
+  const ast::Expr &e = file_.exprs[expression];
+  if (e.kind == ExprKind::Number && !e.number_overflow) return e.number;
+  return evaluate(expression);
+}
+
 bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, std::uint32_t &count) {
   auto it = values_.find(operand.name);
   if (it == values_.end()) {
@@ -309,12 +318,12 @@ bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, 
   }
   std::uint64_t first = 0, last = value.count;
   if (operand.kind != ast::OperandKind::All) {
-    std::optional<std::uint64_t> index = evaluate(operand.first);
+    std::optional<std::uint64_t> index = index_value(operand.first);
     if (!index) return false;
     first = *index;
     last = first + 1;
     if (operand.kind == ast::OperandKind::Range) {
-      std::optional<std::uint64_t> end = evaluate(operand.last);
+      std::optional<std::uint64_t> end = index_value(operand.last);
       if (!end) return false;
       last = *end;
       if (first >= last) {

@@ -473,14 +473,8 @@ private:
     const Instruction &in = module_.code[i];
     if (!allowed_in(in.opcode, context))
       fail_at(i, ModuleErrorCode::BadStructure, std::string("not allowed in ") + context_name(context));
-    if (context != Context::Setup && in.alias() != 0 && has_alias(in.opcode))
+    if (context != Context::Setup && has_alias(in.opcode) && in.alias() != 0)
       fail_at(i, ModuleErrorCode::BadStructure, std::string("a name in ") + context_name(context));
-  }
-
-  static bool has_alias(Opcode op) {
-    for (const char *kind = info(op).operands; *kind; ++kind)
-      if (*kind == 'A') return true;
-    return false;
   }
 
   /// Checks that instruction i+1..i+n are items; returns the index after them.

@@ -1,6 +1,7 @@
 #include "fhr/bytecode/writer.hpp"
 
 #include <cstring>
+#include <memory>
 
 namespace fhr::bytecode {
 
@@ -19,11 +20,6 @@ public:
       value >>= 7;
     }
     bytes.push_back(static_cast<char>(value));
-  }
-
-  /// Zigzag LEB128 of a signed difference (the line table).
-  void signed_leb(std::int64_t value) {
-    leb((static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63));
   }
 
   void location(Location location) { byte(static_cast<std::uint8_t>(location.index())); }
@@ -67,32 +63,54 @@ void write_declarations(Output &out, const Module &m) {
   }
 }
 
-/// The opcode byte, then the operands in the order opcodes.def lists them.
-void write_instruction(Output &out, const Instruction &in) {
-  out.byte(static_cast<std::uint8_t>(in.opcode));
+/// LEB128 of `value` at `at`; returns the byte after it.
+char *leb_at(char *at, std::uint64_t value) {
+  while (value >= 0x80) {
+    *at++ = static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  *at++ = static_cast<char>(value);
+  return at;
+}
+
+/// The most bytes an instruction encodes to: opcode, then at most a V
+/// (two LEBs), an S or an index, two locations or a location and a flag,
+/// and an A.
+constexpr std::size_t kMaxInstructionBytes = 1 + 2 * 10 + 10 + 2 + 10;
+
+/// The opcode byte, then the operands in the order opcodes.def lists them;
+/// returns the byte after the instruction.
+char *write_instruction(char *at, const Instruction &in) {
+  *at++ = static_cast<char>(in.opcode);
   bool first_location = true;
   for (const char *kind = info(in.opcode).operands; *kind; ++kind) {
     switch (*kind) {
     case 'L':
-      out.location(first_location ? in.location : in.from);
+      *at++ = static_cast<char>((first_location ? in.location : in.from).index());
       first_location = false;
       break;
     case 'V':
-      out.leb(in.value);
-      out.leb(in.count);
+      at = leb_at(at, in.value);
+      at = leb_at(at, in.count);
       break;
-    case 'S': out.leb(in.size); break;
-    case 'A': out.leb(in.alias()); break;
-    case 'F': out.byte(in.flag ? 1 : 0); break;
-    default: out.leb(in.index()); break; // D P R N T
+    case 'S': at = leb_at(at, in.size); break;
+    case 'A': at = leb_at(at, in.alias()); break;
+    case 'F': *at++ = static_cast<char>(in.flag ? 1 : 0); break;
+    default: at = leb_at(at, in.index()); break; // D P R N T
     }
   }
+  return at;
 }
 
 void write_code(Output &out, const Module &m) {
   out.leb(m.code.size());
+  // Encoded into uninitialised memory of the worst-case size (pages that
+  // are never written cost nothing), then appended at once.
+  const std::unique_ptr<char[]> buffer(new char[m.code.size() * kMaxInstructionBytes]);
+  char *at = buffer.get();
   for (const Instruction &in : m.code)
-    write_instruction(out, in);
+    at = write_instruction(at, in);
+  out.bytes.insert(out.bytes.end(), buffer.get(), at);
 }
 
 void write_plans(Output &out, const Module &m) {
@@ -120,7 +138,12 @@ void write_lines(Output &out, const Module &m) {
   out.leb(m.code.size());
   std::int64_t previous = 0;
   for (const Instruction &in : m.code) {
-    out.signed_leb(static_cast<std::int64_t>(in.line) - previous);
+    const std::int64_t delta = static_cast<std::int64_t>(in.line) - previous;
+    const auto zigzag = (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63);
+    if (zigzag < 0x80)
+      out.bytes.push_back(static_cast<char>(zigzag)); // most lines follow the one before
+    else
+      out.leb(zigzag);
     previous = in.line;
   }
 }

@@ -40,8 +40,9 @@ void expand_actions(const bytecode::Module &module, bytecode::InstructionRange r
   for (std::uint32_t pc = range.begin; pc < range.end; ++pc) {
     const Instruction &in = module.code[pc];
     if (!bytecode::is_action(in.opcode)) continue;
-    for (ValueId v = in.value; v < in.value + in.count; ++v) {
-      out.actions.push_back(action_of(in, v));
+    Action action = action_of(in, in.value);
+    for (std::uint32_t k = 0; k < in.count; ++k, ++action.value) {
+      out.actions.push_back(action);
       out.instructions.push_back(pc);
     }
   }

@@ -142,12 +142,30 @@ constexpr bool is_action(Opcode op) { return info(op).kind == OpcodeKind::Action
 constexpr bool allowed_in(Opcode op, Context context) {
   return (info(op).contexts & static_cast<std::uint8_t>(context)) != 0;
 }
-/// Whether `op` opens a value list (its N operand counts the items after it).
-constexpr bool has_items(Opcode op) {
-  for (const char *kind = info(op).operands; *kind; ++kind)
-    if (*kind == 'N') return true;
+namespace detail {
+constexpr bool has_operand(const OpcodeInfo &info, char operand) {
+  for (const char *kind = info.operands; *kind; ++kind)
+    if (*kind == operand) return true;
   return false;
 }
+/// Per opcode: whether it has an N operand, an A operand.
+struct OperandFlags {
+  bool items[kOpcodeCount] = {};
+  bool alias[kOpcodeCount] = {};
+  constexpr OperandFlags() {
+    for (unsigned op = 0; op < kOpcodeCount; ++op) {
+      items[op] = has_operand(kOpcodes[op], 'N');
+      alias[op] = has_operand(kOpcodes[op], 'A');
+    }
+  }
+};
+inline constexpr OperandFlags kOperandFlags;
+} // namespace detail
+
+/// Whether `op` opens a value list (its N operand counts the items after it).
+constexpr bool has_items(Opcode op) { return detail::kOperandFlags.items[static_cast<unsigned>(op)]; }
+/// Whether `op` may name what it opens (an A operand).
+constexpr bool has_alias(Opcode op) { return detail::kOperandFlags.alias[static_cast<unsigned>(op)]; }
 
 /// Declaration flag bits.
 inline constexpr std::uint8_t kDeclReplicable = 1;
