@@ -501,7 +501,7 @@ TEST_CASE("gpu: adopt refuses memory whose kind contradicts `at`, and a second v
   CHECK(gpu.manager.state_version() == version); // nothing registered, nothing charged
   CHECK(gpu.manager.snapshot().values.empty());
   // A second view of a block the manager owns would be freed twice (§2.7).
-  const Handle h = gpu.manager.adopt(device.data, n, n, gpu0, device.release);
+  const Handle h = gpu.manager.adopt(device.data, n, n, gpu0, device.release, ReplicaMode::Replicable);
   const std::uint64_t adopted = gpu.manager.state_version();
   CHECK_THROWS_WITH_AS(
       gpu.manager.adopt(device.data + n / 2, n / 4, n / 4, std::nullopt, [](std::byte *) { FAIL("freed"); }),
