@@ -62,7 +62,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
     copy.started_at_ns = now_ns();
     try {
       copy.storage =
-          backend_->allocate(action.location, static_cast<std::size_t>(spec_of_value.logical_nbytes));
+          backend_.memory->allocate(action.location, static_cast<std::size_t>(spec_of_value.logical_nbytes));
     } catch (...) {
       // Memory may be held by the copies in flight: they commit first and
       // this action is tried again on its own. Alone, the failure is its own.
@@ -70,7 +70,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       break;
     }
     try {
-      copy.copy = backend_->begin_copy(*replica(action.value, *source), copy.storage, entry.stream);
+      copy.copy = backend_.copies->begin_copy(*replica(action.value, *source), copy.storage, entry.stream);
     } catch (...) {
       start_failure = std::current_exception();
       break;
@@ -84,7 +84,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
     WindowEntry &entry = window[k];
     try {
       if (k > 0) reap(); // §7.4: before every executed action (the caller reaped for the first)
-      backend_->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
+      backend_.copies->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
       report.transitions.push_back(run_transition(entry.action, entry.stream, &entry.copy));
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
@@ -92,7 +92,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       // their storage (window's destructor) before reporting.
       for (std::size_t later = k + 1; later < window.size(); ++later) {
         try {
-          backend_->finish_copy(window[later].copy.copy);
+          backend_.copies->finish_copy(window[later].copy.copy);
         } catch (...) { // their failures are not this plan's: it stopped at `k`
         }
       }

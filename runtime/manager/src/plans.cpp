@@ -35,7 +35,7 @@ void Manager::validate_transfer_streams(const TransferStreams &streams) const {
   }
 }
 
-Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
+ExplainedPlan Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
   require_name(plan.name, "a plan");
   auto lock = open_lock();
   // §7.4: explain does not reap, but completed pending leases protect nothing.
@@ -43,7 +43,7 @@ Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> 
   const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
                             exit = to_actions(plan.exit);
   Simulator simulator(state_, completed_pending());
-  return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
+  return explained(plan, simulator.explain(PlanView{reclaim, plan.reservations, enter, exit}));
 }
 
 void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
@@ -226,6 +226,10 @@ void Scope::close() {
   // Exit runs without a new preflight (§12.3); reservations go either way.
   try {
     m.run_phase(plan_.name, ExecutionPhase::Exit, plan_.exit, transfer_streams_, entered_);
+  } catch (const ResidencyPlanExecutionError &error) {
+    exit_error_ = error; // §12.3: kept however close() was reached
+    m.release_all(reservations_);
+    throw;
   } catch (...) {
     m.release_all(reservations_);
     throw;

@@ -50,8 +50,9 @@ class SyntheticBinder final : public ValueBinder {
 public:
   /// Where an adopted value's buffer comes from when it is declared at a
   /// CUDA location: device memory holding the given bytes, with its
-  /// deleter. Without it, buffers are host memory (right for the host and
-  /// simulated backends).
+  /// deleter. Without it, a buffer at a location other than pageable is a
+  /// block of the manager's memory resource there, written directly (right
+  /// for the host and simulated backends, and for pinned memory on CUDA).
   using DevicePlacer =
       std::function<std::pair<std::byte *, Storage::Release>(Location, std::span<const std::byte>)>;
   SyntheticBinder() = default;
