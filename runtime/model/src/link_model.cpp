@@ -104,7 +104,18 @@ std::string link_model_to_json(const LinkModel &model) {
                    {"device_allocation_us", model.device_allocation_seconds / kMicro},
                    {"pinned_allocation_ns_per_byte", model.pinned_allocation_seconds_per_byte / 1e-9},
                    {"event_record_us", model.event_record_seconds / kMicro},
-                   {"event_query_us", model.event_query_seconds / kMicro}};
+                   {"event_query_us", model.event_query_seconds / kMicro},
+                   {"source_load_gbps", model.source_load_bytes_per_second / kGiga},
+                   {"pinned_registration_ns_per_byte", model.pinned_registration_seconds_per_byte / 1e-9}};
+  json samples = json::object();
+  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+    if (model.samples[i].empty()) continue;
+    json list = json::array();
+    for (const LinkSample &sample : model.samples[i])
+      list.push_back({{"bytes", sample.bytes}, {"median_us", sample.seconds / kMicro}});
+    samples[std::string(kLinkNames[i])] = std::move(list);
+  }
+  if (!samples.empty()) document["samples"] = std::move(samples);
   return document.dump(2) + "\n";
 }
 
@@ -149,6 +160,29 @@ LinkModel link_model_from_json(std::string_view input) {
       positive_number(document, "$", "pinned_allocation_ns_per_byte", true) * 1e-9;
   model.event_record_seconds = positive_number(document, "$", "event_record_us", true) * kMicro;
   model.event_query_seconds = positive_number(document, "$", "event_query_us", true) * kMicro;
+  // Keys added after the first profiles: optional, with the defaults.
+  if (document.contains("source_load_gbps"))
+    model.source_load_bytes_per_second = positive_number(document, "$", "source_load_gbps", false) * kGiga;
+  if (document.contains("pinned_registration_ns_per_byte"))
+    model.pinned_registration_seconds_per_byte =
+        positive_number(document, "$", "pinned_registration_ns_per_byte", true) * 1e-9;
+  if (document.contains("samples")) {
+    const json &samples = document["samples"];
+    if (!samples.is_object()) invalid("$.samples", "expected an object");
+    for (const auto &[name, list] : samples.items()) {
+      const std::string path = "$.samples." + name;
+      const std::optional<LinkKind> kind = parse_link_kind(name);
+      if (!kind) invalid(path, "not a link kind");
+      if (!list.is_array()) invalid(path, "expected an array");
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const std::string sample_path = path + "[" + std::to_string(k) + "]";
+        const json &bytes = member(list[k], sample_path, "bytes");
+        if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
+        model.samples[static_cast<std::size_t>(*kind)].push_back(LinkSample{
+            bytes.get<std::uint64_t>(), positive_number(list[k], sample_path, "median_us", true) * kMicro});
+      }
+    }
+  }
   return model;
 }
 
@@ -187,6 +221,8 @@ const LinkModel &LinkModel::h200() {
     m.pinned_allocation_seconds_per_byte = 0.4 / (1024.0 * 1024 * 1024);
     m.event_record_seconds = 0.16 * kMicro;
     m.event_query_seconds = 0.19 * kMicro;
+    m.source_load_bytes_per_second = 10 * kGiga;
+    m.pinned_registration_seconds_per_byte = 0.1 / (1024.0 * 1024 * 1024);
     return m;
   }();
   return model;
