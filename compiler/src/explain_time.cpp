@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace fhr {
 
@@ -68,6 +69,7 @@ public:
   }
   /// Appends the current stacks as the figures after one more step.
   void record() {
+    memory_.temporary_bytes.push_back(std::exchange(temporary_, 0));
     std::uint64_t charged = 0;
     for (std::size_t b = 0; b < memory_.bands.size(); ++b) {
       memory_.bands[b].bytes.push_back(current_[b]);
@@ -75,12 +77,13 @@ public:
     }
     memory_.charged_bytes.push_back(charged);
   }
-  std::uint64_t charged() const {
-    std::uint64_t sum = 0;
-    for (std::uint64_t bytes : current_)
-      sum += bytes;
-    return sum;
+  /// Bytes of values resident before the unit and not touched since.
+  std::uint64_t before_bytes() const {
+    auto found = index_.find(key(MemoryBand::Kind::Before, {}));
+    return found == index_.end() ? 0 : current_[found->second];
   }
+  /// A charge of the step being recorded that ends with it.
+  void add_temporary(std::uint64_t bytes) { temporary_ += bytes; }
 
 private:
   static std::string key(MemoryBand::Kind kind, const std::string &name) {
@@ -100,12 +103,37 @@ private:
   LocationMemory &memory_;
   std::map<std::string, std::size_t> index_;
   std::vector<std::uint64_t> current_;
+  std::uint64_t temporary_ = 0;
 };
 
-/// The scope a program step belongs to ("stage-1" of "stage-1/enter"), or "".
+/// "Transition exceeds budget at cuda:0 (budget B, used B, reserved B,
+/// requested 251658240 B)": the location and request of a budget failure.
+std::optional<std::pair<Location, std::uint64_t>> budget_request(const std::string &reason) {
+  const std::size_t at = reason.find("budget at ");
+  const std::size_t requested = reason.find("requested ");
+  if (at == std::string::npos || requested == std::string::npos) return std::nullopt;
+  const std::size_t name_begin = at + 10;
+  const std::optional<Location> location =
+      parse_location(reason.substr(name_begin, reason.find(' ', name_begin) - name_begin));
+  if (!location) return std::nullopt;
+  return std::pair{*location, std::stoull(reason.substr(requested + 10))};
+}
+
+/// The scope a program step belongs to ("boot/level-1" of
+/// "boot/level-1/enter": plan names may hold slashes), or "".
 std::string scope_of(const std::string &phase) {
-  const std::size_t slash = phase.find('/');
+  const std::size_t slash = phase.rfind('/');
   return slash == std::string::npos ? std::string() : phase.substr(0, slash);
+}
+
+/// Where a scope's phase comes in its run (reclaim, reserve, enter, exit).
+int phase_rank(const std::string &phase) {
+  const std::string last = phase.substr(phase.rfind('/') + 1);
+  if (last == "reclaim") return 0;
+  if (last == "reserve") return 1;
+  if (last == "enter") return 2;
+  if (last == "exit") return 3;
+  return 4;
 }
 
 } // namespace
@@ -154,13 +182,18 @@ UnitMemory unit_memory(const json &unit) {
   };
   std::vector<OpenReservation> reservations;
   std::string previous_scope;
+  int previous_rank = 0;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const json &step = steps[k];
     const StepWords words = step_words(step);
     const std::string phase = string_or_empty(step, "phase");
     const std::string scope = scope_of(phase);
-    // A program's scope releases its reservations when it closes.
-    if (scope != previous_scope && !previous_scope.empty()) {
+    // A program's scope releases its reservations when it closes: at the
+    // next scope, or when the same plan runs again (its phases start over).
+    const int rank = phase_rank(phase);
+    const bool runs_again = scope == previous_scope && rank < previous_rank;
+    previous_rank = rank;
+    if ((scope != previous_scope || runs_again) && !previous_scope.empty()) {
       for (auto r = reservations.begin(); r != reservations.end();) {
         if (r->scope != previous_scope) {
           ++r;
@@ -194,21 +227,49 @@ UnitMemory unit_memory(const json &unit) {
       if (given == "load") return StepTransfer::Load;
       if (given == "copy") return StepTransfer::Copy;
       if (given == "none") return StepTransfer::None;
-      return absent[value].count(*source) ? StepTransfer::Load : StepTransfer::Copy;
+      if (resident[value].count(*source)) return StepTransfer::Copy;
+      // A copy needs a replica at the source: one resident before the unit
+      // is part of what the location held then and the unit left alone.
+      LocationStacks *at_source = stack_at(*source);
+      if (absent[value].count(*source) || (at_source && at_source->before_bytes() < bytes))
+        return StepTransfer::Load;
+      return StepTransfer::Copy;
     };
+    auto note_load = [&](StepTransfer chosen) {
+      if (chosen != StepTransfer::Load) return;
+      if (LocationStacks *stack = stack_at(*source)) stack->add_temporary(bytes);
+    };
+    auto note_copy_source = [&](StepTransfer chosen) {
+      // The replica came from the untouched rest: it is this value's now.
+      if (chosen != StepTransfer::Copy || resident[value].count(*source)) return;
+      if (LocationStacks *stack = stack_at(*source)) {
+        stack->remove_value(value, bytes);
+        stack->add(MemoryBand::Kind::Value, value, bytes);
+      }
+      resident[value].insert(*source);
+    };
+    if (string_or_empty(step, "result") == "failed" && string_or_empty(step, "error_class") == "budget") {
+      if (const auto request = budget_request(string_or_empty(step, "reason")))
+        if (LocationStacks *stack = stack_at(request->first)) stack->add_temporary(request->second);
+    }
     if (ok && (words.keyword == "ensure" || words.keyword == "copy") && source && destination) {
       transfer = copy_or_load();
+      note_load(transfer);
+      note_copy_source(transfer);
       add_replica(*destination);
     } else if (ok && words.keyword == "move" && source && destination) {
       if (resident[value].count(*destination)) {
         remove_replica(*source); // the destination already held it: only the source goes
       } else {
         transfer = copy_or_load();
+        note_load(transfer);
+        note_copy_source(transfer);
         add_replica(*destination);
         if (transfer == StepTransfer::Copy) remove_replica(*source);
       }
     } else if (ok && words.keyword == "drop" && source) {
       remove_replica(*source);
+
     } else if (ok && words.keyword == "discard") {
       const std::set<Location> known = resident[value];
       for (Location at : known)
@@ -229,6 +290,16 @@ UnitMemory unit_memory(const json &unit) {
       stack.record();
   }
   return out;
+}
+
+std::uint64_t LocationMemory::derived_peak_bytes() const {
+  std::uint64_t peak = 0;
+  for (std::size_t k = 0; k < charged_bytes.size(); ++k) {
+    peak = std::max(peak, charged_bytes[k]);
+    // A step's temporary charge comes on top of the state before it.
+    if (k > 0) peak = std::max(peak, charged_bytes[k - 1] + temporary_bytes[k]);
+  }
+  return peak;
 }
 
 std::vector<TimelineStep> unit_timeline_steps(const json &unit, const UnitMemory &memory) {

@@ -27,6 +27,7 @@ svg.chart .failure { fill: #b3261e; fill-opacity: 0.12; stroke: #b3261e; stroke-
 svg.chart .failure-label { fill: #b3261e; font-weight: 700; }
 svg.chart rect.band, svg.chart rect.band-t { stroke: #fff; stroke-width: 0.4; cursor: pointer; }
 svg.chart rect.hl { stroke: #000; stroke-width: 1.5; }
+svg.chart rect.temporary, svg.chart rect.temporary-t { fill: none; stroke: #555; stroke-width: 1; stroke-dasharray: 3 2; }
 table.steps { border-collapse: collapse; margin: 4px 0 12px; }
 table.steps th, table.steps td { padding: 2px 8px; border-bottom: 1px solid #e4e4e4; text-align: left; white-space: nowrap; }
 table.steps td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -93,6 +94,18 @@ constexpr const char *kScript = R"JS(
           if (!near(base - top, loc.charged_bytes[s] * scale)) problems.push(loc.chart + ' ' + cls + ': stack of step ' + s + ' is ' + (base - top) + ' px, charged ' + loc.charged_bytes[s] * scale);
         });
       }
+      // Temporary charges: outlined above the stack before their step.
+      const temporaries = svg.querySelectorAll('rect.temporary');
+      const expectedTemporaries = loc.temporary_bytes.filter(v => v > 0).length;
+      if (temporaries.length !== expectedTemporaries) problems.push(loc.chart + ': ' + temporaries.length + ' temporary charges drawn, expected ' + expectedTemporaries);
+      temporaries.forEach(r => {
+        const s = Number(r.dataset.step), bytes = loc.temporary_bytes[s];
+        const box = r.getBBox();
+        if (String(bytes) !== r.dataset.bytes || !near(box.height, bytes * scale) ||
+            !near(box.y, base - (loc.charged_bytes[s - 1] + bytes) * scale))
+          problems.push(loc.chart + ': temporary charge of step ' + s + ' misdrawn');
+        ++checked;
+      });
       const levels = [['budget', loc.budget_bytes], ['peak', loc.peak_charged_bytes]];
       for (const [cls, bytes] of levels) {
         const lines = svg.querySelectorAll('line.' + cls);
@@ -206,8 +219,9 @@ std::string render_html(json document, const LinkModel &links) {
       " · times predicted with the link profile of " +
       escape_xml(document.at("links").value("machine", std::string())) + " (" +
       escape_xml(document.at("links").value("measured", std::string())) +
-      ") · grey: resident before and untouched; hatched: reservations; red line: budget; dashed: "
-      "predicted peak</p>\n";
+      ") · grey: resident before and untouched; hatched: reservations; dotted boxes: charged only while a "
+      "step runs (a load's temporary replica, a refused request); red line: budget; dashed: predicted "
+      "peak</p>\n";
   for (const UnitPicture &unit : units)
     out += unit_section(unit);
   const std::string data = script_json(picture_data(units));

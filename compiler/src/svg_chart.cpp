@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace fhr::pictures {
 
@@ -78,6 +79,30 @@ void draw_stacks(std::string &out, const UnitPicture &picture, const LocationMem
   }
 }
 
+/// Temporary charges of a step (a load's replica at its source, a failing
+/// request) drawn outlined above the stack they came on top of.
+void draw_temporaries(std::string &out, const UnitPicture &picture, const LocationMemory &location,
+                      double origin_x, const char *css_class,
+                      const std::vector<std::pair<double, double>> &columns) {
+  const double scale = scale_of(location);
+  const double base = kTop + kChartHeight;
+  for (std::size_t state = 1; state < columns.size(); ++state) {
+    const std::uint64_t bytes = location.temporary_bytes[state];
+    const auto [x, width] = columns[state];
+    if (bytes == 0 || width <= 0) continue;
+    const double below = static_cast<double>(location.charged_bytes[state - 1]) * scale;
+    const double height = static_cast<double>(bytes) * scale;
+    const bool failed = picture.memory.failure && *picture.memory.failure + 1 == state;
+    out +=
+        "<rect class=\"" + std::string(css_class) + "\" data-step=\"" + std::to_string(state) +
+        "\" data-bytes=\"" + std::to_string(bytes) + "\" x=\"" + px(origin_x + x) + "\" y=\"" +
+        px(base - below - height) + "\" width=\"" + px(width) + "\" height=\"" + px(height) + "\"><title>" +
+        escape_xml(step_label(picture, state) + "\n" +
+                   (failed ? "requested and refused: " : "temporary while it loads: ") + format_size(bytes)) +
+        "</title></rect>\n";
+  }
+}
+
 void draw_frame(std::string &out, const LocationMemory &location, double origin_x, const std::string &x_label,
                 const std::string &x_end) {
   const double scale = scale_of(location);
@@ -104,8 +129,11 @@ void draw_frame(std::string &out, const LocationMemory &location, double origin_
     out += "<line class=\"" + std::string(css_class) + "\" data-bytes=\"" + std::to_string(bytes) +
            "\" x1=\"" + px(origin_x) + "\" y1=\"" + px(y) + "\" x2=\"" + px(origin_x + kChartWidth) +
            "\" y2=\"" + px(y) + "\"><title>" + escape_xml(label) + "</title></line>\n";
-    out += "<text class=\"" + std::string(css_class) + "-label\" x=\"" + px(origin_x + kChartWidth - 2) +
-           "\" y=\"" + px(y - 3) + "\" text-anchor=\"end\">" + escape_xml(label) + "</text>\n";
+    // The budget's label at the right, the peak's at the left: they may meet.
+    const bool right = std::string(css_class) == "budget";
+    out += "<text class=\"" + std::string(css_class) + "-label\" x=\"" +
+           px(right ? origin_x + kChartWidth - 2 : origin_x + 4) + "\" y=\"" + px(y - 3) +
+           "\" text-anchor=\"" + (right ? "end" : "start") + "\">" + escape_xml(label) + "</text>\n";
   };
   if (location.budget_bytes)
     level("budget", *location.budget_bytes, "budget " + format_size(*location.budget_bytes));
@@ -160,11 +188,19 @@ std::string short_time(double microseconds) {
 std::string band_fill(const MemoryBand &band) {
   if (band.kind == MemoryBand::Kind::Before) return "#b9b9b9";
   if (band.kind == MemoryBand::Kind::Reservation) return "url(#fhr-hatch)";
-  // FNV-1a of the name: the same value has the same colour in every chart.
+  // FNV-1a of the name, of the family for members (rk[3]): a value has the
+  // same colour in every chart, a family one hue with alternating shades.
+  const std::size_t bracket = band.name.find('[');
+  const std::string family = band.name.substr(0, bracket);
   std::uint32_t hash = 2166136261u;
-  for (unsigned char c : band.name)
+  for (unsigned char c : family)
     hash = (hash ^ c) * 16777619u;
-  return "hsl(" + std::to_string(hash % 360) + ",55%," + std::to_string(48 + (hash >> 9) % 16) + "%)";
+  unsigned lightness = 46 + (hash >> 9) % 12;
+  if (bracket != std::string::npos) {
+    const unsigned index = static_cast<unsigned>(std::atoi(band.name.c_str() + bracket + 1));
+    lightness = index % 2 == 0 ? 44 : 60;
+  }
+  return "hsl(" + std::to_string(hash % 360) + ",55%," + std::to_string(lightness) + "%)";
 }
 
 std::vector<UnitPicture> unit_pictures(const json &document) {
@@ -178,8 +214,12 @@ std::vector<UnitPicture> unit_pictures(const json &document) {
       picture.feasible = unit.value("feasible", true);
       picture.unit = &unit;
       picture.memory = unit_memory(unit);
-      for (const json &step : unit.at("steps"))
-        picture.commit_us.push_back(step.contains("time") ? step["time"].value("commit_us", 0.0) : 0.0);
+      for (const json &step : unit.at("steps")) {
+        const json time = step.value("time", json::object());
+        picture.commit_us.push_back(time.value("commit_us", 0.0));
+        picture.start_us.push_back(time.value("start_us", 0.0));
+        picture.end_us.push_back(time.value("end_us", 0.0));
+      }
       picture.total_us = unit.value("predicted_us", 0.0);
       picture.id = "u" + std::to_string(out.size());
       out.push_back(std::move(picture));
@@ -254,6 +294,7 @@ ChartSvg location_svg(const UnitPicture &picture, std::size_t l) {
              px(kTop + 12) + "\" text-anchor=\"middle\">FAILED</text>\n";
     }
     draw_stacks(out, picture, location, kLeft, "band", columns);
+    draw_temporaries(out, picture, location, kLeft, "temporary", columns);
     // Over time: the state after step k holds from its commit to the next.
     if (picture.total_us > 0) {
       const double end = picture.total_us * 1.05;
@@ -265,6 +306,11 @@ ChartSvg location_svg(const UnitPicture &picture, std::size_t l) {
         spans.emplace_back(from * per_us, (to - from) * per_us);
       }
       draw_stacks(out, picture, location, second_x, "band-t", spans);
+      std::vector<std::pair<double, double>> running(states, {0.0, 0.0});
+      for (std::size_t s = 1; s < states; ++s)
+        running[s] = {picture.start_us[s - 1] * per_us,
+                      std::max(picture.end_us[s - 1] - picture.start_us[s - 1], 0.0) * per_us};
+      draw_temporaries(out, picture, location, second_x, "temporary-t", running);
     } else {
       out += "<text class=\"note\" x=\"" + px(second_x + 8) + "\" y=\"" + px(kTop + 40) +
              "\">nothing is copied: no predicted time</text>\n";
@@ -331,6 +377,7 @@ json picture_data(const std::vector<UnitPicture> &pictures) {
       location["budget_bytes"] = memory.budget_bytes ? json(*memory.budget_bytes) : json(nullptr);
       location["peak_charged_bytes"] = memory.peak_charged_bytes;
       location["charged_bytes"] = memory.charged_bytes;
+      location["temporary_bytes"] = memory.temporary_bytes;
       json bands = json::array();
       for (const MemoryBand &band : memory.bands)
         bands.push_back({{"kind", band.kind == MemoryBand::Kind::Before        ? "before"

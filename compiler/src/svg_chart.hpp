@@ -20,6 +20,7 @@ struct UnitPicture {
   /// Per step: when it committed (µs); the state after step k holds from
   /// commit[k] to commit[k + 1].
   std::vector<double> commit_us;
+  std::vector<double> start_us, end_us; ///< per step: when its copy ran
   double total_us = 0;
   std::string id; ///< "u3": element ids of this unit start with it
 };

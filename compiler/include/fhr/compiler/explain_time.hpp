@@ -11,7 +11,10 @@
 /// memory"): `value` (the value a step acts on) and `transfer` (`copy`,
 /// `load` or `none`). Without them they are read from the step's text and
 /// inferred: an ensure, copy or move that succeeded copies from its source
-/// unless the value is known absent there (then it is a load).
+/// unless that is impossible — the value is known absent there, or what the
+/// location held before the unit and the unit did not touch is smaller than
+/// the value — and then it is a load (fills a temporary replica at the
+/// source first).
 
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/timeline.hpp"
@@ -44,6 +47,13 @@ struct LocationMemory {
   std::vector<MemoryBand> bands;        ///< bottom to top; every band has steps + 1 entries
   /// Charged (used + reserved) after each step: the sum of the bands.
   std::vector<std::uint64_t> charged_bytes;
+  /// Charged only while a step ran, on top of the stack before it: a load's
+  /// temporary replica at its source, a failing step's request (index k:
+  /// step k, 0 unused).
+  std::vector<std::uint64_t> temporary_bytes;
+  /// The highest charge the stacks reach, temporary charges included: the
+  /// explanation's peak when the inference below holds.
+  std::uint64_t derived_peak_bytes() const;
 };
 
 struct UnitMemory {
