@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace fhr {
@@ -87,32 +89,42 @@ std::string text(const json &object, const std::string &path, const char *key) {
 } // namespace
 
 std::string link_model_to_json(const LinkModel &model) {
-  json links = json::object();
+  using ordered = nlohmann::ordered_json;
+  // Six significant digits: what a measurement can tell, and stable text.
+  auto figure = [](double value) {
+    if (value == 0) return 0.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return std::strtod(text, nullptr);
+  };
+  ordered links = ordered::object();
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
-    json classes = json::array();
+    ordered classes = ordered::array();
     for (const SizeClass &size_class : model.links[i].classes)
-      classes.push_back({{"max_bytes", size_class.max_bytes ? json(*size_class.max_bytes) : json(nullptr)},
-                         {"latency_us", size_class.latency_seconds / kMicro},
-                         {"bandwidth_gbps", size_class.bytes_per_second / kGiga}});
+      classes.push_back(
+          {{"max_bytes", size_class.max_bytes ? ordered(*size_class.max_bytes) : ordered(nullptr)},
+           {"latency_us", figure(size_class.latency_seconds / kMicro)},
+           {"bandwidth_gbps", figure(size_class.bytes_per_second / kGiga)}});
     links[std::string(kLinkNames[i])] = std::move(classes);
   }
-  json document = {{"schema", "fhr-links/1"},
-                   {"machine", model.machine},
-                   {"measured", model.measured},
-                   {"links", std::move(links)},
-                   {"duplex_bandwidth_gbps", model.duplex_bytes_per_second / kGiga},
-                   {"device_allocation_us", model.device_allocation_seconds / kMicro},
-                   {"pinned_allocation_ns_per_byte", model.pinned_allocation_seconds_per_byte / 1e-9},
-                   {"event_record_us", model.event_record_seconds / kMicro},
-                   {"event_query_us", model.event_query_seconds / kMicro},
-                   {"source_load_gbps", model.source_load_bytes_per_second / kGiga},
-                   {"pinned_registration_ns_per_byte", model.pinned_registration_seconds_per_byte / 1e-9}};
-  json samples = json::object();
+  ordered document = {
+      {"schema", "fhr-links/1"},
+      {"machine", model.machine},
+      {"measured", model.measured},
+      {"links", std::move(links)},
+      {"duplex_bandwidth_gbps", figure(model.duplex_bytes_per_second / kGiga)},
+      {"device_allocation_us", figure(model.device_allocation_seconds / kMicro)},
+      {"pinned_allocation_ns_per_byte", figure(model.pinned_allocation_seconds_per_byte / 1e-9)},
+      {"event_record_us", figure(model.event_record_seconds / kMicro)},
+      {"event_query_us", figure(model.event_query_seconds / kMicro)},
+      {"source_load_gbps", figure(model.source_load_bytes_per_second / kGiga)},
+      {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)}};
+  ordered samples = ordered::object();
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
     if (model.samples[i].empty()) continue;
-    json list = json::array();
+    ordered list = ordered::array();
     for (const LinkSample &sample : model.samples[i])
-      list.push_back({{"bytes", sample.bytes}, {"median_us", sample.seconds / kMicro}});
+      list.push_back({{"bytes", sample.bytes}, {"median_us", figure(sample.seconds / kMicro)}});
     samples[std::string(kLinkNames[i])] = std::move(list);
   }
   if (!samples.empty()) document["samples"] = std::move(samples);
