@@ -391,7 +391,10 @@ std::string diff_markdown(const PlanDiff &diff, const GateVerdict &verdict) {
         : unit.old_feasible == unit.new_feasible
             ? verdict_text(unit.new_feasible)
             : verdict_text(unit.old_feasible) + " → " + verdict_text(unit.new_feasible);
-    if (unit.new_feasible == false && unit.became_infeasible()) verdict_cell = "**" + verdict_cell + "**";
+    if (unit.became_infeasible())
+      verdict_cell = unit.kind == UnitChange::Kind::Added
+                         ? "**INFEASIBLE**"
+                         : verdict_text(unit.old_feasible) + " → **INFEASIBLE**";
     const std::string time = arrows(time_text(unit));
     const std::size_t rows = std::max<std::size_t>(1, unit.locations.size());
     for (std::size_t r = 0; r < rows; ++r) {
