@@ -246,11 +246,27 @@ ChartSvg location_svg(const UnitPicture &picture, std::size_t l) {
   // The legend: one swatch per band, wrapped.
   std::string legend;
   double legend_x = kLeft, legend_y = kTop + kChartHeight + kBottom + 12;
+  auto shown = [](const MemoryBand &band) {
+    return std::any_of(band.bytes.begin(), band.bytes.end(), [](std::uint64_t bytes) { return bytes > 0; });
+  };
+  auto family_of = [](const MemoryBand &band) {
+    const std::size_t bracket = band.name.find('[');
+    return band.kind == MemoryBand::Kind::Value && bracket != std::string::npos ? band.name.substr(0, bracket)
+                                                                                : std::string();
+  };
   for (std::size_t b = 0; b < location.bands.size(); ++b) {
     const MemoryBand &band = location.bands[b];
-    if (std::none_of(band.bytes.begin(), band.bytes.end(), [](std::uint64_t bytes) { return bytes > 0; }))
-      continue;
-    const std::string label = band.kind == MemoryBand::Kind::Value ? band.name : band_title(band);
+    if (!shown(band)) continue;
+    std::string label = band.kind == MemoryBand::Kind::Value ? band.name : band_title(band);
+    // Members of one family that follow each other share one entry.
+    if (const std::string family = family_of(band); !family.empty()) {
+      std::size_t members = 1;
+      while (b + 1 < location.bands.size() && family_of(location.bands[b + 1]) == family) {
+        members += shown(location.bands[b + 1]) ? 1 : 0;
+        ++b;
+      }
+      if (members > 1) label = family + "[...] (" + std::to_string(members) + " values)";
+    }
     const double width = 18 + 6.6 * static_cast<double>(label.size()) + 14;
     if (legend_x + width > second_x + kChartWidth) {
       legend_x = kLeft;

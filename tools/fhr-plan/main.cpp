@@ -49,15 +49,17 @@ cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl
                            cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command),
                            cl::sub(run_command), cl::sub(diff_command), cl::sub(calibrate_command));
 
-enum class ExplainFormat { Text, Json, Html, Svg };
+enum class ExplainFormat { Text, Json, Html, Svg, Trace };
 cl::opt<ExplainFormat> explain_format(
     "format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
     cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
                clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/1"),
                clEnumValN(ExplainFormat::Html, "html", "one self-contained page: memory timelines and steps"),
-               clEnumValN(ExplainFormat::Svg, "svg", "the memory timelines as one SVG document")),
+               clEnumValN(ExplainFormat::Svg, "svg", "the memory timelines as one SVG document"),
+               clEnumValN(ExplainFormat::Trace, "trace",
+                          "the predicted timeline as a Perfetto / Chrome trace")),
     cl::sub(explain_command));
-cl::opt<std::string> picture_output("o", cl::desc("Write the html or svg output here"),
+cl::opt<std::string> picture_output("o", cl::desc("Write the html, svg or trace output here"),
                                     cl::value_desc("FILE"), cl::sub(explain_command));
 cl::opt<std::string> link_profile("profile",
                                   cl::desc("Predict time with this link profile (fhr-links/1; h200: the "
@@ -151,11 +153,13 @@ int main(int argc, char **argv) {
     if (!diff.max_peak_increase_percent) return fhr::cli::kBadInput;
   }
   if (explain_command) {
-    options.format = explain_format == ExplainFormat::Json   ? "json"
-                     : explain_format == ExplainFormat::Html ? "html"
-                     : explain_format == ExplainFormat::Svg  ? "svg"
-                                                             : "text";
-    if (options.format == "html" || options.format == "svg" || !link_profile.empty())
+    options.format = explain_format == ExplainFormat::Json    ? "json"
+                     : explain_format == ExplainFormat::Html  ? "html"
+                     : explain_format == ExplainFormat::Svg   ? "svg"
+                     : explain_format == ExplainFormat::Trace ? "trace"
+                                                              : "text";
+    if (options.format == "html" || options.format == "svg" || options.format == "trace" ||
+        !link_profile.empty())
       return fhr::cli::run_explain_pictures(options, fhr::cli::TimeOptions{link_profile, picture_output});
     return fhr::cli::run_explain(options);
   }

@@ -4,6 +4,7 @@
 #include "fhr/compiler/output.hpp"
 #include "fhr/compiler/pictures.hpp"
 #include "fhr/compiler/report.hpp"
+#include "fhr/compiler/trace.hpp"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
@@ -132,8 +133,14 @@ int run_explain_pictures(const CommonOptions &options, const TimeOptions &time) 
   for (const FileReport &r : reports)
     feasible = feasible && r.feasible;
   nlohmann::ordered_json document = explain_json(reports);
-  const std::string picture = options.format == "svg" ? render_svg(std::move(document), *links)
-                                                      : render_html(std::move(document), *links);
+  std::string picture;
+  if (options.format == "json" || options.format == "trace") {
+    add_predicted_time(document, *links);
+    picture = json_text(options.format == "json" ? document : trace_json(predicted_trace(document))) + "\n";
+  } else {
+    picture = options.format == "svg" ? render_svg(std::move(document), *links)
+                                      : render_html(std::move(document), *links);
+  }
   if (!write_output(time.output, picture)) return kBadInput;
   if (!loaded.ok) return kBadInput;
   return feasible ? kFeasible : kInfeasible;
