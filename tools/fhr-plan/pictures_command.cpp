@@ -128,6 +128,7 @@ int run_explain_pictures(const CommonOptions &options, const TimeOptions &time) 
     return status;
   }
   LoadedFiles loaded = load_files(options);
+  if (!loaded.ok) return kBadInput; // nothing written for input with errors
   std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
   bool feasible = true;
   for (const FileReport &r : reports)
@@ -142,7 +143,6 @@ int run_explain_pictures(const CommonOptions &options, const TimeOptions &time) 
                                       : render_html(std::move(document), *links);
   }
   if (!write_output(time.output, picture)) return kBadInput;
-  if (!loaded.ok) return kBadInput;
   return feasible ? kFeasible : kInfeasible;
 }
 
