@@ -63,6 +63,14 @@ TraceDocument predicted_trace(const json &document) {
           copy.args["window"] = time.value("window", json(nullptr));
           trace.spans.push_back(std::move(copy));
         }
+        // Leases and holds of a program: their own track, where the run's
+        // leases and event waits go too.
+        const std::string keyword = span.name.substr(0, span.name.find(' '));
+        if (keyword == "acquire" || keyword == "hold") {
+          TraceSpan lease = span;
+          lease.track = "leases";
+          trace.spans.push_back(std::move(lease));
+        }
         if (step.value("result", std::string()) == "failed")
           trace.instants.push_back(TraceInstant{TraceSpan::Origin::Predicted, "steps", "FAILED: " + span.name,
                                                 span.start_us,

@@ -90,3 +90,18 @@ TEST_CASE("trace: measured spans beside the predicted ones, relative to the run'
       named = event["args"]["name"] == "measured: run";
   CHECK(named);
 }
+
+TEST_CASE("trace: a program's acquires are on the leases track") {
+  fhr::test::Explained explained =
+      fhr::test::explain(fhr::test::read_file(FHR_SOURCE_DIR "/examples/replicated-weights.fhr"));
+  json document = fhr::explain_json({explained.report});
+  fhr::add_predicted_time(document, fhr::LinkModel::h200());
+  const json trace = fhr::trace_json(fhr::predicted_trace(document));
+  const auto names = thread_names(trace);
+  std::set<std::string> leases;
+  for (const json &event : trace["traceEvents"])
+    if (event["ph"] == "X" && names.at({1, event["tid"].get<int>()}) == "leases")
+      leases.insert(event["name"].get<std::string>());
+  CHECK(leases ==
+        std::set<std::string>{"acquire w[*], x[0..2] at cuda:0", "acquire w[*], x[2..4] at cuda:1"});
+}

@@ -40,7 +40,8 @@ struct TraceDocument {
 
 /// The predicted spans of every unit of an fhr-explain/1 document with
 /// time fields: each step that moves bytes on its engine's track, every
-/// step on the unit's "steps" track. Units follow each other in time.
+/// step on the unit's "steps" track, acquires and holds on "leases" too.
+/// Units follow each other in time.
 TraceDocument predicted_trace(const nlohmann::ordered_json &explain_document);
 
 /// What a run measured for one step (phase B: `fhr-plan run --trace` fills
