@@ -67,6 +67,12 @@ struct SizeClass {
   double bytes_per_second = 1;
 };
 
+/// One measurement behind a curve: the median time of copies of `bytes`.
+struct LinkSample {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+};
+
 struct LinkCurve {
   std::vector<SizeClass> classes; ///< ascending max_bytes, the last unbounded
   /// The class a copy of `bytes` falls in; \pre !classes.empty().
@@ -79,6 +85,10 @@ struct LinkModel {
   std::string machine;
   std::string measured;
   std::array<LinkCurve, kLinkKindCount> links;
+  /// Per link, the medians its classes were fitted to (empty for a link
+  /// not measured, or a profile written by hand): ascending bytes; kept so
+  /// that a profile shows how well its fit holds.
+  std::array<std::vector<LinkSample>, kLinkKindCount> samples;
   /// Aggregate bandwidth of one device's inbound and outbound engines
   /// running at once (less than twice one direction: they share PCIe and
   /// host memory).
@@ -88,6 +98,12 @@ struct LinkModel {
   double pinned_allocation_seconds_per_byte = 0; ///< cudaHostAlloc of a cold pinned block
   double event_record_seconds = 0;
   double event_query_seconds = 0;
+  /// How fast a value's source fills fresh host storage when the runtime
+  /// reconstructs it (the synthetic sources of `fhr-plan run`; a real
+  /// evaluator's loader may be slower).
+  double source_load_bytes_per_second = 10e9;
+  /// Cost of registering existing host memory as pinned (cudaHostRegister).
+  double pinned_registration_seconds_per_byte = 0;
 
   const LinkCurve &curve(LinkKind kind) const { return links[static_cast<std::size_t>(kind)]; }
   /// Seconds a copy of `bytes` from `from` to `to` takes alone; 0 for a
