@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using fhr::CopyEngine;
+using fhr::CopyQueue;
 using fhr::LinkKind;
 using fhr::LinkModel;
 using fhr::Location;
@@ -23,11 +23,11 @@ TEST_CASE("link model: every pair of locations takes one link and one engine") {
   CHECK(fhr::link_between(Location::cuda(0), Location::cuda(1)) == LinkKind::DeviceToDevice);
   CHECK_FALSE(fhr::link_between(Location::cuda(0), Location::cuda(0)));
 
-  CHECK(fhr::engine_of(Location::pinned(), Location::cuda(2)) == CopyEngine{CopyEngine::Kind::Inbound, 2});
-  CHECK(fhr::engine_of(Location::cuda(0), Location::cuda(1)) == CopyEngine{CopyEngine::Kind::Inbound, 1});
-  CHECK(fhr::engine_of(Location::cuda(3), Location::pageable()) == CopyEngine{CopyEngine::Kind::Outbound, 3});
+  CHECK(fhr::engine_of(Location::pinned(), Location::cuda(2)) == CopyQueue{CopyQueue::Kind::Inbound, 2});
+  CHECK(fhr::engine_of(Location::cuda(0), Location::cuda(1)) == CopyQueue{CopyQueue::Kind::Inbound, 1});
+  CHECK(fhr::engine_of(Location::cuda(3), Location::pageable()) == CopyQueue{CopyQueue::Kind::Outbound, 3});
   CHECK(fhr::engine_of(Location::pinned(), Location::pageable()) ==
-        CopyEngine{CopyEngine::Kind::HostThreads, 0});
+        CopyQueue{CopyQueue::Kind::HostThreads, 0});
   for (std::size_t i = 0; i < fhr::kLinkKindCount; ++i) {
     const auto kind = static_cast<LinkKind>(i);
     CHECK(fhr::parse_link_kind(fhr::link_kind_name(kind)) == kind);

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-using fhr::CopyEngine;
+using fhr::CopyQueue;
 using fhr::LinkKind;
 using fhr::LinkModel;
 using fhr::Location;
@@ -86,7 +86,7 @@ TEST_CASE("timeline: copies on one engine queue; each pays its latency") {
   CHECK(t.steps[1].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].end_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
   CHECK(t.total_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
-  CHECK(t.steps[0].engine == CopyEngine{CopyEngine::Kind::Inbound, 0});
+  CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::Inbound, 0});
   CHECK(t.steps[1].window == 0u);
 }
 

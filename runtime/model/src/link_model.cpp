@@ -32,13 +32,13 @@ std::optional<LinkKind> link_between(Location from, Location to) {
   return to == Location::pinned() ? LinkKind::DeviceToPinned : LinkKind::DeviceToPageable;
 }
 
-std::optional<CopyEngine> engine_of(Location from, Location to) {
+std::optional<CopyQueue> engine_of(Location from, Location to) {
   if (from == to) return std::nullopt;
   // Copies into a device run on its inbound stream (peer copies too); copies
   // out of a device to the host on its outbound stream.
-  if (to.is_cuda()) return CopyEngine{CopyEngine::Kind::Inbound, to.device()};
-  if (from.is_cuda()) return CopyEngine{CopyEngine::Kind::Outbound, from.device()};
-  return CopyEngine{CopyEngine::Kind::HostThreads, 0};
+  if (to.is_cuda()) return CopyQueue{CopyQueue::Kind::Inbound, to.device()};
+  if (from.is_cuda()) return CopyQueue{CopyQueue::Kind::Outbound, from.device()};
+  return CopyQueue{CopyQueue::Kind::HostThreads, 0};
 }
 
 const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {

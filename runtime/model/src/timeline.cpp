@@ -7,11 +7,11 @@
 
 namespace fhr {
 
-std::string engine_name(const CopyEngine &engine) {
+std::string engine_name(const CopyQueue &engine) {
   switch (engine.kind) {
-  case CopyEngine::Kind::Inbound: return Location::cuda(engine.device).name() + " in";
-  case CopyEngine::Kind::Outbound: return Location::cuda(engine.device).name() + " out";
-  case CopyEngine::Kind::HostThreads: return "host copy threads";
+  case CopyQueue::Kind::Inbound: return Location::cuda(engine.device).name() + " in";
+  case CopyQueue::Kind::Outbound: return Location::cuda(engine.device).name() + " out";
+  case CopyQueue::Kind::HostThreads: return "host copy threads";
   }
   return "?";
 }
@@ -23,7 +23,7 @@ namespace {
 /// device stream at once).
 struct Flow {
   std::size_t step = 0;
-  CopyEngine engine;
+  CopyQueue engine;
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
@@ -57,10 +57,10 @@ LocationAccount account_at_window_start(const TimelineStep &step, std::span<cons
 /// Rate of a streaming flow: its link's bandwidth, scaled down while its
 /// device's other direction streams too and both exceed the duplex figure.
 double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_bytes_per_second) {
-  if (flow.engine.kind == CopyEngine::Kind::HostThreads || duplex_bytes_per_second <= 0)
+  if (flow.engine.kind == CopyQueue::Kind::HostThreads || duplex_bytes_per_second <= 0)
     return flow.bytes_per_second;
-  const CopyEngine::Kind other_kind =
-      flow.engine.kind == CopyEngine::Kind::Inbound ? CopyEngine::Kind::Outbound : CopyEngine::Kind::Inbound;
+  const CopyQueue::Kind other_kind =
+      flow.engine.kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
   for (const Flow &other : flows) {
     if (!other.started || other.done || other.latency_left > 0) continue;
     if (other.engine.kind != other_kind || other.engine.device != flow.engine.device) continue;

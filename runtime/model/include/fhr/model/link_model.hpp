@@ -43,21 +43,22 @@ std::optional<LinkKind> parse_link_kind(std::string_view name);
 /// never happens (a location to itself).
 std::optional<LinkKind> link_between(Location from, Location to);
 
-/// The hardware queue a copy occupies while it runs. Copies on different
-/// engines run at the same time (the runtime's overlap windows); copies on
-/// one engine run one after another.
-struct CopyEngine {
+/// The hardware queue a copy occupies while it runs (the model's name for a
+/// DMA engine; the runtime's `CopyEngine` is the interface that issues the
+/// copies). Copies on different queues run at the same time (the runtime's
+/// overlap windows); copies on one queue run one after another.
+struct CopyQueue {
   enum class Kind : std::uint8_t {
     Inbound,     ///< into `device` (host -> device and peer copies into it)
     Outbound,    ///< out of `device` to the host
     HostThreads, ///< host memcpy threads (pageable <-> pinned)
   } kind = Kind::HostThreads;
   unsigned device = 0; ///< for Inbound and Outbound
-  friend bool operator==(const CopyEngine &, const CopyEngine &) = default;
+  friend bool operator==(const CopyQueue &, const CopyQueue &) = default;
 };
 /// The engine that carries a copy; staged pageable copies are counted on
 /// their device engine (their host part overlaps it).
-std::optional<CopyEngine> engine_of(Location from, Location to);
+std::optional<CopyQueue> engine_of(Location from, Location to);
 
 /// One size class of a link: copies of at most `max_bytes` (no bound for the
 /// last class) cost `latency_seconds + bytes / bytes_per_second`.

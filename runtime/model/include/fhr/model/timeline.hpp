@@ -70,7 +70,7 @@ struct StepTime {
   double end_seconds = 0;
   double commit_seconds = 0;
   /// The engine that carries its copy (the device engine for a load's copy).
-  std::optional<CopyEngine> engine;
+  std::optional<CopyQueue> engine;
   /// Index of its overlap window (windows of a single copy included), for
   /// steps that copy; std::nullopt otherwise.
   std::optional<std::uint32_t> window;
@@ -87,6 +87,6 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
                           const TimelineOptions &options = {});
 
 /// A readable name of an engine: "cuda:0 in", "cuda:0 out", "host copy threads".
-std::string engine_name(const CopyEngine &engine);
+std::string engine_name(const CopyQueue &engine);
 
 } // namespace fhr
