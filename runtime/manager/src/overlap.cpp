@@ -9,6 +9,8 @@
 #include "fhr/runtime/manager.hpp"
 
 #include "clock.hpp"
+#include "fhr/model/overlay.hpp"
+#include "fhr/model/transfer_recorder.hpp"
 
 #include <algorithm>
 #include <array>
@@ -39,21 +41,26 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
   // run never exceeds a budget: an action that fits only once an earlier
   // one has freed its source waits for the next window.
   std::array<std::uint64_t, Location::kCount> starting{};
+  // Each action is a dry run of the rules against the state as it is (none
+  // of the window has committed), with the bytes of the copies in flight to
+  // its destination held like a reservation.
+  StateOverlay dry_run(state_);
   std::exception_ptr start_failure;
   std::size_t next = first;
   for (; next < actions.size() && window.size() < kMaxWindow; ++next) {
     const ActionSpec &spec = actions[next];
     if (spec.kind == ActionKind::Drop || spec.kind == ActionKind::Discard) break;
     const Action action{spec.kind, resolve_for_plan(spec.handle), spec.location, spec.from};
-    const std::optional<Location> source = state_.plain_copy_source(action);
-    if (!source) break; // a no-op, a load or a failure: runs alone, in order
     if (std::any_of(window.begin(), window.end(),
                     [&](const WindowEntry &e) { return e.action.value == action.value; }))
       break; // depends on an action of the window
+    dry_run.reset();
+    TransferRecorder transfer;
+    if (dry_run.reserve(action.location, starting[action.location.index()]).failed() ||
+        dry_run.apply(action, nullptr, &transfer).failed() || !transfer.record.plain_copy())
+      break; // a no-op, a load, a failure or no room yet: runs alone, in order
+    const std::optional<Location> source = transfer.record.copied_from;
     const ValueSpec &spec_of_value = state_.value(action.value).spec;
-    LocationAccount account = state_.account(action.location);
-    account.reserved_bytes += starting[action.location.index()];
-    if (!account.admits(spec_of_value.storage_nbytes)) break;
 
     WindowEntry entry{next, action, stream_for(streams, action.location), PreparedCopy{}};
     PreparedCopy &copy = entry.copy;
