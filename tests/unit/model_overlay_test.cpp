@@ -107,7 +107,7 @@ Action random_action(std::mt19937 &rng) {
   return action;
 }
 
-/// The overlay after `outcome` shows what the State shows after `executed`.
+/// The overlay shows the books and replicas the State shows.
 void check_same_books(const StateOverlay &overlay, const State &state) {
   for (Location l : kLocations) {
     CAPTURE(l.name());
