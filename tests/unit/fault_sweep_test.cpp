@@ -12,22 +12,61 @@
 #include "fhr/executor/module_runner.hpp"
 #include "fhr/executor/scaled_module.hpp"
 #include "fhr/harness/synthetic_binder.hpp"
+#include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #include <doctest/doctest.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 using namespace fhr;
 using namespace fhr::test;
 
 namespace {
 
-using Op = SimulatedBackend::Operation;
+using Op = BackendOperation;
 constexpr std::uint64_t kScaleDown = 1024;
+
+/// Synthetic values whose sources count and fail their loads through
+/// `faults` (FaultInjectingSource in front of each).
+class FaultySourceBinder final : public ValueBinder {
+public:
+  explicit FaultySourceBinder(std::shared_ptr<FaultPlan> faults) : faults_(std::move(faults)) {}
+  Handle bind(Manager &manager, const DeclaredValue &value) override {
+    if (value.spec.recoverability != Recoverability::Reconstructible) return synthetic_.bind(manager, value);
+    return manager.register_source(
+        value.spec,
+        std::make_shared<FaultInjectingSource>(std::make_shared<PatternSource>(value.value_id), faults_),
+        value.location);
+  }
+  /// What every replica of the value must hold.
+  std::uint64_t expected_checksum(const DeclaredValue &value) {
+    if (value.spec.recoverability != Recoverability::Reconstructible)
+      return synthetic_.expected_checksum(value.value_id);
+    std::vector<std::byte> bytes(value.spec.logical_nbytes);
+    fill_synthetic(bytes, value.value_id, 0);
+    return XXH64(bytes.data(), bytes.size(), 0);
+  }
+
+private:
+  class PatternSource final : public Source {
+  public:
+    explicit PatternSource(std::uint32_t value_id) : value_id_(value_id) {}
+    void load(std::span<std::byte> destination) override { fill_synthetic(destination, value_id_, 0); }
+
+  private:
+    std::uint32_t value_id_;
+  };
+  SyntheticBinder synthetic_;
+  std::shared_ptr<FaultPlan> faults_;
+};
 
 struct Run {
   std::shared_ptr<SimulatedBackend> backend;
+  std::shared_ptr<FaultPlan> faults = std::make_shared<FaultPlan>();
   std::unique_ptr<Manager> manager;
-  SyntheticBinder binder;
+  FaultySourceBinder binder{faults};
   std::unique_ptr<ModuleRunner> runner;
   RunResult setup, result;
 };
@@ -39,7 +78,7 @@ std::unique_ptr<Run> execute(const bytecode::Module &module, std::uint32_t index
   run->backend = std::make_shared<SimulatedBackend>(module.device_count.value_or(8));
   ManagerOptions options;
   options.budgets = module.budgets;
-  options.backend = run->backend;
+  options.backend = inject_faults(run->backend, run->faults);
   options.warning_handler = [](std::string_view) {}; // scopes left by a failure release with a warning
   run->manager = std::make_unique<Manager>(std::move(options));
   RunnerOptions runner_options;
@@ -49,7 +88,7 @@ std::unique_ptr<Run> execute(const bytecode::Module &module, std::uint32_t index
   run->runner = std::make_unique<ModuleRunner>(*run->manager, module, run->binder, std::move(runner_options));
   run->setup = run->runner->run_setup();
   REQUIRE(run->setup.completed);
-  if (fail) run->backend->fail_on(fail->first, fail->second);
+  if (fail) run->faults->fail_on(fail->first, fail->second);
   run->result = program ? run->runner->run_program(index) : run->runner->run_plan(index);
   return run;
 }
@@ -76,7 +115,7 @@ void check_consistent(Run &run) {
     const bool discarded = s.values[h.handle_id - 1].discarded;
     if (value.spec.recoverability == Recoverability::MustPreserve && !discarded) CHECK_FALSE(at.empty());
     for (Location l : at)
-      CHECK(m.content_checksum(h, l) == run.binder.expected_checksum(value.value_id));
+      CHECK(m.content_checksum(h, l) == run.binder.expected_checksum(value));
   }
   m.close(/*wait=*/true, /*force=*/true);
   for (unsigned i = 0; i < Location::kCount; ++i)
@@ -104,8 +143,8 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
       CAPTURE(index);
       // The clean run, and how many operations of each kind it performed.
       std::unique_ptr<Run> clean = execute(module, index, programs, std::nullopt);
-      const std::uint64_t before[3] = {clean->backend->count(Op::Allocate), clean->backend->count(Op::Copy),
-                                       clean->backend->count(Op::Load)};
+      const std::uint64_t before[3] = {clean->faults->count(Op::Allocate), clean->faults->count(Op::Copy),
+                                       clean->faults->count(Op::Load)};
       // Faults are armed after setup, so the k-th operation is the run's
       // own; the totals (setup included) bound how far k can go.
       for (Op op : {Op::Allocate, Op::Copy, Op::Load}) {

@@ -44,7 +44,7 @@ void Manager::validate_transfer_streams(const TransferStreams &streams) const {
   }
 }
 
-Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
+ExplainedPlan Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
   require_name(plan.name, "a plan");
   auto lock = open_lock();
   // §7.4: explain does not reap, but completed pending leases protect nothing.
@@ -52,7 +52,7 @@ Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> 
   const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
                             exit = to_actions(plan.exit);
   Simulator simulator(state_, completed_pending());
-  return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
+  return explained(plan, simulator.explain(PlanView{reclaim, plan.reservations, enter, exit}));
 }
 
 void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
@@ -239,9 +239,7 @@ void Scope::enter() {
       scope.reservations_.push_back(id);
       return true;
     }
-    void release_reservations() noexcept {
-      release_last_first(scope.reservations_, [&](LifetimeId id) { m.state_.release(id); });
-    }
+    void release_reservations() noexcept { m.release_all(scope.reservations_); }
   } steps{*this, m};
   enter_scope(steps);
   stage_ = Stage::Entered;
@@ -273,11 +271,14 @@ void Scope::close() {
                   scope.entered_);
       return true;
     }
-    void release_reservations() noexcept {
-      release_last_first(scope.reservations_, [&](LifetimeId id) { m.state_.release(id); });
-    }
+    void release_reservations() noexcept { m.release_all(scope.reservations_); }
   } steps{*this, m};
-  exit_scope(steps);
+  try {
+    exit_scope(steps);
+  } catch (const ResidencyPlanExecutionError &error) {
+    exit_error_ = error; // §12.3: kept however close() was reached
+    throw;
+  }
   entered_.completed_at_ns = now_ns();
   report_ = std::move(entered_);
 }
