@@ -6,6 +6,7 @@
 #include "../unit/runtime_support.hpp"
 
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/harness/cuda_test_helpers.hpp"
 #include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/manager.hpp"
 

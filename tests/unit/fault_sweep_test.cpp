@@ -9,8 +9,9 @@
 #include "test_support.hpp"
 
 #include "fhr/compiler/frontend.hpp"
-#include "fhr/compiler/lower.hpp"
 #include "fhr/executor/module_runner.hpp"
+#include "fhr/executor/scaled_module.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
 #include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
@@ -76,12 +77,11 @@ std::unique_ptr<Run> execute(const bytecode::Module &module, std::uint32_t index
   auto run = std::make_unique<Run>();
   run->backend = std::make_shared<SimulatedBackend>(module.device_count.value_or(8));
   ManagerOptions options;
-  options.budgets = ModuleRunner::budgets(module, kScaleDown);
+  options.budgets = module.budgets;
   options.backend = inject_faults(run->backend, run->faults);
   options.warning_handler = [](std::string_view) {}; // scopes left by a failure release with a warning
   run->manager = std::make_unique<Manager>(std::move(options));
   RunnerOptions runner_options;
-  runner_options.scale_down = kScaleDown;
   runner_options.consumer_stream = [backend = run->backend](Location device) {
     return backend->create_stream(device);
   };
@@ -123,9 +123,9 @@ void check_consistent(Run &run) {
   CHECK(run.backend->live_events() == 0);
 }
 
-bool same_step(const ExecutedStep &a, const ExecutedStep &b) {
-  return a.kind == b.kind && a.index == b.index && a.failed == b.failed && a.line == b.line &&
-         (a.transition && a.transition->no_op) == (b.transition && b.transition->no_op);
+bool same_step(const StepRecord &a, const StepRecord &b) {
+  return a.kind == b.kind && a.index == b.index && a.instruction == b.instruction && a.value == b.value &&
+         a.outcome.verdict == b.outcome.verdict;
 }
 
 } // namespace
@@ -136,9 +136,7 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
     CAPTURE(path);
     CompiledFile compiled = compile_text(read_file(path), path);
     REQUIRE(compiled.ok());
-    const std::vector<char> bytes = lower_module(compiled.module, *compiled.source);
-    const bytecode::Module module =
-        bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    const bytecode::Module module = scaled_module(*compiled.lowered->module, kScaleDown);
     const bool programs = !module.programs.empty();
     const std::size_t count = programs ? module.programs.size() : module.plans.size();
     for (std::uint32_t index = 0; index < count; ++index) {
@@ -161,13 +159,12 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
             break;
           }
           ++faulty_runs;
-          const ExecutedStep &failed = *faulty->result.failure();
-          const bool injected = failed.message.find("injected failure") != std::string::npos;
+          const bool injected = faulty->result.failure_message.find("injected failure") != std::string::npos;
           if (!clean->result.completed && !injected) { // the predicted failure came first
             check_consistent(*faulty);
             break;
           }
-          CHECK_MESSAGE(injected, failed.message);
+          CHECK_MESSAGE(injected, faulty->result.failure_message);
           const std::size_t prefix = faulty->result.steps.size() - 1;
           REQUIRE(prefix <= clean->result.steps.size());
           for (std::size_t i = 0; i < prefix; ++i)

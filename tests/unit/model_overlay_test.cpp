@@ -5,6 +5,8 @@
 // only where docs/semantics.md §10.2 says explain differs; a dry run of an
 // overlap window predicts what apply() then does; and explaining every
 // example's plans agrees with executing them on the State.
+#include "fhr/executor/interpreter.hpp"
+#include "fhr/executor/model_target.hpp"
 #include "fhr/model/overlay.hpp"
 #include "fhr/model/simulator.hpp"
 #include "fhr/model/transfer_recorder.hpp"
@@ -372,10 +374,16 @@ std::vector<SimulatedStep> execute(State &state, const PlanView &plan) {
 /// every peak but the one a refused request raises in explain.
 std::size_t check_explain_matches_execution(const std::string &text) {
   const CompiledFile compiled = test::compile_ok(text);
-  State state = initial_state(compiled.module, {});
-  if (run_setup(compiled.module, state).failed_step) return 0;
+  const bytecode::Module &module = *compiled.lowered->module;
+  State state = initial_state(module);
+  PlanTable table(module);
+  {
+    ModelTarget setup_target(state);
+    if (!Interpreter(table, setup_target).run_setup().completed) return 0;
+  }
   Simulator simulator(state);
-  for (const ir::Plan &plan : compiled.module.plans) {
+  for (std::uint32_t index = 0; index < module.plans.size(); ++index) {
+    const PlanSteps &plan = table.plan(index);
     CAPTURE(plan.name);
     const Explanation explained = simulator.explain(plan.view());
     State executed = state;
@@ -422,7 +430,7 @@ std::size_t check_explain_matches_execution(const std::string &text) {
       }
     }
   }
-  return compiled.module.plans.size();
+  return module.plans.size();
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 #include "calibrate.hpp"
 
-#include "fhr/executor/value_binder.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
 #include "fhr/model/link_fit.hpp"
 #include "fhr/model/timeline.hpp"
 

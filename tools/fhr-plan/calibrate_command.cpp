@@ -17,6 +17,8 @@ namespace fhr::cli {
 
 namespace {
 
+#ifdef FHR_HAVE_CUDA
+/// When a measured profile was taken (only the CUDA calibration measures).
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm parts{};
@@ -25,6 +27,7 @@ std::string utc_now() {
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return text;
 }
+#endif
 
 } // namespace
 

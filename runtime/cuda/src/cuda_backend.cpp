@@ -488,30 +488,6 @@ unsigned cuda_device_count() {
   return static_cast<unsigned>(count);
 }
 
-DeviceBuffer copy_to_device(Location device, std::span<const std::byte> bytes) {
-  if (!device.is_cuda()) throw BackendError(device.name() + " is not a CUDA device");
-  DeviceGuard guard(device.device());
-  void *memory = nullptr;
-  check(cudaMalloc(&memory, bytes.empty() ? 1 : bytes.size()), "cudaMalloc");
-  if (cudaError_t error = cudaMemcpy(memory, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
-      error != cudaSuccess) {
-    cudaFree(memory);
-    check(error, "cudaMemcpy");
-  }
-  return DeviceBuffer{static_cast<std::byte *>(memory), [](std::byte *data) { cudaFree(data); }};
-}
-
-void submit_waiting_reader(Stream stream, const std::atomic<bool> *done) {
-  check(cudaLaunchHostFunc(
-            native(stream),
-            [](void *flag) {
-              while (!static_cast<const std::atomic<bool> *>(flag)->load())
-                std::this_thread::yield();
-            },
-            const_cast<std::atomic<bool> *>(done)),
-        "cudaLaunchHostFunc");
-}
-
 Stream create_cuda_stream(Location device) {
   if (!device.is_cuda()) throw BackendError(device.name() + " is not a CUDA device");
   DeviceGuard guard(device.device());

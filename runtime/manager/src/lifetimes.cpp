@@ -2,6 +2,7 @@
 // lifetimes. CUDA leases' streams, events and reaping: reaping.cpp.
 #include "fhr/runtime/manager.hpp"
 
+#include "fhr/model/scope_sequence.hpp"
 #include "reaping.hpp"
 
 #include <algorithm>
@@ -81,9 +82,7 @@ ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std:
 }
 
 void Manager::release_all(std::vector<LifetimeId> &lifetimes) {
-  for (auto it = lifetimes.rbegin(); it != lifetimes.rend(); ++it)
-    state_.release(*it);
-  lifetimes.clear();
+  release_last_first(lifetimes, [&](LifetimeId id) { state_.release(id); });
 }
 
 void Manager::add_consumer_stream(LifetimeId id, Stream stream) {

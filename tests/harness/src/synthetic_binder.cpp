@@ -1,4 +1,4 @@
-#include "fhr/executor/value_binder.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,10 +12,6 @@
 #include <xxhash.h>
 
 namespace fhr {
-
-std::string DeclaredValue::display_name() const {
-  return index ? name + "[" + std::to_string(*index) + "]" : name;
-}
 
 void fill_synthetic(std::span<std::byte> bytes, std::uint32_t value_id, std::uint64_t offset) {
   // A 64-bit word pattern: cheap to write at memory speed, different for
