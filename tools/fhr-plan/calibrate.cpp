@@ -95,7 +95,9 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
     const Handle value = adopt_value(manager, bytes, 1);
     std::map<std::pair<Location, Location>, std::vector<double>> pair_times;
     for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
-      for (const auto &[from, to] : cycle) {
+      for (const auto &hop : cycle) {
+        const Location from = hop.first,
+                       to = hop.second; // named: clang 14 cannot capture structured bindings
         const double seconds = clock.time([&] { manager.move(value, to, from); },
                                           Operation{Operation::Kind::Copy, from, to, bytes});
         if (rep == 0) continue; // warm-up: pools and first touches
