@@ -249,7 +249,7 @@ TEST_CASE("bytecode mutation: every example is covered") {
   for (const std::string &path : example_paths())
     names.push_back(std::filesystem::path(path).stem().string());
   CHECK(names == std::vector<std::string>{"bootstrapping", "evict-while-prefetch", "infeasible", "inference",
-                                         "replicated-weights"});
+                                          "replicated-weights"});
 }
 
 TEST_CASE("bytecode: the committed golden modules are what the compiler writes today") {

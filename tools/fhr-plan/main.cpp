@@ -57,10 +57,11 @@ cl::opt<std::string> run_profile("profile",
                                  cl::value_desc("FILE|h200"), cl::sub(run_command));
 cl::opt<std::string> run_trace("trace", cl::desc("Write a Perfetto trace of predicted and measured spans"),
                                cl::value_desc("trace.json"), cl::sub(run_command));
-cl::opt<std::string> run_memory_limit("memory-limit",
-                                      cl::desc("Host memory a run may use (default: 3/4 of this machine's); "
-                                               "sim keeps sizes only beyond it"),
-                                      cl::value_desc("SIZE"), cl::sub(run_command));
+cl::opt<std::string>
+    run_memory_limit("memory-limit",
+                     cl::desc("Host memory a run may use (default: 3/4 of what is available); "
+                              "sim keeps sizes only beyond it"),
+                     cl::value_desc("SIZE"), cl::sub(run_command));
 
 // LLVM's own --version lives only at the top level; every verb takes it too.
 cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),

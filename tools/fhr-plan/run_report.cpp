@@ -1,6 +1,7 @@
 #include "run_report.hpp"
 
 #include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,8 @@ bool is_action_step(const bytecode::Module &module, const StepRecord &step) {
 std::string action_text(const bytecode::Module &module, const StepRecord &step,
                         const std::vector<DeclaredValue> &values) {
   const bytecode::Instruction &in = module.code[step.instruction];
+  if (in.opcode == bytecode::Opcode::Reserve && !step.failed())
+    return "reserve " + in.location.name() + " " + format_size(in.size);
   if (!is_action_step(module, step) || step.failed()) return std::string(step_kind_name(step.kind));
   std::string text = std::string(bytecode::info(in.opcode).mnemonic);
   if (in.opcode == bytecode::Opcode::MoveFrom) text = "move";

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -53,7 +54,19 @@ bool same_step(const StepRecord &p, const StepRecord &e) {
   return names_failed_lifetime_value || p.value == e.value;
 }
 
+/// Three quarters of the memory this machine has available now
+/// (MemAvailable: free memory and what the kernel can reclaim), or of its
+/// physical memory where /proc/meminfo does not say.
 std::uint64_t default_memory_limit() {
+  if (std::FILE *meminfo = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, meminfo))
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(meminfo);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024 / 4 * 3;
+  }
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return std::uint64_t{4} << 30;
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4 * 3;

@@ -81,8 +81,8 @@ struct ExecutionOptions {
   bool simulated_overlap = false;
   /// A run whose predicted peaks at locations in host memory (all of them,
   /// except CUDA locations on the CUDA backend) add up to more than this is
-  /// refused before it starts (0: three quarters of the machine's physical
-  /// memory).
+  /// refused before it starts (0: three quarters of the memory the machine
+  /// has available, MemAvailable).
   std::uint64_t memory_limit_bytes = 0;
   /// What the simulated backend keeps: std::nullopt chooses bytes when the
   /// run fits under the memory limit, sizes and fingerprints when not
