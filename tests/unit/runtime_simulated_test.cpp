@@ -172,8 +172,8 @@ TEST_CASE("fault adaptors wrap only their interface: an unwrapped interface neve
   CHECK_THROWS_AS(Manager(std::move(partial)), std::invalid_argument);
 }
 
-TEST_CASE(
-    "simulated backend, sizes only: a terabyte of values in a few pages, fingerprints moved and checked") {
+TEST_CASE("simulated backend in sizes-only mode: a terabyte of values in a few pages, fingerprints moved and "
+          "checked") {
   constexpr std::uint64_t TiB = std::uint64_t{1} << 40;
   auto backend = std::make_shared<SimulatedBackend>(1, false, SimulatedMemory::SizesOnly);
   Storage block = backend->allocate(gpu0, TiB);
