@@ -1,22 +1,76 @@
 #!/usr/bin/env bash
 # `fhr-plan run` executes examples on a fresh manager and agrees with the
-# prediction; its exit codes and errors for what cannot run.
+# prediction; its exit codes and errors for what cannot run; the memory
+# guard and sizes-only simulation; --scale; EXPLAIN ANALYZE in text, JSON
+# (fhr-run/1) and Perfetto traces; progress only on a terminal.
 # usage: run_test.sh path/to/fhr-plan   (from the repository root)
 set -euo pipefail
 tool=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; cat "$work/out" "$work/err" 2>/dev/null; exit 1; }
+fail() { echo "FAIL: $*"; cat "$work/out" "$work/err" 2>/dev/null | head -n 60; exit 1; }
 run() { set +e; "$tool" run "$@" >"$work/out" 2>"$work/err"; code=$?; set -e; }
 
-# Examples that fit in memory run on simulated devices as predicted.
-for example in inference replicated-weights; do
-  run --backend sim "examples/$example.fhr"
-  [ "$code" = 0 ] || fail "$example: exit $code, expected 0"
-  grep -q "result: completed as predicted; [1-9][0-9]* content checks passed" "$work/out" ||
-    fail "$example: no agreement line"
+# Every example runs on simulated devices and exits as explain predicts; a
+# run that does not fit in 64 MiB keeps sizes and fingerprints only (as one
+# that does not fit in the machine's memory does: infeasible.fhr's 17 GiB
+# plan on a CI machine), which keeps this test fast.
+for example in examples/*.fhr; do
+  set +e; "$tool" explain "$example" >/dev/null 2>&1; predicted=$?; set -e
+  run --backend sim --memory-limit 64MiB "$example"
+  [ "$code" = "$predicted" ] || fail "$example: exit $code, explain exits $predicted"
   ! grep -q DIFFERS "$work/out" || fail "$example: differences"
+  [ ! -s "$work/err" ] || fail "$example: stderr not empty (progress off a terminal?)"
+  grep -Eq "result: (completed|stopped) as predicted; [0-9]+ content checks" "$work/out" ||
+    fail "$example: no agreement line"
+  grep -Eq '^total: [0-9]+ runs? in [0-9.]+ (us|ms|s) wall; ' "$work/out" || fail "$example: no total line"
 done
+run --backend sim --memory-limit 2GiB examples/infeasible.fhr
+[ "$code" = 1 ] || fail "infeasible: exit $code, expected 1"
+grep -q 'plan "fits-with-headroom" on the simulated device backend (sizes only: the run does not fit in memory)' \
+  "$work/out" || fail "infeasible: fits-with-headroom not sizes-only"
+grep -q "stopped at line 18: plan 'load-all-keys' is infeasible in phase enter at step 170: Transition exceeds budget at cuda:0" \
+  "$work/out" || fail "infeasible: stop line"
+# 2 GiB reserved + 64 keys of 240 MiB + the 60 MiB ciphertext
+grep -q 'peak charged at cuda:0: predicted 17468 MiB, measured 17468 MiB' "$work/out" ||
+  fail "infeasible: fits-with-headroom peak"
+grep -q 'completed as predicted; 129 content checks (fingerprints) passed' "$work/out" ||
+  fail "infeasible: fingerprint checks"
+# --scale: the same plan with every size divided by 64, real bytes, checked on content.
+run --backend sim --plan fits-with-headroom --scale 64 examples/infeasible.fhr
+[ "$code" = 0 ] || fail "scaled fits-with-headroom: exit $code"
+# 2 GiB/64 + 64 keys of 240 MiB/64 + 60 MiB/64 = 32 MiB + 240 MiB + 960 KiB
+grep -q 'peak charged at cuda:0: predicted 279488 KiB, measured 279488 KiB' "$work/out" ||
+  fail "--scale 64: peak not divided"
+grep -q 'completed as predicted; 129 content checks passed' "$work/out" || fail "--scale 64: content checks"
+
+# Sizes-only on a run that fits, forced by the limit: the same verdicts and
+# peaks as with real bytes, fingerprints checked.
+run --backend sim examples/inference.fhr
+cp "$work/out" "$work/bytes.out"
+run --backend sim --memory-limit 1MiB examples/inference.fhr
+[ "$code" = 0 ] || fail "sizes-only inference: exit $code"
+diff <(grep 'peak charged' "$work/bytes.out") <(grep 'peak charged' "$work/out") ||
+  fail "sizes-only inference: peaks differ from the real run"
+grep -q 'result: completed as predicted; 9 content checks (fingerprints) passed' "$work/out" ||
+  fail "sizes-only inference: checks"
+grep -q 'result: completed as predicted; 9 content checks passed' "$work/bytes.out" ||
+  fail "inference: checks"
+# The actions as the runtime resolved them; drop names the location it frees.
+grep -Eq '^ +27  enter 1 +ensure rotkey from pageable to cuda:0 ' "$work/bytes.out" || fail "ensure row"
+grep -Eq '^ +32  exit 1 +drop rotkey at cuda:0 ' "$work/bytes.out" || fail "drop row: not 'drop ... at'"
+grep -q 'time: .* measured, 17.8 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
+grep -Eq '; 199\.0 MiB moved: .*pinned-device 30\.0 MiB in [0-9.]+ (us|ms) \([0-9.]+ GB/s\)' "$work/bytes.out" ||
+  fail "inference: bytes and bandwidth per link"
+
+# The default backend: cuda when the CUDA runtime reports a device, else sim.
+run examples/inference.fhr
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  grep -q 'on the CUDA backend' "$work/out" || fail "default backend with a GPU"
+else
+  [ "$code" = 0 ] || fail "default backend: exit $code"
+  grep -q 'on the simulated device backend' "$work/out" || fail "default backend without a GPU is not sim"
+fi
 
 # A module runs exactly as its source (lines come from the source map).
 "$tool" compile examples/inference.fhr -o "$work/inference.fhrb"
@@ -33,20 +87,24 @@ run --backend sim --plan nope examples/inference.fhr
 grep -q 'no plan "nope" to run' "$work/err" || fail "unknown plan: message"
 
 # CUDA locations on the host backend: bad input with a hint.
-run examples/inference.fhr
+run --backend host examples/inference.fhr
 [ "$code" = 2 ] || fail "host backend with cuda:0: exit $code, expected 2"
 grep -q "cuda:0 is not available in this process (--backend sim stands in for CUDA devices)" "$work/err" ||
   fail "host backend: message"
 
-# A run that would need more host memory than the machine has is refused
-# before anything is allocated (the prediction runs first, on the model).
+# The memory guard: a run that needs more host memory than the machine has
+# is refused on the host backend before anything is allocated (the
+# prediction runs first, on the model); sim keeps sizes only instead.
 cat >"$work/huge.fhr" <<'FHR'
 value keys 1 TiB replicable source pageable
 plan "load" { enter { ensure keys at pinned } }
 FHR
+run --backend host "$work/huge.fhr"
+[ "$code" = 2 ] || fail "huge on host: exit $code, expected 2"
+grep -q "predicted peaks add up to 2 TiB of host memory" "$work/err" || fail "huge: message"
 run --backend sim "$work/huge.fhr"
-[ "$code" = 2 ] || fail "huge: exit $code, expected 2"
-grep -q "predicted peaks add up to 2 TiB" "$work/err" || fail "huge: message"
+[ "$code" = 0 ] || fail "huge on sim: exit $code, expected 0"
+grep -q 'peak charged at pinned: predicted 1 TiB, measured 1 TiB' "$work/out" || fail "huge on sim: peak"
 
 # A predicted failure: the run stops where the simulator said, exit 1.
 cat >"$work/stops.fhr" <<'FHR'
@@ -58,8 +116,99 @@ program "too-big" {
   ensure b at pinned
 }
 FHR
-run "$work/stops.fhr"
+run --backend host "$work/stops.fhr"
 [ "$code" = 1 ] || fail "predicted failure: exit $code, expected 1"
 grep -q "stopped at line 6: Transition exceeds budget at pinned" "$work/out" || fail "predicted failure: line"
 grep -q "result: stopped as predicted" "$work/out" || fail "predicted failure: agreement"
+
+# --format json (fhr-run/1) and --trace: figures that add up.
+run --backend sim --memory-limit 1MiB --format json --trace "$work/trace.json" examples/evict-while-prefetch.fhr \
+  examples/inference.fhr
+[ "$code" = 0 ] || fail "json: exit $code"
+python3 - "$work/out" "$work/trace.json" <<'PY' || fail "json or trace"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["schema"] == "fhr-run/1" and doc["backend"] == "sim" and doc["exit"] == 0, doc.get("schema")
+assert [r["name"] for r in doc["runs"]] == ["next-level", "inference/rotate-scale/tile-0"]
+total = 0
+for run in doc["runs"]:
+    assert run["agrees"] and run["completed"] and run["memory"] == "sizes-only" and run["differences"] == []
+    moved = sum(s["bytes"] for s in run["steps"] if s["transfer"] != "none")
+    assert moved == run["totals"]["bytes_moved"], (moved, run["totals"])
+    assert sum(l["bytes"] for l in run["links"]) == moved
+    for s in run["steps"]:
+        p, m = s["predicted"]["duration_us"], s["measured"]["duration_us"]
+        assert p is not None, s
+        assert m is not None or s["phase"] == "reserve", s  # reservations are not timed
+        assert s["error_us"] is None if m is None else abs(s["error_us"] - (m - p)) < 0.002, s
+        assert s["predicted"]["result"] == s["measured"]["result"] == "done", s
+    last = max(s["predicted"]["commit_us"] for s in run["steps"])
+    assert abs(run["totals"]["predicted_us"] - last) < 0.002
+    total += moved
+assert doc["totals"]["bytes_moved"] == total
+evict = doc["runs"][0]
+moves = [s for s in evict["steps"] if s["action"].startswith("move")]
+ensures = [s for s in evict["steps"] if s["action"].startswith("ensure")]
+assert len(moves) == 4 and len(ensures) == 4
+assert all(s["link"] == "device-pinned" and s["bytes"] == 125829120 for s in moves), moves
+assert all(s["link"] == "pinned-device" and s["predicted"]["engine"] == "cuda:0 in" for s in ensures)
+assert evict["totals"]["bytes_moved"] == 8 * 125829120
+drop = [s for s in doc["runs"][1]["steps"] if s["action"].startswith("drop")]
+assert drop and all(" at cuda:0" in s["action"] and s["transfer"] == "none" for s in drop), drop
+
+trace = json.load(open(sys.argv[2]))
+events = trace["traceEvents"]
+names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+assert {p for p, _ in names} == {1, 2}, names
+tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+def spans(pid, track):
+    return [e for e in events if e["ph"] == "X" and e["pid"] == pid and tracks[(pid, e["tid"])] == track]
+for pid in (1, 2):
+    # four evictions, and inference's move of the query back to pinned
+    assert len(spans(pid, "cuda:0 out")) == 5, (pid, len(spans(pid, "cuda:0 out")))
+    assert len(spans(pid, "cuda:0 in")) == 4 + 3, (pid, len(spans(pid, "cuda:0 in")))
+    assert len(spans(pid, "plans and programs")) == 2
+    timed = "duration_us" if pid == 1 else "start_us"
+    key = "predicted" if pid == 1 else "measured"
+    assert len(spans(pid, "steps")) == sum(s[key][timed] is not None for r in doc["runs"] for s in r["steps"])
+PY
+
+# Sizes-only in JSON; bad options.
+run --backend sim --memory-limit 1MiB --format json examples/infeasible.fhr
+[ "$code" = 1 ] || fail "infeasible json: exit $code"
+python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["exit"] == 1 and all(r["memory"] == "sizes-only" for r in doc["runs"])
+load = doc["runs"][0]
+assert not load["completed"] and load["agrees"] and load["stopped"]["line"] == 18, load["stopped"]
+assert load["steps"][-1]["measured"]["result"] == "refused (plan)", load["steps"][-1]
+assert load["totals"]["predicted_us"] is None  # preflight-refused: explained step by step, ran as one
+evict = doc["runs"][1]
+assert evict["totals"]["predicted_us"] is not None and evict["steps"][0]["predicted"]["result"] == "refused (plan)"
+' "$work/out" || fail "infeasible json"
+run --backend sim --scale 0 examples/inference.fhr
+[ "$code" = 2 ] && grep -q -- "--scale must be at least 1" "$work/err" || fail "--scale 0"
+run --backend sim --profile "$work/missing.json" examples/inference.fhr
+[ "$code" = 2 ] && grep -q "cannot read link profile" "$work/err" || fail "--profile missing"
+
+# Progress: on a terminal, a run that takes over a second shows its steps
+# on stderr; off a terminal (every run above) nothing.
+if command -v script >/dev/null; then
+  cat >"$work/slow.fhr" <<'FHR'
+value a 64 MiB replicable at pageable
+program "slow" {
+  for i in 0..40 {
+    ensure a at pinned
+    drop a at pinned
+  }
+}
+FHR
+  script -qec "$tool run --backend host $work/slow.fhr >$work/slow.out" "$work/tty" >/dev/null </dev/null
+  grep -q 'fhr-plan run: program "slow": [0-9]* of 80 steps' "$work/tty" || {
+    # Only a run slower than a second shows progress: a fast machine may not.
+    t=$(sed -n 's/^total: 1 run in \([0-9.]*\) s wall.*/\1/p' "$work/slow.out")
+    [ -z "$t" ] || awk -v t="$t" 'BEGIN { exit !(t < 1.5) }' || fail "progress: a run of $t s showed none"
+  }
+fi
 echo "run: all checks passed"

@@ -242,12 +242,14 @@ TEST_CASE("bytecode mutation: inference") { mutate_example("inference"); }
 TEST_CASE("bytecode mutation: bootstrapping") { mutate_example("bootstrapping"); }
 TEST_CASE("bytecode mutation: replicated-weights") { mutate_example("replicated-weights"); }
 TEST_CASE("bytecode mutation: infeasible") { mutate_example("infeasible"); }
+TEST_CASE("bytecode mutation: evict-while-prefetch") { mutate_example("evict-while-prefetch"); }
 
 TEST_CASE("bytecode mutation: every example is covered") {
   std::vector<std::string> names;
   for (const std::string &path : example_paths())
     names.push_back(std::filesystem::path(path).stem().string());
-  CHECK(names == std::vector<std::string>{"bootstrapping", "infeasible", "inference", "replicated-weights"});
+  CHECK(names == std::vector<std::string>{"bootstrapping", "evict-while-prefetch", "infeasible", "inference",
+                                          "replicated-weights"});
 }
 
 TEST_CASE("bytecode: the committed golden modules are what the compiler writes today") {

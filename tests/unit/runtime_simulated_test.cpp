@@ -171,3 +171,49 @@ TEST_CASE("fault adaptors wrap only their interface: an unwrapped interface neve
   partial.backend.memory = simulated;
   CHECK_THROWS_AS(Manager(std::move(partial)), std::invalid_argument);
 }
+
+TEST_CASE("simulated backend in sizes-only mode: a terabyte of values in a few pages, fingerprints moved and "
+          "checked") {
+  constexpr std::uint64_t TiB = std::uint64_t{1} << 40;
+  auto backend = std::make_shared<SimulatedBackend>(1, false, SimulatedMemory::SizesOnly);
+  Storage block = backend->allocate(gpu0, TiB);
+  CHECK(block.size() == SimulatedBackend::kFingerprintBytes); // the real bytes
+  CHECK(block.block_size() == TiB);                           // the address space
+  CHECK(backend->allocated_bytes(gpu0) == TiB);
+  // The whole extent is the block's (adopt and the manager's index rely on it).
+  CHECK(backend->locate(block.bytes().data() + (TiB - 1), 1) == gpu0);
+  block.reset();
+  CHECK(backend->allocated_bytes(gpu0) == 0);
+
+  ManagerOptions options;
+  options.backend = backend;
+  options.budgets = {{gpu0, 2 * TiB}};
+  Manager manager(std::move(options));
+  // A reconstructible value of 1 TiB: its source writes the fingerprint alone.
+  struct Fingerprint final : Source {
+    void load(std::span<std::byte> destination) override {
+      REQUIRE(destination.size() == SimulatedBackend::kFingerprintBytes);
+      for (std::size_t i = 0; i < destination.size(); ++i)
+        destination[i] = static_cast<std::byte>(0xa0 + i);
+    }
+  };
+  const Handle key =
+      manager.register_source(ValueSpec{TiB, TiB, ReplicaMode::Replicable, Recoverability::Reconstructible},
+                              std::make_shared<Fingerprint>());
+  manager.ensure(key, gpu0);
+  manager.ensure(key, pinned);
+  CHECK(manager.account(gpu0).used_bytes == TiB);
+  CHECK(manager.account(pinned).peak_charged_bytes == TiB);
+  const std::byte expected[8] = {std::byte{0xa0}, std::byte{0xa1}, std::byte{0xa2}, std::byte{0xa3},
+                                 std::byte{0xa4}, std::byte{0xa5}, std::byte{0xa6}, std::byte{0xa7}};
+  CHECK(manager.content_checksum(key, gpu0) == XXH64(expected, 8, 0));
+  CHECK(manager.content_checksum(key, pinned) == XXH64(expected, 8, 0)); // copied from cuda:0 or loaded again
+  CHECK(manager.drop(key, gpu0).source == gpu0);
+  CHECK(backend->allocated_bytes(gpu0) == 0);
+  // Over budget stays over budget: sizes are the runtime's, only bytes are missing.
+  const Handle second = manager.register_source(
+      ValueSpec{TiB + 1, TiB + 1, ReplicaMode::Replicable, Recoverability::Reconstructible},
+      std::make_shared<Fingerprint>());
+  manager.ensure(second, gpu0);
+  CHECK_THROWS_AS(manager.ensure(key, gpu0), ResidencyBudgetError);
+}

@@ -5,6 +5,7 @@
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/report.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,16 @@ int run_compile(const CommonOptions &options, const std::string &output);
 int run_disasm(const CommonOptions &options);
 
 struct RunOptions {
-  std::string backend = "host"; ///< "host", "sim" or "cuda"
-  std::string program;          ///< run only this program
-  std::string plan;             ///< run only this plan (as a scope)
+  /// "host", "sim" or "cuda"; empty: cuda when the CUDA runtime reports a
+  /// device, else sim.
+  std::string backend;
+  std::string program;                  ///< run only this program
+  std::string plan;                     ///< run only this plan (as a scope)
+  std::uint64_t scale = 1;              ///< --scale: every size divided by this
+  std::string format = "text";          ///< "text" or "json" (fhr-run/1)
+  std::string profile;                  ///< --profile: the link model of the prediction (h200 when empty)
+  std::string trace;                    ///< --trace: where the Perfetto trace goes
+  std::uint64_t memory_limit_bytes = 0; ///< --memory-limit: host memory a run may use (0: 3/4 of it)
 };
 /// Executes programs (or plans) on a fresh manager and compares every step
 /// with the prediction: 0 all completed as predicted, 1 stopped at a

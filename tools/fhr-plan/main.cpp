@@ -32,9 +32,10 @@ cl::list<std::string> budgets("budget",
                               cl::desc("Override a budget: LOCATION=SIZE (repeatable), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
                               cl::sub(check_command), cl::sub(run_command));
-enum class RunBackend { Host, Simulated, Cuda };
+enum class RunBackend { Default, Host, Simulated, Cuda };
 cl::opt<RunBackend> run_backend(
-    "backend", cl::desc("Where values live"), cl::init(RunBackend::Host),
+    "backend", cl::desc("Where values live (default: cuda when a GPU is present, else sim)"),
+    cl::init(RunBackend::Default),
     cl::values(clEnumValN(RunBackend::Host, "host", "host memory; no CUDA locations"),
                clEnumValN(RunBackend::Simulated, "sim", "host memory standing in for cuda:N (no GPU needed)"),
                clEnumValN(RunBackend::Cuda, "cuda", "the CUDA devices of this machine")),
@@ -43,6 +44,24 @@ cl::opt<std::string> run_program("program", cl::desc("Run only this program"), c
                                  cl::sub(run_command));
 cl::opt<std::string> run_plan("plan", cl::desc("Run only this plan, as a scope"), cl::value_desc("NAME"),
                               cl::sub(run_command));
+cl::opt<unsigned> run_scale("scale", cl::desc("Divide every size (values, reservations, budgets) by N"),
+                            cl::value_desc("N"), cl::init(1), cl::sub(run_command));
+enum class RunFormat { Text, Json };
+cl::opt<RunFormat> run_format("format", cl::desc("Output format"), cl::init(RunFormat::Text),
+                              cl::values(clEnumValN(RunFormat::Text, "text", "a table per run"),
+                                         clEnumValN(RunFormat::Json, "json", "schema fhr-run/1")),
+                              cl::sub(run_command));
+cl::opt<std::string> run_profile("profile",
+                                 cl::desc("Predict each step's time with this link profile (fhr-links/1; "
+                                          "default h200)"),
+                                 cl::value_desc("FILE|h200"), cl::sub(run_command));
+cl::opt<std::string> run_trace("trace", cl::desc("Write a Perfetto trace of predicted and measured spans"),
+                               cl::value_desc("trace.json"), cl::sub(run_command));
+cl::opt<std::string>
+    run_memory_limit("memory-limit",
+                     cl::desc("Host memory a run may use (default: 3/4 of what is available); "
+                              "sim keeps sizes only beyond it"),
+                     cl::value_desc("SIZE"), cl::sub(run_command));
 
 // LLVM's own --version lives only at the top level; every verb takes it too.
 cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),
@@ -186,9 +205,17 @@ int main(int argc, char **argv) {
     fhr::cli::RunOptions run;
     run.backend = run_backend == RunBackend::Simulated ? "sim"
                   : run_backend == RunBackend::Cuda    ? "cuda"
-                                                       : "host";
+                  : run_backend == RunBackend::Host    ? "host"
+                                                       : "";
     run.program = run_program;
     run.plan = run_plan;
+    run.scale = run_scale;
+    run.format = run_format == RunFormat::Json ? "json" : "text";
+    run.profile = run_profile;
+    run.trace = run_trace;
+    if (!run_memory_limit.empty() &&
+        !fhr::cli::parse_size_option("--memory-limit", run_memory_limit, run.memory_limit_bytes))
+      return fhr::cli::kBadInput;
     return fhr::cli::run_run(options, run);
   }
   llvm::errs() << "fhr-plan: missing command (explain, check, diff, run, compile, disasm or calibrate); see "

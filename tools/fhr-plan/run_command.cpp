@@ -1,78 +1,103 @@
 // fhr-plan run: executes programs (or plans) of a file on a fresh manager
 // with synthetic payloads of the declared sizes and prints, step by step,
-// the simulator's prediction beside what the runtime did and how long it
-// took.
+// the simulator's prediction beside what the runtime did, the link model's
+// predicted time beside the measured one (EXPLAIN ANALYZE), and the totals.
 #include "commands.hpp"
+#include "run_report.hpp"
+#include "time_commands.hpp"
 
 #include "fhr/bytecode/module.hpp"
+#include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/output.hpp"
+#include "fhr/executor/scaled_module.hpp"
 #include "fhr/harness/execution_check.hpp"
 
 #include <llvm/Support/FormatVariadic.h>
-
-#include <cstdio>
 #include <llvm/Support/WithColor.h>
+
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
 
 namespace fhr::cli {
 
 namespace {
 
-constexpr const char *kRow = "  {0,5}  {1,-12} {2,-40} {3,-22} {4,-22} {5,10}\n";
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
 
-std::string verdict_text(Verdict verdict, ErrorClass raised) {
-  switch (verdict) {
-  case Verdict::Ok: return "done";
-  case Verdict::NoOp: return "no-op";
-  case Verdict::Failed: return "refused (" + std::string(error_class_id(raised)) + ")";
-  }
-  return "?";
+constexpr const char *kRow = "  {0,5}  {1,-12} {2,-44} {3,-18} {4,-18} {5,11} {6,11} {7,8}\n";
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The action a step ran, as the runtime resolved it: "ensure rotkey from
-/// pageable to cuda:0"; other steps by their kind.
-std::string action_text(const bytecode::Module &module, const StepRecord &step,
-                        const std::vector<DeclaredValue> &values) {
-  const bytecode::Instruction &in = module.code[step.instruction];
-  if (!bytecode::is_action(in.opcode) || step.failed() || step.kind == StepKind::Preflight)
-    return std::string(step_kind_name(step.kind));
-  std::string text = std::string(bytecode::info(in.opcode).mnemonic);
-  if (in.opcode == bytecode::Opcode::MoveFrom) text = "move";
-  if (step.value < values.size()) text += " " + values[step.value].display_name();
-  if (step.outcome.source) text += " from " + step.outcome.source->name();
-  if (step.outcome.destination) text += " to " + step.outcome.destination->name();
+/// Progress of long runs on a terminal: one line on stderr, rewritten at
+/// most ten times a second, once a run has taken a second; nothing when
+/// stderr is not a terminal.
+class Progress {
+public:
+  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+  ~Progress() { clear(); }
+  void start(std::string what) {
+    what_ = std::move(what);
+    started_ = Clock::now();
+  }
+  void update(std::size_t transitions, std::size_t predicted_steps) {
+    if (!enabled_) return;
+    const double elapsed = seconds_since(started_);
+    if (elapsed < 1.0 || elapsed - last_ < 0.1) return;
+    last_ = elapsed;
+    std::fprintf(stderr, "\r\033[Kfhr-plan run: %s: %zu of %zu steps, %.1f s", what_.c_str(), transitions,
+                 predicted_steps, elapsed);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+    last_ = 0;
+  }
+
+private:
+  bool enabled_;
+  bool shown_ = false;
+  std::string what_;
+  Clock::time_point started_;
+  double last_ = 0;
+};
+
+std::string time_cell(const std::optional<double> &us) {
+  if (!us) return "-";
+  return human_time(*us);
+}
+
+std::string error_cell(const AnalyzedStep &step) {
+  const std::optional<double> p = step.predicted_duration_us(), m = step.measured_duration_us();
+  if (!p || !m || step.transfer == StepTransfer::None) return "-";
+  if (*p <= 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", (*m - *p) / *p * 100);
   return text;
 }
 
-void print_check(llvm::raw_ostream &os, const std::string &path, const bytecode::Module &module,
-                 const ExecutionCheck &check, const char *backend) {
-  os << path << ": " << check.kind << " " << string_literal(check.name) << " on the " << backend
-     << " backend\n";
-  auto line_of = [&](const StepRecord &step) { return module.code[step.instruction].line; };
-  if (!check.setup.completed) {
-    const StepRecord &failed = *check.setup.failure();
-    os << "  setup stopped at line " << line_of(failed) << ": " << check.setup.failure_message << "\n";
-  }
-  if (!check.run.steps.empty()) {
-    os << llvm::formatv(kRow, "line", "step", "action", "predicted", "measured", "time");
-    for (std::size_t i = 0; i < check.run.steps.size(); ++i) {
-      const StepRecord &step = check.run.steps[i];
-      const std::string predicted =
-          i < check.predicted.steps.size()
-              ? verdict_text(check.predicted.steps[i].outcome.verdict, check.predicted.steps[i].raised)
-              : "-";
-      std::string time = "-";
-      if (i < check.run.timings.size() && check.run.timings[i].completed_at_ns != 0) {
-        const StepTiming &t = check.run.timings[i];
-        const double us = static_cast<double>(t.completed_at_ns - t.started_at_ns) / 1e3;
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f us", us);
-        time = text;
-      }
-      const std::string where = std::string(step_kind_name(step.kind)) + " " + std::to_string(step.index);
+void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backend) {
+  const ExecutionCheck &check = *run.check;
+  os << run.file << ": " << check.kind << " " << string_literal(check.name) << " on the " << backend
+     << " backend" << (check.sizes_only ? " (sizes only: the run does not fit in memory)" : "") << "\n";
+  if (!check.setup.completed) os << "  setup stopped: " << check.setup.failure_message << "\n";
+  if (!run.steps.empty()) {
+    os << llvm::formatv(kRow, "line", "step", "action", "predicted", "measured", "predicted", "measured",
+                        "error");
+    for (const AnalyzedStep &step : run.steps)
       // Strings only: LLVM 14's integer formatter trips GCC's
       // -Wmaybe-uninitialized at -O2.
-      os << llvm::formatv(kRow, std::to_string(line_of(step)), where, action_text(module, step, check.values),
-                          predicted, verdict_text(step.outcome.verdict, step.raised), time);
-    }
+      os << llvm::formatv(kRow, std::to_string(step.line), step.phase + " " + std::to_string(step.index),
+                          step.action, step.predicted_result.empty() ? "-" : step.predicted_result,
+                          step.measured_result, time_cell(step.predicted_duration_us()),
+                          time_cell(step.measured_duration_us()), error_cell(step));
   }
   for (const ExecutionCheck::Peak &peak : check.peaks)
     os << "  peak charged at " << peak.location.name() << ": predicted " << format_size(peak.predicted)
@@ -80,47 +105,107 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const bytecode:
   if (check.warnings)
     for (const std::string &warning : *check.warnings)
       os << "  runtime warning: " << warning << "\n";
-  if (const StepRecord *failed = check.run.failure())
-    os << "  stopped at line " << line_of(*failed) << ": " << check.run.failure_message << "\n";
+  if (run.stopped_line)
+    os << "  stopped at line " << *run.stopped_line << ": " << check.run.failure_message << "\n";
+  std::string time = "  time: " + human_time(run.measured_us) + " measured";
+  if (run.timed) {
+    time += ", " + human_time(run.predicted_us) + " predicted";
+    if (run.predicted_us > 0) {
+      char text[32];
+      std::snprintf(text, sizeof text, " (%+.1f%%)",
+                    (run.measured_us - run.predicted_us) / run.predicted_us * 100);
+      time += text;
+    }
+  }
+  os << time << "; " << human_bytes(static_cast<double>(run.bytes_moved)) << " moved";
+  for (std::size_t l = 0; l < run.links.size(); ++l)
+    os << (l == 0 ? ": " : ", ") << link_text(run.links[l]);
+  os << "\n";
   if (check.agrees())
     os << "  result: " << (check.run.completed && check.setup.completed ? "completed" : "stopped")
-       << " as predicted; " << check.content_checks << " content checks passed\n";
+       << " as predicted; " << check.content_checks
+       << (check.sizes_only ? " content checks (fingerprints) passed\n" : " content checks passed\n");
   else
     for (const std::string &difference : check.differences)
       os << "  DIFFERS: " << difference << "\n";
 }
 
+/// The run's default: the GPUs when the CUDA runtime reports one, else
+/// simulated devices.
+std::string default_backend() { return cuda_devices_present() > 0 ? "cuda" : "sim"; }
+
 } // namespace
 
 int run_run(const CommonOptions &options, const RunOptions &run) {
+  const Clock::time_point started = Clock::now();
   LoadedFiles loaded = load_files(options);
   if (!loaded.ok) return kBadInput;
+  if (run.scale == 0) {
+    llvm::WithColor::error(llvm::errs(), "fhr-plan") << "--scale must be at least 1\n";
+    return kBadInput;
+  }
+  std::optional<LinkModel> links = load_profile(run.profile);
+  if (!links) return kBadInput;
+  const std::string backend_id = run.backend.empty() ? default_backend() : run.backend;
   ExecutionOptions execution;
-  execution.backend = run.backend == "sim"    ? BackendKind::Simulated
-                      : run.backend == "cuda" ? BackendKind::Cuda
-                                              : BackendKind::Host;
-  execution.overrides = loaded.overrides;
-  const char *backend = run.backend == "sim" ? "simulated device" : run.backend == "cuda" ? "CUDA" : "host";
+  execution.backend = backend_id == "sim"    ? BackendKind::Simulated
+                      : backend_id == "cuda" ? BackendKind::Cuda
+                                             : BackendKind::Host;
+  execution.memory_limit_bytes = run.memory_limit_bytes;
+  for (BudgetOverride o : loaded.overrides) {
+    o.budget_bytes = (o.budget_bytes + run.scale - 1) / run.scale; // as scaled_module divides
+    execution.overrides.push_back(o);
+  }
+  Progress progress(true);
+  execution.progress = [&](std::size_t transitions, std::size_t predicted) {
+    progress.update(transitions, predicted);
+  };
+  const char *backend = backend_id == "sim" ? "simulated device" : backend_id == "cuda" ? "CUDA" : "host";
+  // Only the CUDA backend has copy engines that overlap (docs/links.md).
+  TimelineOptions timeline;
+  timeline.overlap = execution.backend == BackendKind::Cuda;
+
   int status = kFeasible;
-  bool first = true;
+  // Kept whole: the analyses point into them.
+  std::vector<std::unique_ptr<bytecode::Module>> modules;
+  std::vector<std::vector<ExecutionCheck>> checks_per_file;
+  std::vector<AnalyzedRun> runs;
   for (std::size_t f = 0; f < loaded.files.size(); ++f) {
-    const bytecode::Module &module = *loaded.files[f].lowered->module;
+    const VerifiedModule &lowered = *loaded.files[f].lowered;
+    modules.push_back(std::make_unique<bytecode::Module>(
+        run.scale == 1 ? *lowered.module : scaled_module(*lowered.module, run.scale)));
+    const bytecode::Module &module = *modules.back();
+    // The explanation of the module as it runs: the link model times its steps.
+    const VerifiedModule scaled{
+        std::shared_ptr<const bytecode::Module>(lowered.module, &module), {}, lowered.spans};
+    json explanation = explain_json({build_report(scaled, analyze_module(scaled, execution.overrides))});
+    auto unit_of = [&](const std::string &kind, const std::string &name) -> const json * {
+      for (const json &file : explanation.at("files"))
+        for (const json &unit : file.at("units"))
+          if (unit.at("kind") == kind && unit.at("name") == name) return &unit;
+      return nullptr;
+    };
     auto name_of = [&](std::uint32_t string) -> const std::string & { return module.strings[string]; };
-    std::vector<ExecutionCheck> checks;
+    std::vector<ExecutionCheck> &checks = checks_per_file.emplace_back();
     bool selected = false;
     try {
       for (std::uint32_t p = 0; p < module.programs.size(); ++p)
         if ((run.program.empty() && run.plan.empty()) || name_of(module.programs[p].name) == run.program) {
+          progress.start("program " + string_literal(name_of(module.programs[p].name)));
           checks.push_back(check_program(module, p, execution));
+          progress.clear();
           selected = true;
         }
       for (std::uint32_t p = 0; p < module.plans.size(); ++p)
         if ((run.program.empty() && run.plan.empty() && module.programs.empty()) ||
             name_of(module.plans[p].name) == run.plan) {
+          progress.start("plan " + string_literal(name_of(module.plans[p].name)));
           checks.push_back(check_plan(module, p, execution));
+          progress.clear();
           selected = true;
         }
     } catch (const std::exception &error) {
+      progress.clear();
       // The manager itself could not be built (a budget at a location this
       // backend does not have, say), or the run would not fit in memory.
       llvm::WithColor::error(llvm::errs(), "fhr-plan")
@@ -139,14 +224,35 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
       return kBadInput;
     }
     for (const ExecutionCheck &check : checks) {
-      if (!first) llvm::outs() << '\n';
-      first = false;
-      print_check(llvm::outs(), options.files[f], module, check, backend);
+      runs.push_back(
+          analyze_run(options.files[f], module, check, unit_of(check.kind, check.name), *links, timeline));
       if (!check.agrees())
         status = kBadInput;
       else if (status == kFeasible && (!check.run.completed || !check.setup.completed))
         status = kInfeasible;
     }
+  }
+  const double wall_us = seconds_since(started) * 1e6;
+  if (!run.trace.empty() && !write_output(run.trace, json_text(trace_json(run_trace(runs))) + "\n"))
+    return kBadInput;
+  if (run.format == "json") {
+    llvm::outs() << json_text(run_document(runs, backend_id, *links, wall_us, status)) << '\n';
+  } else {
+    bool first = true;
+    for (const AnalyzedRun &analyzed : runs) {
+      if (!first) llvm::outs() << '\n';
+      first = false;
+      print_run(llvm::outs(), analyzed, backend);
+    }
+    std::uint64_t bytes = 0;
+    for (const AnalyzedRun &analyzed : runs)
+      bytes += analyzed.bytes_moved;
+    const std::vector<LinkTotal> all_links = merge_links(runs);
+    llvm::outs() << "\ntotal: " << runs.size() << (runs.size() == 1 ? " run" : " runs") << " in "
+                 << human_time(wall_us) << " wall; " << human_bytes(static_cast<double>(bytes)) << " moved";
+    for (std::size_t l = 0; l < all_links.size(); ++l)
+      llvm::outs() << (l == 0 ? ": " : ", ") << link_text(all_links[l]);
+    llvm::outs() << "\n";
   }
   llvm::outs().flush();
   return status;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace fhr {
 
@@ -15,10 +17,19 @@ namespace {
 // Stream (0) is never a simulated one.
 std::uintptr_t to_native(std::size_t slot) { return static_cast<std::uintptr_t>(slot) + 1; }
 
+/// Address space for `nbytes` without backing: pages cost memory only once
+/// touched, and a sizes-only block touches its first page alone.
+std::byte *reserve_address_space(std::size_t nbytes) {
+  void *memory = ::mmap(nullptr, nbytes == 0 ? 1 : nbytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<std::byte *>(memory);
+}
+
 } // namespace
 
-SimulatedBackend::SimulatedBackend(unsigned device_count, bool overlap_copies)
-    : device_count_(device_count), overlap_copies_(overlap_copies),
+SimulatedBackend::SimulatedBackend(unsigned device_count, bool overlap_copies, SimulatedMemory memory)
+    : device_count_(device_count), overlap_copies_(overlap_copies), memory_(memory),
       blocks_(std::make_shared<BlockRegistry>()), allocated_(new std::uint64_t[Location::kCount]()) {}
 
 DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_count_ > 0, device_count_}; }
@@ -26,7 +37,8 @@ DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_coun
 Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
   if (location.is_cuda() && location.device() >= device_count_)
     throw BackendError("simulated backend has no " + location.name());
-  void *memory = std::malloc(nbytes == 0 ? 1 : nbytes);
+  const bool sizes_only = memory_ == SimulatedMemory::SizesOnly;
+  void *memory = sizes_only ? reserve_address_space(nbytes) : std::malloc(nbytes == 0 ? 1 : nbytes);
   if (!memory) throw std::bad_alloc();
   std::lock_guard lock(mutex_);
   __atomic_fetch_add(&allocated_[location.index()], nbytes, __ATOMIC_RELAXED);
@@ -37,12 +49,17 @@ Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
   // The counter outlives the backend if a replica does (shared ownership);
   // replicas are freed under the manager's lock, one at a time per manager.
   return Storage(
-      static_cast<std::byte *>(memory), nbytes, location,
-      [counters = allocated_, blocks = blocks_, index = location.index(), nbytes](std::byte *data) {
+      static_cast<std::byte *>(memory), sizes_only ? std::min(nbytes, kFingerprintBytes) : nbytes, location,
+      [counters = allocated_, blocks = blocks_, index = location.index(), nbytes,
+       sizes_only](std::byte *data) {
         __atomic_fetch_sub(&counters[index], nbytes, __ATOMIC_RELAXED);
         if (index != Location::pageable().index()) blocks->remove(data);
-        std::free(data);
-      });
+        if (sizes_only)
+          ::munmap(data, nbytes == 0 ? 1 : nbytes);
+        else
+          std::free(data);
+      },
+      nbytes);
 }
 
 void SimulatedBackend::order_after(Stream stream) {

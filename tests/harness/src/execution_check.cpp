@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -53,7 +54,19 @@ bool same_step(const StepRecord &p, const StepRecord &e) {
   return names_failed_lifetime_value || p.value == e.value;
 }
 
+/// Three quarters of the memory this machine has available now
+/// (MemAvailable: free memory and what the kernel can reclaim), or of its
+/// physical memory where /proc/meminfo does not say.
 std::uint64_t default_memory_limit() {
+  if (std::FILE *meminfo = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, meminfo))
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(meminfo);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024 / 4 * 3;
+  }
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return std::uint64_t{4} << 30;
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4 * 3;
@@ -103,7 +116,8 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
   }
   if (options.backend == BackendKind::Simulated) {
     runtime.simulated = std::make_shared<SimulatedBackend>(
-        module.device_count.value_or(options.default_devices), options.simulated_overlap);
+        module.device_count.value_or(options.default_devices), options.simulated_overlap,
+        options.simulated_memory.value_or(SimulatedMemory::Bytes));
     manager_options.backend = runtime.simulated;
   }
   manager_options.trace_capacity = 0;
@@ -125,27 +139,52 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
   ModelTarget model(state);
   Interpreter predict(plans, model);
   result.predicted_setup = predict.run_setup();
+  // Setup's peaks (its window is the state's whole history), before the
+  // run's window resets them.
+  std::map<Location, std::uint64_t> peaks;
+  for (Location location : state.registry())
+    peaks[location] = state.account(location).peak_charged_bytes;
   std::vector<LocationPrediction> predicted_locations;
   if (result.predicted_setup.completed) {
     const ChargeWindow window(state);
     result.predicted = run(predict);
     predicted_locations = window.predictions(state);
   }
-  // Host memory holds every location on the host and simulated backends,
-  // only the host locations on the CUDA backend.
-  std::uint64_t needed = 0;
+  // The memory guard, before anything is allocated: the predicted peaks of
+  // setup and run. Host memory holds every location on the host and
+  // simulated backends, only the host locations on the CUDA backend.
   for (const LocationPrediction &p : predicted_locations)
-    if (options.backend != BackendKind::Cuda || !p.location.is_cuda()) needed += p.peak_charged;
+    peaks[p.location] = std::max(peaks[p.location], p.peak_charged);
+  std::uint64_t needed = 0;
+  for (const auto &[location, peak] : peaks)
+    if (options.backend != BackendKind::Cuda || !location.is_cuda()) needed += peak;
   const std::uint64_t limit =
       options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
-  if (needed > limit)
-    throw ExecutionTooLarge("the run's predicted peaks add up to " + format_size(needed) +
-                            " of host memory, more than the " + format_size(limit) + " it may use here");
+  ExecutionOptions effective = options;
+  if (options.backend == BackendKind::Simulated && !effective.simulated_memory)
+    effective.simulated_memory = needed > limit ? SimulatedMemory::SizesOnly : SimulatedMemory::Bytes;
+  const bool sizes_only =
+      effective.simulated_memory == SimulatedMemory::SizesOnly && options.backend == BackendKind::Simulated;
+  if (needed > limit && !sizes_only)
+    throw ExecutionTooLarge(
+        "the run's predicted peaks add up to " + format_size(needed) + " of host memory, more than the " +
+        format_size(limit) + " it may use here" +
+        (options.backend == BackendKind::Simulated ? "" : " (--backend sim keeps sizes only)"));
+  result.sizes_only = sizes_only;
 
   // The execution: the same interpreter on a live manager.
-  Runtime runtime = make_runtime(module, options);
+  Runtime runtime = make_runtime(module, effective);
   Manager &manager = *runtime.manager;
+  // A device's predicted peak must fit in what its driver reports free.
+  for (const auto &[location, peak] : peaks)
+    if (runtime.cuda && location.is_cuda())
+      if (const std::optional<PoolFigures> figures = manager.backend().memory->pool_figures(location);
+          figures && figures->driver_free_bytes && peak > *figures->driver_free_bytes)
+        throw ExecutionTooLarge("the run's predicted peak at " + location.name() + " is " +
+                                format_size(peak) + ", more than the " +
+                                format_size(*figures->driver_free_bytes) + " free on the device");
   SyntheticBinder binder;
+  if (sizes_only) binder.keep_fingerprints(SimulatedBackend::kFingerprintBytes);
 #ifdef FHR_HAVE_CUDA
   if (runtime.cuda)
     binder = SyntheticBinder([](Location device, std::span<const std::byte> bytes) {
@@ -186,7 +225,10 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
     };
   }
 #endif
+  std::size_t transitions = 0;
+  bool in_run = false;
   runner_options.after_transition = [&](const TransitionReport &report, const Handle &handle) {
+    if (in_run && options.progress) options.progress(++transitions, result.predicted.steps.size());
     // Plan phases report their transitions once the phase ran: a later
     // action of the same phase may have removed the replica again.
     const std::vector<Location> resident = manager.replicas(handle);
@@ -206,6 +248,7 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
   if (!result.setup.completed || !result.predicted_setup.completed) return result;
 
   manager.reset_peaks();
+  in_run = true;
   result.run = run(execute);
   for (std::string &difference : compare_runs(module, result.predicted, result.run))
     result.differences.push_back(std::move(difference));
@@ -232,6 +275,14 @@ bool cuda_backend_built() {
   return true;
 #else
   return false;
+#endif
+}
+
+unsigned cuda_devices_present() {
+#ifdef FHR_HAVE_CUDA
+  return cuda_device_count();
+#else
+  return 0;
 #endif
 }
 

@@ -66,7 +66,11 @@ bool available(const Manager &manager, Location location) {
 Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   if (checksums_.size() <= value.value_id) checksums_.resize(value.value_id + 1);
   if (value.spec.recoverability == Recoverability::Reconstructible) {
-    checksums_[value.value_id] = Expected{value.spec.logical_nbytes, std::nullopt};
+    // Loads fill storage of the backend's size: the fingerprint alone in sizes-only mode.
+    const std::uint64_t filled = fingerprint_bytes_
+                                     ? std::min<std::uint64_t>(value.spec.logical_nbytes, *fingerprint_bytes_)
+                                     : value.spec.logical_nbytes;
+    checksums_[value.value_id] = Expected{filled, std::nullopt};
     return manager.register_source(value.spec, std::make_shared<SyntheticSource>(value.value_id),
                                    value.location);
   }
@@ -74,6 +78,22 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   const std::size_t nbytes = value.spec.storage_nbytes;
   std::byte *data = nullptr;
   Storage::Release release;
+  if (fingerprint_bytes_) {
+    // Address space of the full size (the manager indexes the block), only
+    // the fingerprint written: the value is a view of that many bytes.
+    const std::size_t view = std::min(nbytes, *fingerprint_bytes_);
+    // (At a location the manager lacks, adopt reports the location.)
+    const Location block_at = available(manager, value.location) ? value.location : Location::pageable();
+    std::tie(data, release) = manager.backend().memory->allocate(block_at, nbytes).detach();
+    fill_synthetic({data, view}, value.value_id, 0);
+    checksums_[value.value_id] = Expected{view, XXH64(data, view, 0)};
+    try {
+      return manager.adopt(data, view, nbytes, value.location, release, value.spec.replica_mode);
+    } catch (...) {
+      release(data);
+      throw;
+    }
+  }
   if (value.location.is_cuda() && place_on_device_) {
     std::vector<std::byte> bytes(nbytes);
     fill_synthetic(bytes, value.value_id, 0);

@@ -21,6 +21,15 @@
 /// It knows the pinned and device blocks it handed out (locate): a buffer
 /// adopted at pinned or cuda:N must be one of those, as on a GPU.
 ///
+/// Made with `SimulatedMemory::SizesOnly`, it keeps sizes and a content
+/// fingerprint instead of the bytes, so that a plan of 40 GiB runs on a
+/// machine with less: every block is address space of its full size
+/// (reserved without backing, so the manager's index of blocks and locate
+/// work as before), of which only the first kFingerprintBytes are real. The
+/// storage it hands out holds those first bytes (Storage::size() is
+/// min(nbytes, kFingerprintBytes), Storage::block_size() the full size),
+/// so copies, loads and content checksums touch only the fingerprint.
+///
 /// Thread safety: every member may be called from any thread.
 
 #include "fhr/runtime/backend.hpp"
@@ -34,9 +43,21 @@ namespace fhr {
 
 class BlockRegistry;
 
+/// What a simulated block holds.
+enum class SimulatedMemory : std::uint8_t {
+  Bytes,     ///< every byte, in host memory
+  SizesOnly, ///< its size and its first SimulatedBackend::kFingerprintBytes bytes
+};
+
 class SimulatedBackend final : public Backend {
 public:
-  explicit SimulatedBackend(unsigned device_count, bool overlap_copies = false);
+  /// The real bytes of a block in SimulatedMemory::SizesOnly.
+  static constexpr std::size_t kFingerprintBytes = 8;
+
+  explicit SimulatedBackend(unsigned device_count, bool overlap_copies = false,
+                            SimulatedMemory memory = SimulatedMemory::Bytes);
+
+  SimulatedMemory memory() const { return memory_; }
 
   DeviceConfig devices() const override;
   Storage allocate(Location location, std::size_t nbytes) override;
@@ -104,6 +125,7 @@ private:
 
   unsigned device_count_;
   bool overlap_copies_;
+  SimulatedMemory memory_;
   mutable std::mutex mutex_;
   /// Pinned and device blocks handed out (shared with their storages).
   std::shared_ptr<BlockRegistry> blocks_;

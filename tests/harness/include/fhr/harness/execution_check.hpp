@@ -14,8 +14,11 @@
 #include "fhr/executor/model_target.hpp"
 #include "fhr/executor/step_record.hpp"
 #include "fhr/executor/value_binder.hpp"
+#include "fhr/runtime/simulated_backend.hpp"
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +43,9 @@ struct ExecutionCheck {
   };
   std::vector<Peak> peaks;
   std::uint64_t content_checks = 0;
+  /// The simulated backend kept sizes and fingerprints instead of bytes
+  /// (the run did not fit in memory): content checks compared fingerprints.
+  bool sizes_only = false;
   /// The most copies the simulated backend had in flight at once (overlap
   /// windows at work); 0 on the other backends.
   std::size_t max_copies_in_flight = 0;
@@ -61,6 +67,9 @@ enum class BackendKind { Host, Simulated, Cuda };
 
 /// Whether this build has the CUDA backend (BackendKind::Cuda).
 bool cuda_backend_built();
+/// The CUDA devices the runtime reports (0 without the CUDA backend, a
+/// driver or a device): where `fhr-plan run` chooses its default backend.
+unsigned cuda_devices_present();
 
 struct ExecutionOptions {
   BackendKind backend = BackendKind::Host;
@@ -72,12 +81,21 @@ struct ExecutionOptions {
   bool simulated_overlap = false;
   /// A run whose predicted peaks at locations in host memory (all of them,
   /// except CUDA locations on the CUDA backend) add up to more than this is
-  /// refused before it starts (0: three quarters of the machine's physical
-  /// memory).
+  /// refused before it starts (0: three quarters of the memory the machine
+  /// has available, MemAvailable).
   std::uint64_t memory_limit_bytes = 0;
+  /// What the simulated backend keeps: std::nullopt chooses bytes when the
+  /// run fits under the memory limit, sizes and fingerprints when not
+  /// (SimulatedMemory::SizesOnly); a run that does not fit with Bytes
+  /// forced is refused like one on the host backend.
+  std::optional<SimulatedMemory> simulated_memory;
+  /// Called after every committed transition of the run (not of setup)
+  /// with the transitions so far and the steps the prediction has.
+  std::function<void(std::size_t transitions, std::size_t predicted_steps)> progress;
 };
 
-/// Thrown when a run would need more host memory than the limit.
+/// Thrown when a run would need more memory than the machine has: host
+/// memory beyond the limit, or a device's memory beyond what it has free.
 class ExecutionTooLarge : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;

@@ -28,6 +28,13 @@ public:
   SyntheticBinder() = default;
   explicit SyntheticBinder(DevicePlacer place_on_device) : place_on_device_(std::move(place_on_device)) {}
 
+  /// Values hold only their first `bytes` bytes, their fingerprint (a
+  /// SimulatedBackend in SimulatedMemory::SizesOnly): adopted buffers are
+  /// the backend's sizes-only blocks, adopted as a view of that many bytes
+  /// charged their full storage size, and expected checksums are those of
+  /// the fingerprint.
+  void keep_fingerprints(std::size_t bytes) { fingerprint_bytes_ = bytes; }
+
   Handle bind(Manager &manager, const DeclaredValue &value) override;
   /// XXH64 of the value's pattern: known for adopted values, computed on
   /// first request for sourced ones (which may never be loaded).
@@ -40,6 +47,7 @@ private:
   };
   std::vector<Expected> checksums_; ///< by value id
   DevicePlacer place_on_device_;
+  std::optional<std::size_t> fingerprint_bytes_;
 };
 
 /// Fills `bytes` with the synthetic pattern of `value_id`, as the bytes at

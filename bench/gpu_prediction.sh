@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# EXPLAIN ANALYZE on the GPU machine (issue #14): calibrate this machine's
+# links, run every example on the CUDA backend with that profile, and print
+# predicted against measured step times (bench/prediction_error.py).
+#
+# Here (no GPU), build the tool once; host code only, the CUDA runtime
+# linked statically, so the binary travels alone:
+#   bench/gpu_prediction.sh --build            # -> build-gpu/tools/fhr-plan
+# On the GPU machine, from the repository root:
+#   bench/gpu_prediction.sh build-gpu/tools/fhr-plan "$OUT"
+# OUT receives links.json, calibrate.txt, per example NAME.run.json (fhr-run/1),
+# NAME.trace.json (Perfetto), NAME.err, exits.txt (each run's exit beside
+# explain's) and prediction.txt (the table). Exit: prediction_error.py's
+# (1 when a step misses its target), 2 when a run's exit differs from
+# explain's.
+set -uo pipefail
+
+if [ "${1:-}" = "--build" ]; then
+  set -e
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DFHR_WITH_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90
+  cmake --build build-gpu -j2 --target fhr-plan
+  strip build-gpu/tools/fhr-plan
+  ! ldd build-gpu/tools/fhr-plan | grep -q libcudart || { echo "cudart is not static"; exit 1; }
+  echo "built build-gpu/tools/fhr-plan"
+  exit 0
+fi
+
+tool=${1:?usage: gpu_prediction.sh FHR-PLAN OUT | --build}
+out=${2:-${OUT:?usage: gpu_prediction.sh FHR-PLAN OUT}}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1 || true
+
+"$tool" calibrate --backend cuda -o "$out/links.json" >"$out/calibrate.txt" 2>&1 || {
+  echo "calibrate failed"; cat "$out/calibrate.txt"; exit 2; }
+tail -n 30 "$out/calibrate.txt"
+
+status=0
+: >"$out/exits.txt"
+for example in examples/*.fhr; do
+  name=$(basename "$example" .fhr)
+  "$tool" explain "$example" >/dev/null 2>&1
+  predicted=$?
+  "$tool" run --backend cuda --profile "$out/links.json" --format json --trace "$out/$name.trace.json" \
+    "$example" >"$out/$name.run.json" 2>"$out/$name.err"
+  ran=$?
+  echo "$name: run exit $ran, explain exit $predicted" | tee -a "$out/exits.txt"
+  [ "$ran" = "$predicted" ] || status=2
+done
+
+python3 bench/prediction_error.py "$out"/*.run.json | tee "$out/prediction.txt"
+table=${PIPESTATUS[0]}
+[ "$status" != 0 ] && exit "$status"
+exit "$table"

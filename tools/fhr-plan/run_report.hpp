@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// EXPLAIN ANALYZE for `fhr-plan run`: one run's steps with what the
+/// simulator predicted beside what the runtime did, and each step's
+/// predicted time (the link model's timeline, fhr/model/timeline.hpp, over
+/// the same explanation `explain --profile` times) beside its measured
+/// duration; the totals per run and per link. Rendered as text, as JSON
+/// (schema fhr-run/1, docs/run.md) and as a Perfetto trace.
+
+#include "fhr/bytecode/module.hpp"
+#include "fhr/compiler/trace.hpp"
+#include "fhr/harness/execution_check.hpp"
+#include "fhr/model/link_model.hpp"
+#include "fhr/model/timeline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fhr::cli {
+
+/// One step of a run.
+struct AnalyzedStep {
+  std::uint32_t line = 0;
+  std::string phase; ///< the step kind ("enter")
+  std::uint32_t index = 0;
+  std::string action; ///< "ensure rotkey from pageable to cuda:0", "drop rotkey at cuda:0", "reserve"
+  std::string value;  ///< the value it acts on, "" for steps without one
+  std::optional<Location> source, destination;
+  std::uint64_t bytes = 0;                       ///< the value's storage bytes (the reservation's size)
+  std::string predicted_result, measured_result; ///< "done", "no-op", "refused (budget)"
+  StepTransfer transfer = StepTransfer::None;    ///< what moved its bytes (as explained)
+  std::string link; ///< the link its bytes took ("pageable-device", "load pageable-device"), "" for none
+  /// The link model's timeline, when the explanation lines up with the run.
+  std::optional<StepTime> predicted;
+  /// Microseconds from the run's first measured step; none when not measured.
+  std::optional<double> measured_start_us, measured_end_us;
+
+  std::optional<double> predicted_duration_us() const;
+  std::optional<double> measured_duration_us() const;
+};
+
+/// Bytes and time per link of one run (or of every run).
+struct LinkTotal {
+  std::string link;
+  std::uint64_t copies = 0, bytes = 0;
+  double measured_us = 0, predicted_us = 0;
+};
+
+struct AnalyzedRun {
+  std::string file, kind, name;
+  const ExecutionCheck *check = nullptr;
+  std::vector<AnalyzedStep> steps;
+  /// Whether each step has a prediction (the explanation had the run's steps).
+  bool timed = false;
+  double predicted_us = 0; ///< when the last predicted step committed
+  double measured_us = 0;  ///< first measured start to last completion
+  std::uint64_t bytes_moved = 0;
+  std::vector<LinkTotal> links;
+  std::optional<std::uint32_t> stopped_line;
+};
+
+/// Analyses one checked run: `explanation` is the unit of the explain
+/// document (fhr-explain/1) of the same module with the same name and kind,
+/// or null; `links` and `timeline` predict its time.
+AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module, const ExecutionCheck &check,
+                        const nlohmann::ordered_json *explanation, const LinkModel &links,
+                        const TimelineOptions &timeline);
+
+/// Per link, over several runs.
+std::vector<LinkTotal> merge_links(const std::vector<AnalyzedRun> &runs);
+
+/// "259.0 MiB", "4.0 KiB", "17 B": a human size.
+std::string human_bytes(double bytes);
+/// "12.3 ms", "830.0 us", "1.25 s".
+std::string human_time(double microseconds);
+/// "pageable-device 139.0 MiB in 10.2 ms (14.3 GB/s)".
+std::string link_text(const LinkTotal &link);
+
+/// The fhr-run/1 document of every run (docs/run.md).
+nlohmann::ordered_json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backend,
+                                    const LinkModel &links, double wall_us, int exit_code);
+
+/// Predicted and measured spans of every run side by side (runs follow
+/// each other in time): steps, copies on their engines, commit waits,
+/// leases and holds.
+TraceDocument run_trace(const std::vector<AnalyzedRun> &runs);
+
+} // namespace fhr::cli
