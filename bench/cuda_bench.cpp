@@ -73,8 +73,11 @@ void rate_row(const std::string &what, std::size_t bytes, const std::vector<doub
     rates.push_back(static_cast<double>(bytes) / s / 1e9);
   const Figure f = figure(rates);
   std::string runs;
-  for (double r : rates)
-    runs += (runs.empty() ? "" : ", ") + std::to_string(r).substr(0, 4);
+  for (double r : rates) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%s%.1f", runs.empty() ? "" : ", ", r);
+    runs += text;
+  }
   std::printf("| %s | %.1f GB/s | %.1f–%.1f (runs: %s) | %s |\n", what.c_str(), f.median, f.low, f.high,
               runs.c_str(), target);
   std::fflush(stdout);
