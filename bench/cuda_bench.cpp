@@ -1,18 +1,28 @@
-// The CUDA backend against raw CUDA in the same process (issue #5): each
-// ratio beside its raw baseline. Run on a GPU machine:
+// The CUDA backend against raw CUDA in the same process (issues #5 and
+// #15): every row beside its raw baseline, measured in rounds that
+// alternate the manager and the baseline, medians and ranges over at
+// least 5 rounds, printed as the rows of markdown tables for
+// docs/benchmarks.md. Cold rows come first, before anything has warmed
+// the driver's pools. Run on a GPU machine:
 //
-//   ./build-release/bench/cuda_bench
+//   ./build-release/bench/cuda_bench [rounds]
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
+#include <string>
+#include <sys/mman.h>
+#include <thread>
 #include <vector>
 
 using namespace fhr;
@@ -26,302 +36,530 @@ void check(cudaError_t error) {
   }
 }
 
-double seconds(const std::function<void()> &body, int repeats) {
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+double time_of(const std::function<void()> &body) {
+  const auto start = Clock::now();
+  body();
+  return seconds_since(start);
 }
 
-double gbps(std::size_t bytes, double s) { return static_cast<double>(bytes) / s / 1e9; }
+struct Figure {
+  double median = 0, low = 0, high = 0;
+};
+Figure figure(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return Figure{samples[samples.size() / 2], samples.front(), samples.back()};
+}
+
+void header(const char *title) {
+  std::printf("\n%s\n\n| measurement | median | range | target |\n|---|---|---|---|\n", title);
+  std::fflush(stdout);
+}
+/// A row of microseconds (samples in seconds).
+void us_row(const std::string &what, const std::vector<double> &samples, const char *target = "") {
+  const Figure f = figure(samples);
+  std::printf("| %s | %.3f µs | %.3f–%.3f | %s |\n", what.c_str(), f.median * 1e6, f.low * 1e6, f.high * 1e6,
+              target);
+  std::fflush(stdout);
+}
+/// A row of GB/s for `bytes` moved in each sample's seconds (every run shown).
+void rate_row(const std::string &what, std::size_t bytes, const std::vector<double> &samples,
+              const char *target = "") {
+  std::vector<double> rates;
+  for (double s : samples)
+    rates.push_back(static_cast<double>(bytes) / s / 1e9);
+  const Figure f = figure(rates);
+  std::string runs;
+  for (double r : rates) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%s%.1f", runs.empty() ? "" : ", ", r);
+    runs += text;
+  }
+  std::printf("| %s | %.1f GB/s | %.1f–%.1f (runs: %s) | %s |\n", what.c_str(), f.median, f.low, f.high,
+              runs.c_str(), target);
+  std::fflush(stdout);
+}
+void percent_row(const std::string &what, const std::vector<double> &samples, const char *target = "") {
+  const Figure f = figure(samples);
+  std::printf("| %s | %.1f%% | %.1f–%.1f | %s |\n", what.c_str(), f.median * 100, f.low * 100, f.high * 100,
+              target);
+  std::fflush(stdout);
+}
 
 const Location kPinned = Location::pinned(), kPageable = Location::pageable(), kGpu = Location::cuda(0);
 
-/// Manager transition timings for one value of `bytes` between `host` and cuda:0.
-void transfer(Manager &m, Location host, std::size_t bytes, int repeats) {
+std::byte *pinned_block(std::size_t bytes, int fill) {
+  std::byte *data = nullptr;
+  check(cudaHostAlloc(reinterpret_cast<void **>(&data), bytes, cudaHostAllocPortable));
+  std::memset(data, fill, bytes);
+  return data;
+}
+Handle adopt_pinned(Manager &m, std::size_t bytes, int fill = 1) {
+  return m.adopt(
+      pinned_block(bytes, fill), bytes, kPinned, [](std::byte *p) { cudaFreeHost(p); },
+      ReplicaMode::Replicable);
+}
+Manager cuda_manager(CudaBackendOptions backend = {}, bool overlap = true) {
+  ManagerOptions options;
+  options.backend = make_cuda_backend(backend);
+  options.overlap_transfers = overlap;
+  return Manager(std::move(options));
+}
+
+// ---- cold pools ----------------------------------------------------------
+
+/// The first transfers of a fresh manager: 256 MiB pinned -> cuda:0 (the
+/// device pool empty) and back to pinned after the pinned replica went
+/// (the pinned pool empty), then the same again warm; with `warm_up`, the
+/// plan's warm-up runs first and its duration is the cold cost reported.
+void cold_rows(int rounds) {
+  constexpr std::size_t kBytes = std::size_t{256} << 20;
+  header("Cold pools: the first transfers of a fresh manager, 256 MiB (one sample per round)");
+  std::vector<double> in_cold, in_warm, in_ready, out_cold, out_warm, out_ready, warm_up, in_ratio, out_ratio,
+      in_ready_ratio, out_ready_ratio;
+  for (int r = 0; r < rounds; ++r)
+    for (const bool prepared : {false, true}) {
+      // The device's pool outlives a backend (it is the device's default
+      // pool): give its memory back, so that every round starts cold.
+      cudaMemPool_t pool = nullptr;
+      check(cudaDeviceGetDefaultMemPool(&pool, 0));
+      check(cudaDeviceSynchronize());
+      check(cudaMemPoolTrimTo(pool, 0));
+      Manager m = cuda_manager();
+      const Handle h = adopt_pinned(m, kBytes);
+      const PlanSpec in_plan{"prefetch", {}, {}, {ActionSpec{ActionKind::Ensure, h, kGpu, {}}}, {}};
+      if (prepared) {
+        // The device pool for the prefetch and a pinned block for the
+        // eviction back (what a plan with an evicting exit would ask).
+        WarmUpReport report = m.warm_up(in_plan);
+        const PoolRequest pinned{kPinned, {kBytes}};
+        report.duration_ns += m.warm_up(std::span(&pinned, 1)).duration_ns;
+        warm_up.push_back(static_cast<double>(report.duration_ns) * 1e-9);
+      }
+      const double in_first = time_of([&] { m.ensure(h, kGpu); });
+      m.drop(h, kPinned);
+      const double out_first = time_of([&] { m.ensure(h, kPinned); });
+      m.drop(h, kGpu);
+      const double in_again = time_of([&] { m.ensure(h, kGpu); });
+      m.drop(h, kPinned);
+      const double out_again = time_of([&] { m.ensure(h, kPinned); });
+      (prepared ? in_ready : in_cold).push_back(in_first);
+      (prepared ? out_ready : out_cold).push_back(out_first);
+      in_warm.push_back(in_again);
+      out_warm.push_back(out_again);
+      (prepared ? in_ready_ratio : in_ratio).push_back(in_again / in_first);
+      (prepared ? out_ready_ratio : out_ratio).push_back(out_again / out_first);
+      m.close(true, true);
+    }
+  rate_row("first pinned → cuda:0, cold", kBytes, in_cold);
+  rate_row("first pinned → cuda:0 after `warm_up(plan)`", kBytes, in_ready);
+  rate_row("pinned → cuda:0, warm (the second)", kBytes, in_warm);
+  percent_row("  first / warm rate, cold", in_ratio);
+  percent_row("  first / warm rate, after warm-up", in_ready_ratio, "≥ 90%");
+  rate_row("first cuda:0 → pinned (pinned pool empty), cold", kBytes, out_cold);
+  rate_row("first cuda:0 → pinned after the warm-up", kBytes, out_ready);
+  rate_row("cuda:0 → pinned, warm (the second)", kBytes, out_warm);
+  percent_row("  first / warm rate, cold", out_ratio);
+  percent_row("  first / warm rate, after warm-up", out_ready_ratio, "≥ 90%");
+  us_row("the warm-up itself (`WarmUpReport::duration_ns`: the cold cost, paid before the plan)", warm_up);
+}
+
+// ---- bandwidth -------------------------------------------------------------
+
+/// pinned or pageable <-> cuda:0 for one value of `bytes`: the manager's
+/// ensure in each direction beside a raw cudaMemcpyAsync + synchronise on
+/// the same buffers, alternating.
+void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const char *target_in,
+              const char *target_out) {
   std::byte *data = nullptr;
   Storage::Release release;
   if (host == kPinned) {
-    check(cudaHostAlloc(reinterpret_cast<void **>(&data), bytes, cudaHostAllocPortable));
+    data = pinned_block(bytes, 1);
     release = [](std::byte *p) { cudaFreeHost(p); };
   } else {
     data = static_cast<std::byte *>(std::aligned_alloc(4096, bytes));
+    std::memset(data, 1, bytes);
     release = [](std::byte *p) { std::free(p); };
   }
-  std::memset(data, 1, bytes);
   const Handle h = m.adopt(data, bytes, host, release, ReplicaMode::Replicable);
-
-  // Raw baselines on the same buffers.
   void *device = nullptr;
   check(cudaMalloc(&device, bytes));
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const double raw_h2d = seconds(
-      [&] {
-        check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
-        check(cudaStreamSynchronize(stream));
-      },
-      repeats);
-  const double raw_d2h = seconds(
-      [&] {
-        check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
-        check(cudaStreamSynchronize(stream));
-      },
-      repeats);
+  std::vector<double> raw_in, raw_out, in, out;
+  m.ensure(h, kGpu); // the pools warm
+  m.drop(h, kGpu);
+  for (int r = 0; r < rounds; ++r) {
+    raw_in.push_back(time_of([&] {
+      check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
+      check(cudaStreamSynchronize(stream));
+    }));
+    in.push_back(time_of([&] { m.ensure(h, kGpu); }));
+    // The host replica goes first so that ensure copies back into fresh
+    // host storage (pageable: fresh pages, as a new value would get).
+    m.move(h, kGpu, host);
+    out.push_back(time_of([&] { m.ensure(h, host); }));
+    m.drop(h, kGpu);
+    raw_out.push_back(time_of([&] {
+      check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
+      check(cudaStreamSynchronize(stream));
+    }));
+  }
+  const std::string size = bytes >= (std::size_t{1} << 30) ? std::to_string(bytes >> 30) + " GiB"
+                                                           : std::to_string(bytes >> 20) + " MiB";
+  rate_row(host.name() + " → cuda:0, " + size, bytes, in, target_in);
+  rate_row("  raw `cudaMemcpyAsync` + synchronise", bytes, raw_in);
+  rate_row("cuda:0 → " + host.name() + ", " + size, bytes, out, target_out);
+  rate_row("  raw `cudaMemcpyAsync` + synchronise", bytes, raw_out);
   check(cudaFree(device));
   check(cudaStreamDestroy(stream));
-
-  std::vector<double> to_device, to_host;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    m.ensure(h, kGpu);
-    to_device.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    // Device -> host: the host replica goes first so that ensure copies back.
-    m.move(h, kGpu, host);
-    start = std::chrono::steady_clock::now();
-    m.ensure(h, host);
-    to_host.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    m.drop(h, kGpu);
-  }
-  std::sort(to_device.begin(), to_device.end());
-  std::sort(to_host.begin(), to_host.end());
-  const double h2d = to_device[to_device.size() / 2], d2h = to_host[to_host.size() / 2];
-  std::printf(
-      "%-8s %6zu MiB  to device: raw %6.1f GB/s, manager %6.1f GB/s (%5.1f%%)   to host: raw %6.1f GB/s, "
-      "manager %6.1f GB/s (%5.1f%%)\n",
-      host.name().c_str(), bytes >> 20, gbps(bytes, raw_h2d), gbps(bytes, h2d), 100 * raw_h2d / h2d,
-      gbps(bytes, raw_d2h), gbps(bytes, d2h), 100 * raw_d2h / d2h);
   m.discard(h);
 }
 
-/// A plan phase that evicts 1 GiB from cuda:0 to pinned memory while it
-/// prefetches 1 GiB from pinned memory to cuda:0, with and without overlap,
-/// beside raw copies of the same sizes on two streams at once.
-void evict_while_prefetch(bool overlap, int repeats) {
-  constexpr std::size_t kBytes = std::size_t{1} << 30;
-  ManagerOptions options;
-  options.backend = make_cuda_backend();
-  options.overlap_transfers = overlap;
-  Manager m(std::move(options));
-  auto pinned_value = [&](int fill) {
-    std::byte *data = nullptr;
-    check(cudaHostAlloc(reinterpret_cast<void **>(&data), kBytes, cudaHostAllocPortable));
-    std::memset(data, fill, kBytes);
-    return m.adopt(
-        data, kBytes, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
-  };
-  const Handle evicted = pinned_value(1), prefetched = pinned_value(2);
-  m.move(evicted, kGpu);
-  const std::vector<ActionSpec> phase = {ActionSpec{ActionKind::Move, evicted, kPinned, std::nullopt},
-                                         ActionSpec{ActionKind::Ensure, prefetched, kGpu, std::nullopt}};
+/// The limit of a device -> pageable transfer: 8 threads copying 256 MiB
+/// into fresh pages (page faults included), per round a new allocation.
+void fresh_page_memcpy(int rounds) {
+  constexpr std::size_t kBytes = std::size_t{256} << 20;
+  constexpr unsigned kThreads = 8;
+  std::byte *source = pinned_block(kBytes, 3);
   std::vector<double> samples;
-  for (int r = 0; r < repeats + 1; ++r) { // the first run fills the pools
-    const auto start = std::chrono::steady_clock::now();
-    m.execute_actions(phase, "evict-while-prefetch");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (r > 0) samples.push_back(s);
-    m.drop(prefetched, kGpu);
-    m.move(evicted, kGpu);
+  for (int r = 0; r < rounds; ++r) {
+    auto *sink = static_cast<std::byte *>(std::malloc(kBytes));
+    samples.push_back(time_of([&] {
+      std::vector<std::thread> threads;
+      const std::size_t piece = kBytes / kThreads;
+      for (unsigned t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] { std::memcpy(sink + t * piece, source + t * piece, piece); });
+      for (std::thread &t : threads)
+        t.join();
+    }));
+    std::free(sink);
   }
-  std::sort(samples.begin(), samples.end());
-  const double managed = samples[samples.size() / 2];
-
-  static double raw_both = 0; // measured once, printed with both rows
-  if (raw_both == 0) {
-    void *device[2] = {nullptr, nullptr};
-    std::byte *host[2] = {nullptr, nullptr};
-    cudaStream_t streams[2] = {nullptr, nullptr};
-    for (int i = 0; i < 2; ++i) {
-      check(cudaMalloc(&device[i], kBytes));
-      check(cudaHostAlloc(reinterpret_cast<void **>(&host[i]), kBytes, cudaHostAllocPortable));
-      check(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
-    }
-    raw_both = seconds(
-        [&] {
-          check(cudaMemcpyAsync(host[0], device[0], kBytes, cudaMemcpyDefault, streams[0]));
-          check(cudaMemcpyAsync(device[1], host[1], kBytes, cudaMemcpyDefault, streams[1]));
-          check(cudaStreamSynchronize(streams[0]));
-          check(cudaStreamSynchronize(streams[1]));
-        },
-        repeats);
-    for (int i = 0; i < 2; ++i) {
-      check(cudaFree(device[i]));
-      check(cudaFreeHost(host[i]));
-      check(cudaStreamDestroy(streams[i]));
-    }
-  }
-  std::printf("evict 1 GiB to pinned while prefetching 1 GiB (%s): manager %6.1f GB/s aggregate; raw on two "
-              "streams %6.1f GB/s (%5.1f%%)\n",
-              overlap ? "overlap   " : "sequential", gbps(2 * kBytes, managed), gbps(2 * kBytes, raw_both),
-              100 * raw_both / managed);
-  m.close(true, true);
+  rate_row("  the limit: 8-thread memcpy of 256 MiB into fresh pages", kBytes, samples);
+  check(cudaFreeHost(source));
 }
 
-/// What the CUDA calls on the small-transfer and lease paths cost here.
-void call_costs(cudaStream_t stream) {
-  constexpr int kCalls = 20000;
-  auto per_call = [&](const std::function<void()> &body) { return seconds(body, 5) / kCalls * 1e6; };
-  const double set_device = per_call([] {
-    for (int i = 0; i < kCalls; ++i)
-      check(cudaSetDevice(0));
-  });
-  int device = -1;
-  const double stream_device = per_call([&] {
-    for (int i = 0; i < kCalls; ++i)
-      check(cudaStreamGetDevice(stream, &device));
-  });
-  cudaEvent_t event = nullptr;
-  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  const double record_query = per_call([&] {
-    for (int i = 0; i < kCalls; ++i) {
-      check(cudaEventRecord(event, stream));
-      check(cudaEventQuery(event));
+/// Evict 1 GiB from cuda:0 to pinned while prefetching 1 GiB to cuda:0 in
+/// one plan phase, with and without overlap, beside raw copies of the same
+/// sizes on two streams at once.
+void evict_while_prefetch(int rounds) {
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  std::vector<double> samples[2], raw;
+  Manager managers[2] = {cuda_manager({}, false), cuda_manager({}, true)};
+  std::vector<ActionSpec> phases[2];
+  for (int k = 0; k < 2; ++k) {
+    const Handle evicted = adopt_pinned(managers[k], kBytes, 1),
+                 prefetched = adopt_pinned(managers[k], kBytes, 2);
+    managers[k].move(evicted, kGpu);
+    phases[k] = {ActionSpec{ActionKind::Move, evicted, kPinned, std::nullopt},
+                 ActionSpec{ActionKind::Ensure, prefetched, kGpu, std::nullopt}};
+  }
+  void *device[2] = {nullptr, nullptr};
+  std::byte *host[2] = {nullptr, nullptr};
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    check(cudaMalloc(&device[i], kBytes));
+    host[i] = pinned_block(kBytes, 0);
+    check(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+  }
+  for (int r = 0; r < rounds + 1; ++r) { // round 0 fills the pools
+    for (int k = 0; k < 2; ++k) {
+      const double s = time_of([&] { managers[k].execute_actions(phases[k], "evict-while-prefetch"); });
+      if (r > 0) samples[k].push_back(s);
+      managers[k].drop(phases[k][1].handle, kGpu);
+      managers[k].move(phases[k][0].handle, kGpu);
     }
-  });
-  const double record = per_call([&] {
-    for (int i = 0; i < kCalls; ++i)
-      check(cudaEventRecord(event, stream));
-  });
-  check(cudaStreamSynchronize(stream));
-  const double query = per_call([&] {
-    for (int i = 0; i < kCalls; ++i)
-      check(cudaEventQuery(event));
-  });
-  check(cudaEventDestroy(event));
-  // A stream-write marker (cuStreamWriteValue64 into mapped pinned memory)
-  // would make the completion test a host load, but costs more to record
-  // than an event's record and query together: leases use events.
-  using WriteValue64 = int (*)(cudaStream_t, unsigned long long, std::uint64_t, unsigned);
-  void *entry = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  check(cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &entry, 12000, cudaEnableDefault, &found));
-  std::uint64_t *word = nullptr;
-  check(cudaHostAlloc(reinterpret_cast<void **>(&word), 64, cudaHostAllocMapped | cudaHostAllocPortable));
-  const double write = per_call([&] {
-    for (int i = 0; i < kCalls; ++i)
-      reinterpret_cast<WriteValue64>(entry)(stream, reinterpret_cast<unsigned long long>(word),
-                                            static_cast<std::uint64_t>(i), 0);
-  });
-  check(cudaStreamSynchronize(stream));
-  check(cudaFreeHost(word));
-  const double malloc_free = per_call([&] {
-    for (int i = 0; i < kCalls; ++i) {
-      void *p = nullptr;
-      check(cudaMallocAsync(&p, 4096, stream));
-      check(cudaFreeAsync(p, stream));
-    }
-  });
-  check(cudaStreamSynchronize(stream));
-  std::printf(
-      "CUDA call costs (us): cudaSetDevice %.3f, cudaStreamGetDevice %.3f, cudaEventRecord+Query %.3f, "
-      "cudaMallocAsync+cudaFreeAsync 4 KiB %.3f\n",
-      set_device, stream_device, record_query, malloc_free);
-  std::printf("  alone: cudaEventRecord %.3f, cudaEventQuery %.3f, cuStreamWriteValue64 %.3f\n", record,
-              query, write);
+    const double s = time_of([&] {
+      check(cudaMemcpyAsync(host[0], device[0], kBytes, cudaMemcpyDefault, streams[0]));
+      check(cudaMemcpyAsync(device[1], host[1], kBytes, cudaMemcpyDefault, streams[1]));
+      check(cudaStreamSynchronize(streams[0]));
+      check(cudaStreamSynchronize(streams[1]));
+    });
+    if (r > 0) raw.push_back(s);
+  }
+  rate_row("evict 1 GiB cuda:0 → pinned while prefetching 1 GiB pinned → cuda:0, aggregate", 2 * kBytes,
+           samples[1], "≥ 90 GB/s");
+  rate_row("  the same with `overlap_transfers = false`", 2 * kBytes, samples[0]);
+  rate_row("  raw copies on two streams at once", 2 * kBytes, raw);
+  for (int i = 0; i < 2; ++i) {
+    check(cudaFree(device[i]));
+    check(cudaFreeHost(host[i]));
+    check(cudaStreamDestroy(streams[i]));
+  }
+  for (Manager &m : managers)
+    m.close(true, true);
 }
 
-/// 4 KiB ensure to the device, end to end, against a raw copy + synchronise;
-/// then lease acquire + release with a consumer stream.
-void small_transfers(Manager &m, const char *label) {
-  std::printf("%s:\n", label);
-  std::byte *data = nullptr;
-  check(cudaHostAlloc(reinterpret_cast<void **>(&data), 4096, cudaHostAllocPortable));
-  const Handle h = m.adopt(
-      data, 4096, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+// ---- small transfers -------------------------------------------------------
+
+/// Per round: `sizes.size()` ensures pinned -> cuda:0 of values of these
+/// sizes (each timed alone, the undoing drop outside the clock; and a second
+/// figure with the drop inside), beside raw copies + synchronise of the same
+/// sizes into one device buffer, alternating rounds. Rows: the manager, the
+/// raw copy, and the difference per round.
+void small_ensures(Manager &m, const std::string &label,
+                   const std::function<std::vector<std::size_t>(int)> &sizes_of_round, int rounds,
+                   const char *target) {
+  std::vector<std::vector<std::size_t>> round_sizes;
+  std::vector<std::size_t> distinct;
+  for (int r = 0; r < rounds; ++r) {
+    round_sizes.push_back(sizes_of_round(r));
+    distinct.insert(distinct.end(), round_sizes.back().begin(), round_sizes.back().end());
+  }
+  const std::size_t largest = *std::max_element(distinct.begin(), distinct.end());
+  std::vector<Handle> values;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (std::size_t n : distinct)
+    values.push_back(adopt_pinned(m, n));
+  auto value_of = [&](std::size_t n) {
+    return values[static_cast<std::size_t>(std::lower_bound(distinct.begin(), distinct.end(), n) -
+                                           distinct.begin())];
+  };
+  std::byte *source = pinned_block(largest, 1);
   void *device = nullptr;
-  check(cudaMalloc(&device, 4096));
+  check(cudaMalloc(&device, largest));
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  constexpr int kIterations = 2000;
-  const double raw = seconds(
-                         [&] {
-                           for (int i = 0; i < kIterations; ++i) {
-                             check(cudaMemcpyAsync(device, data, 4096, cudaMemcpyDefault, stream));
-                             check(cudaStreamSynchronize(stream));
-                           }
-                         },
-                         5) /
-                     kIterations;
-  std::vector<double> samples;
-  for (int r = 0; r < 5; ++r) {
+  std::vector<double> raw, managed, with_drop, above;
+  for (int r = 0; r < rounds; ++r) {
+    const std::vector<std::size_t> &sizes = round_sizes[static_cast<std::size_t>(r)];
+    const double raw_round = time_of([&] {
+                               for (std::size_t n : sizes) {
+                                 check(cudaMemcpyAsync(device, source, n, cudaMemcpyDefault, stream));
+                                 check(cudaStreamSynchronize(stream));
+                               }
+                             }) /
+                             static_cast<double>(sizes.size());
     double total = 0;
-    for (int i = 0; i < kIterations; ++i) {
-      const auto start = std::chrono::steady_clock::now();
+    for (std::size_t n : sizes) {
+      const Handle h = value_of(n);
+      const auto start = Clock::now();
       m.ensure(h, kGpu);
-      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      total += seconds_since(start);
       m.drop(h, kGpu);
     }
-    samples.push_back(total / kIterations);
+    const double managed_round = total / static_cast<double>(sizes.size());
+    with_drop.push_back(time_of([&] {
+                          for (std::size_t n : sizes) {
+                            m.ensure(value_of(n), kGpu);
+                            m.drop(value_of(n), kGpu);
+                          }
+                        }) /
+                        static_cast<double>(sizes.size()));
+    raw.push_back(raw_round);
+    managed.push_back(managed_round);
+    above.push_back(managed_round - raw_round);
   }
-  std::sort(samples.begin(), samples.end());
-  const double managed = samples[samples.size() / 2];
-  std::printf("4 KiB ensure to cuda:0: raw copy + synchronise %.2f us, manager %.2f us (+%.2f us)\n",
-              raw * 1e6, managed * 1e6, (managed - raw) * 1e6);
-
-  m.ensure(h, kGpu);
-  const Handle handles[] = {h};
-  const Stream consumer{reinterpret_cast<std::uintptr_t>(stream)};
-  const double lease = seconds(
-                           [&] {
-                             for (int i = 0; i < 20000; ++i) {
-                               Lease l = m.acquire(handles, kGpu, consumer);
-                               l.release();
-                             }
-                           },
-                           5) /
-                       20000;
-  // The same lease on the host replica: the manager's share, no CUDA call.
-  const double host_lease = seconds(
-                                [&] {
-                                  for (int i = 0; i < 20000; ++i) {
-                                    Lease l = m.acquire(handles, kPinned);
-                                    l.release();
-                                  }
-                                },
-                                5) /
-                            20000;
-  std::printf("lease acquire + release with a consumer stream: %.3f us (events recorded and reaped); "
-              "the same at pinned (no CUDA call): %.3f us\n",
-              lease * 1e6, host_lease * 1e6);
-  call_costs(stream);
-  (void)m.state_version();
+  us_row(label + ": `ensure` pinned → cuda:0 (the undoing drop outside the clock)", managed);
+  us_row("  raw `cudaMemcpyAsync` + synchronise of the same sizes", raw);
+  us_row("  the ensure above raw (per round)", above, target);
+  us_row("  `ensure` + the undoing `drop`, both in the clock", with_drop);
   check(cudaFree(device));
+  check(cudaFreeHost(source));
+  check(cudaStreamDestroy(stream));
+  for (const Handle &h : values)
+    m.discard(h);
+}
+
+/// 2,000 sizes of 2–16 KiB a round, each one a size no ensure before had.
+std::vector<std::size_t> unseen_sizes(int round) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < 2000; ++i)
+    sizes.push_back(2048 + static_cast<std::size_t>(round) * 2000 + i);
+  return sizes;
+}
+
+/// Log-uniform sizes from 2^low_log2 to 2^high_log2 (fixed seed per round).
+std::vector<std::size_t> random_sizes(std::size_t count, double low_log2, double high_log2, unsigned seed) {
+  std::mt19937_64 random(15 + seed);
+  std::uniform_real_distribution<double> exponent(low_log2, high_log2);
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < count; ++i)
+    sizes.push_back(static_cast<std::size_t>(std::exp2(exponent(random))));
+  return sizes;
+}
+
+// ---- leases ------------------------------------------------------------------
+
+/// Blocks a stream until `release` is set: a stand-in for a kernel that is
+/// still reading the leased values.
+struct BusyStream {
+  std::atomic<bool> release{false};
+  void block(cudaStream_t stream) {
+    release = false;
+    check(cudaLaunchHostFunc(
+        stream,
+        [](void *flag) {
+          while (!static_cast<std::atomic<bool> *>(flag)->load())
+            std::this_thread::yield();
+        },
+        &release));
+  }
+  void unblock(cudaStream_t stream) {
+    release = true;
+    check(cudaStreamSynchronize(stream));
+  }
+};
+
+void lease_rows(int rounds) {
+  header("Leases at cuda:0 with a consumer stream (acquire + release)");
+  Manager m = cuda_manager();
+  std::vector<Handle> values;
+  for (int i = 0; i < 100; ++i) {
+    values.push_back(adopt_pinned(m, 4096));
+    m.ensure(values.back(), kGpu);
+  }
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const Stream consumer{reinterpret_cast<std::uintptr_t>(stream)};
+  BusyStream busy;
+  for (const std::size_t n : {1, 10, 100}) {
+    const std::span<const Handle> leased = std::span(values).first(n);
+    const int iterations = n == 100 ? 2000 : 20000;
+    std::vector<double> idle, on_busy, host;
+    for (int r = 0; r < rounds; ++r) {
+      idle.push_back(time_of([&] {
+                       for (int i = 0; i < iterations; ++i) {
+                         Lease l = m.acquire(leased, kGpu, consumer);
+                         l.release();
+                       }
+                     }) /
+                     iterations);
+      // The same lease at pinned: the manager's share, no CUDA call.
+      host.push_back(time_of([&] {
+                       for (int i = 0; i < iterations; ++i) {
+                         Lease l = m.acquire(leased, kPinned);
+                         l.release();
+                       }
+                     }) /
+                     iterations);
+      busy.block(stream);
+      on_busy.push_back(time_of([&] {
+                          for (int i = 0; i < 1000; ++i) {
+                            Lease l = m.acquire(leased, kGpu, consumer);
+                            l.release();
+                          }
+                        }) /
+                        1000);
+      busy.unblock(stream);
+      (void)m.state_version(); // reaps the round's leases
+    }
+    const std::string what = std::to_string(n) + " value" + (n > 1 ? "s" : "");
+    us_row("lease of " + what + ", idle stream", idle, n == 100 ? "≤ 5 µs" : n == 1 ? "≤ 1 µs" : "");
+    us_row("  the same on a busy stream (1,000 leases pending at the end of a round)", on_busy);
+    us_row("  the same lease at pinned (no CUDA call)", host);
+  }
+
+  header("Reaping under 1,000 pending leases (busy consumer stream, then it finishes)");
+  std::vector<double> per_lease, longest, final_reap;
+  const std::span<const Handle> one = std::span(values).first(1);
+  for (int r = 0; r < rounds; ++r) {
+    busy.block(stream);
+    double total = 0, worst = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const double s = time_of([&] {
+        Lease l = m.acquire(one, kGpu, consumer);
+        l.release();
+      });
+      total += s;
+      worst = std::max(worst, s);
+    }
+    busy.unblock(stream);
+    per_lease.push_back(total / 1000);
+    longest.push_back(worst);
+    final_reap.push_back(time_of([&] { (void)m.state_version(); }));
+  }
+  us_row("lease released while the stream is busy, per lease", per_lease, "≤ 1 µs");
+  us_row("  the longest single lease (a backlog reap included)", longest, "≤ 50 µs");
+  us_row("the reap of 1,000 completed leases (`state_version`)", final_reap, "≤ 50 µs");
+
+  header("Driver calls on the small-transfer and lease paths (per call)");
+  constexpr int kCalls = 20000;
+  auto per_call = [&](const std::function<void()> &body) {
+    std::vector<double> samples;
+    for (int r = 0; r < rounds; ++r)
+      samples.push_back(time_of(body) / kCalls);
+    return samples;
+  };
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  us_row("`cudaEventRecord`", per_call([&] {
+           for (int i = 0; i < kCalls; ++i)
+             check(cudaEventRecord(event, stream));
+         }));
+  check(cudaStreamSynchronize(stream));
+  us_row("`cudaEventQuery`", per_call([&] {
+           for (int i = 0; i < kCalls; ++i)
+             check(cudaEventQuery(event));
+         }));
+  int device = -1;
+  us_row("`cudaStreamGetDevice`", per_call([&] {
+           for (int i = 0; i < kCalls; ++i)
+             check(cudaStreamGetDevice(stream, &device));
+         }));
+  us_row("`cudaMallocAsync` + `cudaFreeAsync`, 4 KiB", per_call([&] {
+           for (int i = 0; i < kCalls; ++i) {
+             void *p = nullptr;
+             check(cudaMallocAsync(&p, 4096, stream));
+             check(cudaFreeAsync(p, stream));
+           }
+         }));
+  check(cudaStreamSynchronize(stream));
+  check(cudaEventDestroy(event));
+  us_row("no-op `ensure` at cuda:0", per_call([&] {
+           for (int i = 0; i < kCalls; ++i)
+             m.ensure(values[0], kGpu);
+         }),
+         "≤ 0.1 µs");
+  m.close(true, true);
   check(cudaStreamDestroy(stream));
 }
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  const int rounds = std::max(5, argc > 1 ? std::atoi(argv[1]) : 7);
   if (cuda_device_count() == 0) {
     std::printf("no CUDA device\n");
     return 1;
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device 0: %s, %d devices\n", prop.name, static_cast<int>(cuda_device_count()));
-  ManagerOptions options;
-  options.backend = make_cuda_backend();
-  Manager m(std::move(options));
-  transfer(m, kPinned, std::size_t{256} << 20, 7);
-  transfer(m, kPinned, std::size_t{1} << 30, 5);
-  transfer(m, kPageable, std::size_t{256} << 20, 5);
+  std::printf("cuda_bench: device 0: %s, %d devices; %d rounds, median and range (min–max)\n", prop.name,
+              static_cast<int>(cuda_device_count()), rounds);
+  cold_rows(rounds); // first: nothing has warmed the driver's pools yet
 
-  small_transfers(m, "small-block cache on (the default)");
+  header("Bandwidth, warm pools (manager and raw rounds alternate)");
   {
+    Manager m = cuda_manager();
+    transfer(m, kPinned, std::size_t{256} << 20, rounds, "≥ 98% of raw", "≥ 98% of raw");
+    transfer(m, kPinned, std::size_t{1} << 30, rounds, "≥ 98% of raw", "≥ 98% of raw");
+    transfer(m, kPageable, std::size_t{256} << 20, rounds, "≥ 25 GB/s", "≥ 32 GB/s every run");
+    fresh_page_memcpy(rounds);
+    m.close(true, true);
+  }
+  evict_while_prefetch(rounds);
+
+  header("Small transfers pinned → cuda:0 (2,000 ensures a round)");
+  {
+    Manager m = cuda_manager();
+    const auto four_kib = [](int) { return std::vector<std::size_t>(2000, 4096); };
+    small_ensures(m, "4 KiB, the cache on (the default)", four_kib, rounds, "≤ +0.5 µs");
+    small_ensures(m, "2–16 KiB, every size one the cache has not seen", unseen_sizes, rounds, "≤ +0.5 µs");
+    small_ensures(
+        m, "random 256 KiB – 4 MiB (across the 1 MiB small-block boundary)",
+        [](int) { return random_sizes(200, 18, 22, 0); }, rounds, "");
+    m.close(true, true);
     CudaBackendOptions no_cache;
     no_cache.device_small_block_cache_bytes = 0;
-    ManagerOptions other;
-    other.backend = make_cuda_backend(no_cache);
-    Manager plain(std::move(other));
-    small_transfers(plain, "small-block cache off");
+    Manager plain = cuda_manager(no_cache);
+    small_ensures(plain, "4 KiB, the cache off", four_kib, rounds, "");
     plain.close(true, true);
   }
-  m.close(true, true);
-  evict_while_prefetch(/*overlap=*/false, 5);
-  evict_while_prefetch(/*overlap=*/true, 5);
+  lease_rows(rounds);
   return 0;
 }

@@ -10,12 +10,12 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 #include <sys/mman.h>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 namespace fhr {
@@ -30,7 +30,14 @@ void check(cudaError_t error, const char *what) {
 }
 
 cudaStream_t native(Stream stream) { return reinterpret_cast<cudaStream_t>(stream.native); }
-cudaEvent_t native(Event event) { return reinterpret_cast<cudaEvent_t>(event.native); }
+/// A pooled event and the device it belongs to (events can only be
+/// recorded on their device's streams). Event and CopyInFlight carry its
+/// address, so that giving one back needs no lookup.
+struct PooledEvent {
+  cudaEvent_t event = nullptr;
+  unsigned device = 0;
+};
+PooledEvent *pooled(std::uintptr_t native) { return reinterpret_cast<PooledEvent *>(native); }
 
 /// Makes `device` the calling thread's current device for its lifetime and
 /// then gives the thread its own device back: the backend never changes
@@ -137,8 +144,8 @@ public:
     for (const auto &events : bounce_ready_)
       for (cudaEvent_t event : events)
         if (event) cudaEventDestroy(event);
-    for (const auto &[event, device] : event_device_)
-      cudaEventDestroy(event); // every event the backend made, spare or not
+    for (const PooledEvent &pooled_event : events_)
+      cudaEventDestroy(pooled_event.event); // every event the backend made, spare or not
     for (const auto *streams : {&transfer_streams_, &outbound_streams_})
       for (cudaStream_t stream : *streams) {
         cudaStreamSynchronize(stream);
@@ -173,10 +180,14 @@ public:
       // Small values come back and go again all the time (ciphertexts of a
       // level, scratch): a kept block saves the pool's bookkeeping on both
       // ends, which is most of what a 4 KiB transfer costs beyond the copy.
+      // Blocks are kept by size class, so that a size the cache has not
+      // seen still finds a block freed by a value of a neighbouring size.
       const std::shared_ptr<DevicePool> &cache = small_blocks_[device];
-      std::byte *block = cache->take(nbytes);
-      return Storage(block, nbytes, location,
-                     [cache, nbytes](std::byte *data) { cache->give_back(data, nbytes); });
+      const std::size_t block_bytes = small_block_class(nbytes);
+      std::byte *block = cache->take(block_bytes);
+      return Storage(
+          block, nbytes, location,
+          [cache, block_bytes](std::byte *data) { cache->give_back(data, block_bytes); }, block_bytes);
     }
     DeviceGuard guard(device);
     void *memory = nullptr;
@@ -192,6 +203,69 @@ public:
     });
   }
 
+  /// Warm-up: pinned blocks made and kept; at a device, small blocks made
+  /// for the cache and the pool grown by the larger blocks (allocated and
+  /// freed again: the pool keeps the memory, its release threshold being
+  /// everything by default); for pageable transfers the staging buffers,
+  /// their events and the copier threads.
+  std::uint64_t prepare(Location location, std::span<const std::size_t> block_sizes) override {
+    if (block_sizes.empty()) return 0;
+    if (location == Location::pinned()) return pinned_->reserve(block_sizes);
+    if (location == Location::pageable()) {
+      if (std::any_of(block_sizes.begin(), block_sizes.end(),
+                      [](std::size_t n) { return n >= kStagedMinimum; })) {
+        std::lock_guard lock(staging_mutex_);
+        const bool fresh = !copier_;
+        prepare_staging();
+        for (unsigned device = 0; device < transfer_streams_.size(); ++device)
+          bounce_events(device);
+        if (fresh) return 2 * kChunk;
+      }
+      return 0;
+    }
+    const unsigned device = location.device();
+    if (!location.is_cuda() || device >= transfer_streams_.size())
+      throw BackendError("no CUDA device " + location.name());
+    std::uint64_t reserved = 0;
+    std::vector<std::size_t> small, large;
+    for (std::size_t nbytes : block_sizes)
+      (nbytes <= kSmallBlock && !small_blocks_.empty() ? small : large).push_back(nbytes);
+    for (std::size_t &nbytes : small)
+      nbytes = small_block_class(nbytes);
+    if (!small.empty()) reserved += small_blocks_[device]->reserve(small);
+    // A few events for copy windows and leases, made once.
+    PooledEvent *events[4] = {};
+    cudaError_t made = cudaSuccess;
+    for (PooledEvent *&event : events)
+      if (made == cudaSuccess) made = take_event(device, &event);
+    for (PooledEvent *event : events)
+      if (event) put_event(event);
+    check(made, "cudaEventCreate");
+    if (large.empty()) return reserved;
+    DeviceGuard guard(device);
+    cudaMemPool_t pool = nullptr;
+    check(cudaDeviceGetDefaultMemPool(&pool, static_cast<int>(device)), "cudaDeviceGetDefaultMemPool");
+    std::uint64_t before = 0, after = 0;
+    check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before),
+          "cudaMemPoolGetAttribute");
+    cudaStream_t stream = transfer_streams_[device];
+    std::vector<void *> blocks;
+    cudaError_t error = cudaSuccess;
+    for (std::size_t nbytes : large) {
+      void *memory = nullptr;
+      error = cudaMallocAsync(&memory, nbytes == 0 ? 1 : nbytes, stream);
+      if (error != cudaSuccess) break;
+      blocks.push_back(memory);
+    }
+    for (void *memory : blocks)
+      cudaFreeAsync(memory, stream);
+    check(error, "cudaMallocAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after),
+          "cudaMemPoolGetAttribute");
+    return reserved + (after > before ? after - before : 0);
+  }
+
   void copy(const Storage &from, Storage &to, Stream stream) override {
     if (std::optional<StartedCopy> started = start_copy(from, to, stream))
       // §17: materialization is synchronous; the destination is installed
@@ -204,9 +278,9 @@ public:
   CopyInFlight begin_copy(const Storage &from, Storage &to, Stream stream) override {
     const std::optional<StartedCopy> started = start_copy(from, to, stream);
     if (!started) return {};
-    cudaEvent_t done = nullptr;
+    PooledEvent *done = nullptr;
     cudaError_t error = take_event(started->device, &done);
-    if (error == cudaSuccess) error = cudaEventRecord(done, started->stream);
+    if (error == cudaSuccess) error = cudaEventRecord(done->event, started->stream);
     if (error != cudaSuccess) {
       cudaStreamSynchronize(started->stream); // the copy must not outlive its storages
       if (done) put_event(done);
@@ -217,8 +291,8 @@ public:
 
   void finish_copy(CopyInFlight copy) override {
     if (copy.native == 0) return;
-    const auto done = reinterpret_cast<cudaEvent_t>(copy.native);
-    const cudaError_t error = cudaEventSynchronize(done);
+    PooledEvent *done = pooled(copy.native);
+    const cudaError_t error = cudaEventSynchronize(done->event);
     put_event(done);
     check(error, "cudaEventSynchronize");
   }
@@ -335,11 +409,7 @@ public:
   void staged_copy(const Storage &from, Storage &to, cudaStream_t s, unsigned device) {
     std::lock_guard lock(staging_mutex_);
     prepare_staging();
-    // Events belong to a device: each device has its own pair.
-    cudaEvent_t *bounce_ready = bounce_ready_[device].data();
-    if (!bounce_ready[0])
-      for (int b = 0; b < 2; ++b)
-        check(cudaEventCreateWithFlags(&bounce_ready[b], cudaEventDisableTiming), "cudaEventCreate");
+    cudaEvent_t *bounce_ready = bounce_events(device);
     const bool to_device = to.location().is_cuda();
     const std::size_t n = from.size();
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
@@ -365,11 +435,27 @@ public:
       check(cudaEventRecord(bounce_ready[b], s), "cudaEventRecord");
     };
     fetch(0);
+    // Until the first chunk arrives the threads would wait: they fault in
+    // the pages it goes to instead (fresh pageable storage is bound by its
+    // page faults), so that its copy runs at the speed of the later ones.
+    if (to.location() == Location::pageable()) copier_->touch(to.bytes().data(), chunk_size(0));
     for (std::size_t k = 0; k < chunks; ++k) {
       if (k + 1 < chunks) fetch(k + 1);
       check(cudaEventSynchronize(bounce_ready[k % 2]), "cudaEventSynchronize");
       copier_->copy(to.bytes().data() + k * kChunk, bounce_[k % 2], chunk_size(k));
     }
+  }
+
+  /// The pair of events of `device`'s staged transfers (events belong to
+  /// a device: each has its own), made on first use. Under staging_mutex_.
+  cudaEvent_t *bounce_events(unsigned device) {
+    cudaEvent_t *bounce_ready = bounce_ready_[device].data();
+    if (!bounce_ready[0]) {
+      DeviceGuard guard(device);
+      for (int b = 0; b < 2; ++b)
+        check(cudaEventCreateWithFlags(&bounce_ready[b], cudaEventDisableTiming), "cudaEventCreate");
+    }
+    return bounce_ready;
   }
 
   void prepare_staging() {
@@ -397,10 +483,10 @@ public:
   /// lease): a recorded event is simply recorded again. An event belongs to
   /// the device it was made on and can only be recorded on its streams, so
   /// each device keeps its own.
-  cudaError_t take_event(unsigned device, cudaEvent_t *event) {
+  cudaError_t take_event(unsigned device, PooledEvent **event) {
     {
       std::lock_guard lock(events_mutex_);
-      std::vector<cudaEvent_t> &spare = spare_events_[device];
+      std::vector<PooledEvent *> &spare = spare_events_[device];
       if (!spare.empty()) {
         *event = spare.back();
         spare.pop_back();
@@ -408,23 +494,24 @@ public:
       }
     }
     DeviceGuard guard(device);
-    const cudaError_t error = cudaEventCreateWithFlags(event, cudaEventDisableTiming);
+    cudaEvent_t made = nullptr;
+    const cudaError_t error = cudaEventCreateWithFlags(&made, cudaEventDisableTiming);
     if (error != cudaSuccess) return error;
     std::lock_guard lock(events_mutex_);
-    event_device_.emplace(*event, device);
+    *event = &events_.emplace_back(PooledEvent{made, device});
     return cudaSuccess;
   }
-  void put_event(cudaEvent_t event) noexcept {
+  void put_event(PooledEvent *event) noexcept {
     std::lock_guard lock(events_mutex_);
-    spare_events_[event_device_.at(event)].push_back(event);
+    spare_events_[event->device].push_back(event);
   }
 
   Event record_event(Stream stream) override {
     int device = -1;
     check(cudaStreamGetDevice(native(stream), &device), "cudaStreamGetDevice");
-    cudaEvent_t event = nullptr;
+    PooledEvent *event = nullptr;
     cudaError_t error = take_event(static_cast<unsigned>(device), &event);
-    if (error == cudaSuccess) error = cudaEventRecord(event, native(stream));
+    if (error == cudaSuccess) error = cudaEventRecord(event->event, native(stream));
     if (error != cudaSuccess) {
       if (event) put_event(event);
       check(error, "cudaEventRecord");
@@ -433,16 +520,22 @@ public:
   }
 
   bool event_complete(Event event) override {
-    const cudaError_t state = cudaEventQuery(native(event));
+    const cudaError_t state = cudaEventQuery(pooled(event.native)->event);
     if (state == cudaErrorNotReady) return false;
     check(state, "cudaEventQuery");
     return true;
   }
 
   void synchronize(Event event) override {
-    check(cudaEventSynchronize(native(event)), "cudaEventSynchronize");
+    check(cudaEventSynchronize(pooled(event.native)->event), "cudaEventSynchronize");
   }
-  void destroy_event(Event event) noexcept override { put_event(native(event)); }
+  void destroy_event(Event event) noexcept override { put_event(pooled(event.native)); }
+  /// A reap's events back to the spares under one lock.
+  void destroy_events(std::span<const Event> events) noexcept override {
+    std::lock_guard lock(events_mutex_);
+    for (Event event : events)
+      spare_events_[pooled(event.native)->device].push_back(pooled(event.native));
+  }
   void synchronize_stream(Stream stream) override {
     check(cudaStreamSynchronize(native(stream)), "cudaStreamSynchronize");
   }
@@ -457,8 +550,8 @@ private:
   std::vector<cudaStream_t> transfer_streams_;
   std::vector<cudaStream_t> outbound_streams_;
   std::mutex events_mutex_;
-  std::vector<std::vector<cudaEvent_t>> spare_events_; ///< per device
-  std::unordered_map<cudaEvent_t, unsigned> event_device_;
+  std::deque<PooledEvent> events_;                       ///< every event made (addresses stay)
+  std::vector<std::vector<PooledEvent *>> spare_events_; ///< per device
   /// [owner * count + peer]: may `peer` read `owner`'s pool memory?
   std::vector<bool> peer_access_;
   /// Staged pageable transfers: chunk size, and the smallest transfer staged.
@@ -467,6 +560,19 @@ private:
   static constexpr std::size_t kHugePage = std::size_t{2} << 20;
   /// Device blocks up to this size are kept by the backend for reuse.
   static constexpr std::size_t kSmallBlock = std::size_t{1} << 20;
+  /// The size class of a small block: sizes rounded up to a sixteenth of
+  /// the power of two above them (at least 256 bytes, the driver's
+  /// alignment), so at most 12.5% is wasted and neighbouring sizes share
+  /// kept blocks.
+  static std::size_t small_block_class(std::size_t nbytes) {
+    constexpr std::size_t kMinimum = 256;
+    if (nbytes <= kMinimum) return kMinimum;
+    std::size_t power = kMinimum;
+    while (power < nbytes)
+      power <<= 1;
+    const std::size_t step = std::max(kMinimum, power / 16);
+    return (nbytes + step - 1) / step * step;
+  }
   using DevicePool = BlockPool<std::byte *>;
   /// Per device; empty when the options turn the cache off.
   std::vector<std::shared_ptr<DevicePool>> small_blocks_;

@@ -32,11 +32,29 @@ public:
   HostCopier &operator=(const HostCopier &) = delete;
 
   /// Copies `n` bytes with the workers and the calling thread; returns when done.
-  void copy(std::byte *to, const std::byte *from, std::size_t n) {
+  void copy(std::byte *to, const std::byte *from, std::size_t n) { run(to, from, n); }
+
+  /// Writes one byte of every page of the `n` bytes at `to` (their content
+  /// is to be overwritten): fresh pages are faulted in by all the threads
+  /// at once, while the caller has nothing else to do.
+  void touch(std::byte *to, std::size_t n) { run(to, nullptr, n); }
+
+private:
+  /// One piece of a job: a copy, or with no source a touch of its pages.
+  static void piece_of(std::byte *to, const std::byte *from, std::size_t n) {
+    if (from) {
+      std::memcpy(to, from, n);
+      return;
+    }
+    for (std::size_t offset = 0; offset < n; offset += 4096)
+      static_cast<volatile std::byte *>(to)[offset] = std::byte{0};
+  }
+
+  void run(std::byte *to, const std::byte *from, std::size_t n) {
     const std::size_t parts = threads_.size() + 1;
     const std::size_t piece = (n / parts + 4095) / 4096 * 4096; // page-aligned pieces
     if (n < (std::size_t{1} << 20) || piece == 0) {
-      std::memcpy(to, from, n);
+      piece_of(to, from, n);
       return;
     }
     {
@@ -50,12 +68,11 @@ public:
       ++generation_;
     }
     wake_.notify_all();
-    std::memcpy(to, from, std::min(piece, n));
+    piece_of(to, from, std::min(piece, n));
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
   }
 
-private:
   void work() {
     std::uint64_t seen = 0;
     for (;;) {
@@ -68,7 +85,7 @@ private:
       const std::size_t n = n_, piece = piece_;
       lock.unlock();
       for (std::size_t i = next_.fetch_add(1); i * piece < n; i = next_.fetch_add(1))
-        std::memcpy(to + i * piece, from + i * piece, std::min(piece, n - i * piece));
+        piece_of(to + i * piece, from ? from + i * piece : nullptr, std::min(piece, n - i * piece));
       lock.lock();
       if (--pending_ == 0) done_.notify_one();
     }

@@ -10,6 +10,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 namespace fhr {
 
@@ -74,6 +75,16 @@ public:
     if (!memory) throw std::bad_alloc();
     return Storage(static_cast<std::byte *>(memory), nbytes, location,
                    [](std::byte *data) { std::free(data); });
+  }
+
+  /// Warm-up: locks the pinned blocks ahead (pageable memory is not pooled).
+  std::uint64_t prepare(Location location, std::span<const std::size_t> block_sizes) override {
+    if (location != Location::pinned()) return 0;
+    std::vector<std::size_t> rounded;
+    rounded.reserve(block_sizes.size());
+    for (std::size_t nbytes : block_sizes)
+      rounded.push_back(round_up(nbytes, page_size()));
+    return pinned_->reserve(rounded);
   }
 
   /// Pinned blocks in use and kept (in whole pages).

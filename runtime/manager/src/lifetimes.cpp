@@ -2,6 +2,7 @@
 // lifetimes. CUDA leases' streams, events and reaping: reaping.cpp.
 #include "fhr/runtime/manager.hpp"
 
+#include "fhr/model/first_occurrences.hpp"
 #include "fhr/model/scope_sequence.hpp"
 #include "reaping.hpp"
 
@@ -53,11 +54,9 @@ Lease Manager::acquire(std::span<const Handle> handles, Location at, Stream cons
   validate_stream(consumer_stream, at);
   const LifetimeId id = protect(LifetimeKind::Lease, handles, at);
   if (at.is_cuda()) reaper_->track(id, consumer_stream);
-  std::vector<Handle> unique;
-  unique.reserve(handles.size());
-  for (const Handle &handle : handles)
-    if (std::find(unique.begin(), unique.end(), handle) == unique.end()) unique.push_back(handle);
-  return Lease(this, id, std::move(unique), at);
+  return Lease(
+      this, id,
+      first_occurrences(handles, [](const Handle &h) { return std::pair(h.manager_id, h.handle_id); }), at);
 }
 
 Hold Manager::hold(std::span<const Handle> handles, Location at) {

@@ -118,6 +118,7 @@ Manager::Manager(ManagerOptions options)
     validate(location);
     state_.set_budget(location, budget);
   }
+  if (!options.warm_up.empty()) startup_warm_up_ = warm_up(options.warm_up);
 }
 
 Manager::~Manager() = default;

@@ -81,6 +81,8 @@ private:
   /// Released CUDA leases whose events have not all been seen complete, in
   /// release order.
   std::vector<LifetimeId> pending_;
+  /// The events a reap gives back (kept to reuse its capacity).
+  std::vector<Event> released_events_;
   /// The backlog at which reap_backlog reaps.
   std::size_t backlog_reap_at_ = kBacklog;
 };

@@ -1,5 +1,6 @@
 #include "fhr/model/state.hpp"
 
+#include "fhr/model/first_occurrences.hpp"
 #include "fhr/model/overlay.hpp"
 #include "fhr/model/transfer_recorder.hpp"
 #include "rules.hpp"
@@ -181,12 +182,9 @@ Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Locat
   LifetimeRecord lifetime;
   lifetime.kind = kind;
   lifetime.location = at;
-  for (ValueId value : values) {
-    if (std::find(lifetime.values.begin(), lifetime.values.end(), value) != lifetime.values.end())
-      continue; // duplicates collapse
-    lifetime.values.push_back(value);
+  lifetime.values = first_occurrences(values, [](ValueId v) { return v; }); // duplicates collapse
+  for (ValueId value : lifetime.values)
     add_tokens(value, at, kind, 1, 0);
-  }
   const LifetimeId added = add_lifetime(std::move(lifetime));
   if (id) *id = added;
   ++version_;

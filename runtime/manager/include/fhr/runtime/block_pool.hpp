@@ -11,7 +11,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <utility>
+#include <vector>
 
 namespace fhr {
 
@@ -29,9 +31,9 @@ public:
   Block take(std::size_t nbytes) {
     {
       std::lock_guard lock(mutex_);
-      if (auto it = free_.find(nbytes); it != free_.end()) {
-        Block block = it->second;
-        free_.erase(it);
+      if (auto it = free_.find(nbytes); it != free_.end() && !it->second.empty()) {
+        Block block = it->second.back();
+        it->second.pop_back();
         kept_ -= nbytes;
         in_use_ += nbytes;
         return block;
@@ -48,7 +50,7 @@ public:
       std::lock_guard lock(mutex_);
       in_use_ -= nbytes;
       if (kept_ + nbytes <= limit_) {
-        free_.emplace(nbytes, block);
+        free_[nbytes].push_back(block);
         kept_ += nbytes;
         return;
       }
@@ -56,17 +58,48 @@ public:
     release_(block, nbytes);
   }
 
+  /// Warm-up: makes blocks so that one of each of `sizes` (a size may
+  /// repeat) is kept, counting the blocks already kept, as far as the bound
+  /// allows. Returns the bytes it made. Throws what `make` throws; the
+  /// blocks made before stay kept.
+  std::uint64_t reserve(std::span<const std::size_t> sizes) {
+    std::map<std::size_t, std::size_t> wanted;
+    for (std::size_t nbytes : sizes)
+      ++wanted[nbytes];
+    std::uint64_t made = 0;
+    for (const auto &[nbytes, count] : wanted) {
+      std::size_t have = 0;
+      {
+        std::lock_guard lock(mutex_);
+        if (auto it = free_.find(nbytes); it != free_.end()) have = it->second.size();
+      }
+      for (std::size_t k = have; k < count; ++k) {
+        {
+          std::lock_guard lock(mutex_);
+          if (kept_ + nbytes > limit_) return made;
+        }
+        Block block = make_(nbytes); // outside the lock: pinning takes long
+        std::lock_guard lock(mutex_);
+        free_[nbytes].push_back(block);
+        kept_ += nbytes;
+        made += nbytes;
+      }
+    }
+    return made;
+  }
+
   /// Returns every kept block to the system, and stops keeping new ones.
   void trim() {
-    std::multimap<std::size_t, Block> kept;
+    std::map<std::size_t, std::vector<Block>> kept;
     {
       std::lock_guard lock(mutex_);
       kept.swap(free_);
       kept_ = 0;
       limit_ = 0;
     }
-    for (auto &[size, block] : kept)
-      release_(block, size);
+    for (auto &[size, blocks] : kept)
+      for (Block block : blocks)
+        release_(block, size);
   }
 
   PoolFigures figures() const {
@@ -76,7 +109,9 @@ public:
 
 private:
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, Block> free_;
+  /// Kept blocks by size: a size's list keeps its capacity, so that taking
+  /// and giving back a block of a size seen before allocates nothing.
+  std::map<std::size_t, std::vector<Block>> free_;
   std::uint64_t kept_ = 0, in_use_ = 0;
   std::uint64_t limit_;
   std::function<Block(std::size_t)> make_;

@@ -57,6 +57,9 @@ public:
   std::optional<Location> locate(const std::byte *data, std::size_t nbytes) const override {
     return inner_->locate(data, nbytes);
   }
+  std::uint64_t prepare(Location location, std::span<const std::size_t> block_sizes) override {
+    return inner_->prepare(location, block_sizes);
+  }
 
 private:
   std::shared_ptr<MemoryResource> inner_;
@@ -94,6 +97,7 @@ public:
   bool event_complete(Event event) override { return inner_->event_complete(event); }
   void synchronize(Event event) override { inner_->synchronize(event); }
   void destroy_event(Event event) noexcept override { inner_->destroy_event(event); }
+  void destroy_events(std::span<const Event> events) noexcept override { inner_->destroy_events(events); }
   void synchronize_stream(Stream stream) override { inner_->synchronize_stream(stream); }
   void synchronize_device(Location device) override { inner_->synchronize_device(device); }
 

@@ -52,6 +52,32 @@ namespace fhr {
 
 class LeaseReaper;
 
+/// Blocks a backend's pool at one location should hold before the first
+/// transfer needs them (warm-up): the byte sizes of the values that will go
+/// there, one entry per value (a size may repeat).
+struct PoolRequest {
+  Location location;
+  std::vector<std::size_t> block_bytes;
+};
+
+/// What a warm-up reserved and what it took: the cold cost that the first
+/// transfers of a plan would otherwise pay inside their own time.
+struct WarmUpReport {
+  struct Pool {
+    Location location;
+    std::uint64_t blocks = 0;         ///< blocks asked for
+    std::uint64_t reserved_bytes = 0; ///< newly reserved by the backend
+  };
+  std::vector<Pool> pools;
+  std::uint64_t duration_ns = 0;
+  std::uint64_t reserved_bytes() const {
+    std::uint64_t total = 0;
+    for (const Pool &pool : pools)
+      total += pool.reserved_bytes;
+    return total;
+  }
+};
+
 struct ManagerOptions {
   /// Constructor budgets, registered in order (std::nullopt: unbudgeted).
   std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets;
@@ -71,6 +97,11 @@ struct ManagerOptions {
   /// the copy engine has separate engines (CopyEngine::overlaps_copies);
   /// false runs every action after the previous one finished.
   bool overlap_transfers = true;
+  /// Pool blocks reserved while the manager is made (docs/runtime.md,
+  /// "Warm-up"); Manager::startup_warm_up() reports what it took. Empty:
+  /// the pools fill on first use. Manager::warm_up(plan) derives the blocks
+  /// from a plan instead.
+  std::vector<PoolRequest> warm_up;
 };
 
 class Manager {
@@ -176,6 +207,21 @@ public:
 
   /// One atomic view of every value, location and reservation (§14).
   Snapshot snapshot() const;
+
+  /// Warm-up: asks the backend to reserve pool blocks ahead of the
+  /// transfers (MemoryResource::prepare). Changes no residency state, no
+  /// budget and not the version; the blocks show as pool idle bytes in
+  /// snapshots. Throws what the backend throws (BackendError, std::bad_alloc).
+  WarmUpReport warm_up(std::span<const PoolRequest> requests);
+  /// Warm-up for a plan: one block per transfer the plan would perform from
+  /// the current state (its explanation: every executable ensure, copy and
+  /// move that is not a no-op, at its destination), then warm_up(requests).
+  WarmUpReport warm_up(const PlanSpec &plan);
+  /// The pool blocks warm_up(plan) would ask for.
+  std::vector<PoolRequest> pool_requests(const PlanSpec &plan);
+  /// What ManagerOptions::warm_up reserved in the constructor (empty
+  /// report when it asked for nothing).
+  const WarmUpReport &startup_warm_up() const { return startup_warm_up_; }
 
   std::vector<TransitionReport> trace() const;
   void clear_trace();
@@ -319,6 +365,7 @@ private:
   std::atomic<bool> has_deferred_releases_{false};
   bool closed_ = false;
   bool overlap_transfers_;
+  WarmUpReport startup_warm_up_;
 };
 
 /// Holds a manager's lock (see Manager::lock_state).

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace fhr {
 
@@ -43,6 +44,18 @@ public:
   /// the bytes are not all of one kind (part of a pinned block and part
   /// outside it, managed memory).
   virtual std::optional<Location> locate(const std::byte *data, std::size_t nbytes) const = 0;
+  /// Warm-up (docs/runtime.md): readies the pool at `location` to hand out
+  /// one block of each of `block_sizes` (a size may repeat) without asking
+  /// the system or the driver for memory then: pinned blocks made and kept,
+  /// device pool memory reserved, the staging of pageable transfers set up.
+  /// Returns the bytes it newly reserved; blocks the pool already keeps
+  /// count once. The default keeps no pool and reserves nothing. Throws
+  /// BackendError or std::bad_alloc; what was reserved before stays.
+  virtual std::uint64_t prepare(Location location, std::span<const std::size_t> block_sizes) {
+    (void)location;
+    (void)block_sizes;
+    return 0;
+  }
 };
 
 } // namespace fhr

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace fhr {
 
@@ -25,7 +26,8 @@ struct Stream {
   friend bool operator==(Stream, Stream) = default;
 };
 
-/// A backend's completion marker on a stream (cudaEvent_t for CUDA).
+/// A backend's completion marker on a stream (for CUDA, the backend's
+/// record of a pooled cudaEvent_t).
 struct Event {
   std::uintptr_t native = 0;
 };
@@ -43,6 +45,11 @@ public:
   /// Blocks until the event has completed.
   virtual void synchronize(Event) {}
   virtual void destroy_event(Event) noexcept {}
+  /// destroy_event for each (a reap gives back many at once).
+  virtual void destroy_events(std::span<const Event> events) noexcept {
+    for (Event event : events)
+      destroy_event(event);
+  }
   /// Blocks until all work submitted to `stream` so far has finished (the
   /// fallback when an event cannot be recorded).
   virtual void synchronize_stream(Stream) {}
