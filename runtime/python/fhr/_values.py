@@ -1,0 +1,254 @@
+"""How Python values become managed bytes and back (docs/python.md, "Values").
+
+``adopt`` takes a value's own memory (no copy): a NumPy array or any
+C-contiguous buffer-protocol object on the host, a torch tensor (CPU,
+pinned or CUDA), or a TensorResident-style value (``_resident_tensors`` and
+``_with_resident_tensors``) of one tensor. An *adapter* remembers how to
+rebuild the value over a replica's storage, which is what a lease hands
+back for replicas the manager made (for the adopted replica itself it hands
+back the adopted object).
+
+A value of several tensors is one managed value once the runtime stores a
+value as several segments; until then ``adopt`` refuses it with
+``ResidencyMaterializationError`` (docs/python.md, "Composite values").
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from fhr._fhr import PAGEABLE_HOST, PINNED_HOST, ResidencyLocation, cuda_location
+from fhr.errors import ResidencyMaterializationError
+
+
+class BytesAdapter:
+    """Values the runtime made itself (a plan file's synthetic values): a
+    read-only memoryview of host bytes, the storage view on a device."""
+
+    def rebuild(self, view: Any) -> Any:
+        return view if view.device_memory else memoryview(view)
+
+
+BYTES = BytesAdapter()
+
+
+@dataclass(frozen=True)
+class NumpyAdapter:
+    dtype: Any
+    shape: tuple[int, ...]
+
+    def rebuild(self, view: Any) -> Any:
+        if view.device_memory:
+            return view  # NumPy cannot address device memory: the raw view (DLPack, CUDA array interface)
+        import numpy
+
+        return numpy.frombuffer(view, dtype=self.dtype).reshape(self.shape)
+
+
+@dataclass(frozen=True)
+class BufferAdapter:
+    format: str
+    shape: tuple[int, ...]
+
+    def rebuild(self, view: Any) -> Any:
+        if view.device_memory:
+            return view
+        raw = memoryview(view)
+        try:
+            return raw.cast(self.format, self.shape) if self.shape else raw.cast(self.format)
+        except (TypeError, ValueError):
+            return raw  # a format memoryview cannot cast to: the bytes
+
+
+def _dlpack_type(dtype: Any) -> tuple[int, int]:
+    """DLPack's (type code, bits) of a torch dtype."""
+    import torch
+
+    bits = dtype.itemsize * 8
+    if dtype is torch.bool:
+        return 6, bits
+    if dtype is torch.bfloat16:
+        return 4, bits
+    if dtype.is_complex:
+        return 5, bits
+    if dtype.is_floating_point:
+        return 2, bits
+    return (0 if dtype.is_signed else 1), bits
+
+
+@dataclass(frozen=True)
+class TorchAdapter:
+    dtype: Any
+    shape: tuple[int, ...]
+
+    def rebuild(self, view: Any) -> Any:
+        import torch
+
+        code, bits = _dlpack_type(self.dtype)
+        return torch.from_dlpack(view.dlpack(code, bits, 1, list(self.shape)))
+
+
+@dataclass(frozen=True)
+class ResidentAdapter:
+    """A TensorResident-style value of one tensor: ``template`` is the value
+    rebuilt around a placeholder tensor (on torch's meta device, so that it
+    holds no memory), rebuilt again around each replica's tensor."""
+
+    template: Any
+    tensor: TorchAdapter
+
+    def rebuild(self, view: Any) -> Any:
+        return self.template._with_resident_tensors((self.tensor.rebuild(view),))
+
+
+@dataclass
+class Adoptable:
+    """What adopt needs to know about a value."""
+
+    owner: Any
+    use_buffer: bool  # the extension takes the memory through the buffer protocol
+    data: int
+    nbytes: int
+    storage_begin: int
+    storage_end: int
+    device: str  # "cpu" or "cuda:N"
+    pinned: bool | None  # None: not knowable here (host memory without CUDA)
+    adapter: Any
+
+    def inferred_location(self) -> ResidencyLocation:
+        """§3.1 step 3: a device's location, else pinned or pageable host."""
+        if self.device != "cpu":
+            return cuda_location(self.device)
+        return PINNED_HOST if self.pinned else PAGEABLE_HOST
+
+    def check(self, location: ResidencyLocation) -> None:
+        """§2.6 steps 2 and 3: the value lives where ``location`` says."""
+        if self.device != location.device:
+            raise ResidencyMaterializationError(f"Value device {self.device} does not match {location}")
+        if location.kind == "pinned-host" and self.pinned is False:
+            raise ResidencyMaterializationError("Pinned-host materialization is not fully pinned")
+        if location.kind == "pageable-host" and self.pinned is True:
+            raise ResidencyMaterializationError("Pageable-host materialization unexpectedly uses pinned storage")
+
+
+def _torch_tensor_type() -> Any:
+    torch = sys.modules.get("torch")
+    return None if torch is None else torch.Tensor
+
+
+def _from_tensor(tensor: Any, owner: Any, adapter: Any) -> Adoptable:
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise ResidencyMaterializationError(f"a tensor on {tensor.device} cannot be managed")
+    if not tensor.is_contiguous():
+        raise ResidencyMaterializationError(
+            f"a tensor of shape {tuple(tensor.shape)} and strides {tuple(tensor.stride())} is not contiguous: "
+            "adopt takes a value's memory as it is, one dense block (make it contiguous first)"
+        )
+    storage = tensor.untyped_storage()
+    device = "cpu" if tensor.device.type == "cpu" else f"cuda:{tensor.device.index}"
+    nbytes = tensor.numel() * tensor.element_size()
+    return Adoptable(
+        owner=owner,
+        use_buffer=False,
+        data=tensor.data_ptr() if nbytes else 0,
+        nbytes=nbytes,
+        storage_begin=storage.data_ptr(),
+        storage_end=storage.data_ptr() + storage.nbytes(),
+        device=device,
+        pinned=tensor.is_pinned() if device == "cpu" else None,
+        adapter=adapter,
+    )
+
+
+def _torch_adapter(tensor: Any) -> TorchAdapter:
+    return TorchAdapter(tensor.dtype, tuple(tensor.shape))
+
+
+def _resident_template(value: Any, tensor: Any) -> Any:
+    import torch
+
+    try:
+        return value._with_resident_tensors((torch.empty_like(tensor, device="meta"),))
+    except Exception:
+        # A class that refuses placeholder tensors: rebuild from the value
+        # itself (which then stays referenced by its handle).
+        return value
+
+
+def _pinned_buffer(data: int, cuda_memory: bool) -> bool | None:
+    from fhr._fhr import _is_cuda_pinned
+
+    return _is_cuda_pinned(data) if cuda_memory else None
+
+
+def adoptable(value: Any, cuda_memory: bool) -> Adoptable:
+    """The memory of ``value``; TypeError for values that have none to take."""
+    tensor_type = _torch_tensor_type()
+    if tensor_type is not None and isinstance(value, tensor_type):
+        return _from_tensor(value, value, _torch_adapter(value))
+    if hasattr(type(value), "_resident_tensors") and callable(getattr(value, "_with_resident_tensors", None)):
+        tensors = tuple(value._resident_tensors)
+        if not tensors:
+            raise ResidencyMaterializationError(f"{type(value).__name__} has no resident tensor storage")
+        devices = {str(t.device) for t in tensors}
+        if len(devices) > 1:
+            raise ResidencyMaterializationError(
+                f"{type(value).__name__} tensors do not share one device: {sorted(devices)}"
+            )
+        if len(tensors) > 1:
+            raise ResidencyMaterializationError(
+                f"{type(value).__name__} holds {len(tensors)} tensors; fhr manages a value as one block of "
+                "storage until values of several segments land (docs/python.md, Composite values)"
+            )
+        tensor = tensors[0]
+        adapter = ResidentAdapter(_resident_template(value, tensor), _torch_adapter(tensor))
+        return _from_tensor(tensor, value, adapter)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        if not value.flags.c_contiguous:
+            raise ResidencyMaterializationError(
+                f"a NumPy array of shape {value.shape} and strides {value.strides} is not C-contiguous: "
+                "adopt takes a value's memory as it is"
+            )
+        data = value.__array_interface__["data"][0]
+        return Adoptable(value, True, data, value.nbytes, data, data + value.nbytes, "cpu",
+                         _pinned_buffer(data, cuda_memory), NumpyAdapter(value.dtype, value.shape))
+    try:
+        view = memoryview(value)
+    except TypeError:
+        raise TypeError(
+            "adopt needs a NumPy array, a buffer-protocol object, a torch tensor or a TensorResident value, not "
+            f"{type(value).__name__}"
+        ) from None
+    with view:
+        if not view.c_contiguous:
+            raise ResidencyMaterializationError("a buffer that is not C-contiguous cannot be adopted without a copy")
+        return Adoptable(value, True, 0, view.nbytes, 0, 0, "cpu", None, BufferAdapter(view.format, view.shape))
+
+
+def loaded_replica(spec: Any, location: ResidencyLocation, cuda_memory: bool, value: Any) -> tuple[int, int, Any]:
+    """Checks a source's value against its spec and location (§2.6); says
+    where its bytes are and how to rebuild it."""
+    if not isinstance(value, spec.value_type):
+        raise ResidencyMaterializationError(
+            f"Expected {spec.value_type.__name__}, got {type(value).__name__}"
+        )
+    found = adoptable(value, cuda_memory)
+    if found.use_buffer and found.data == 0:
+        from fhr._fhr import _buffer_address
+
+        found.data = _buffer_address(value)
+        found.storage_begin, found.storage_end = found.data, found.data + found.nbytes
+    found.check(location)
+    if found.nbytes != spec.logical_nbytes:
+        raise ResidencyMaterializationError(
+            f"Logical payload size mismatch: expected={spec.logical_nbytes}, actual={found.nbytes}"
+        )
+    actual = max(found.nbytes, found.storage_end - found.storage_begin)
+    if actual > spec.storage_nbytes:
+        raise ResidencyMaterializationError(
+            f"Backing-storage charge mismatch: charge={spec.storage_nbytes}, actual={actual}"
+        )
+    return found.data, found.nbytes, found.adapter
