@@ -74,6 +74,9 @@ from fhr.errors import (
 # Handles are generic in the reference (ResidencyHandle[Ciphertext]).
 ResidencyHandle.__class_getitem__ = classmethod(lambda cls, item: _types.GenericAlias(cls, item))  # type: ignore[attr-defined]
 
+# Locations pickle as their constructor call.
+ResidencyLocation.__reduce__ = lambda self: (ResidencyLocation, (self.kind, self.device))  # type: ignore[method-assign]
+
 __version__ = "0.1.0"
 
 __all__ = [

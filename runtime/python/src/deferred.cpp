@@ -81,8 +81,11 @@ void drain_deferred() noexcept {
   for (PyObject *object : references)
     Py_DECREF(object);
   for (const std::string &message : warnings) {
-    PyObject *category =
-        message.find("abandon") != std::string::npos ? PyExc_ResourceWarning : PyExc_RuntimeWarning;
+    // Lifetimes destroyed while active are Python's resource leaks; the
+    // rest (an event that could not be recorded) are runtime warnings.
+    const bool abandoned = message.find("abandon") != std::string::npos ||
+                           message.find("destroyed while active") != std::string::npos;
+    PyObject *category = abandoned ? PyExc_ResourceWarning : PyExc_RuntimeWarning;
     if (PyErr_WarnEx(category, message.c_str(), 1) < 0) PyErr_WriteUnraisable(nullptr);
   }
 #if PY_VERSION_HEX >= 0x030C0000
