@@ -3,7 +3,8 @@
 # Pass --fuzz to also install clang and its sanitizer runtimes for libFuzzer.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config tao-pegtl-dev llvm-14-dev nlohmann-json3-dev doctest-dev
-          libxxhash-dev zlib1g-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev)
+          libxxhash-dev zlib1g-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
+          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest)
 [ "${1:-}" = "--fuzz" ] && packages+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
