@@ -34,8 +34,18 @@ def plan_tool():
     return os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
 
 
+def can_compile():
+    try:
+        from fhr import _compiler  # noqa: F401
+    except ImportError:
+        return plan_tool() is not None
+    return True
+
+
 @pytest.fixture
 def plan_file(tmp_path):
+    if not can_compile():
+        pytest.skip("neither fhr._compiler nor fhr-plan is available to compile .fhr text")
     path = tmp_path / "stage.fhr"
     path.write_text(PLAN)
     return path
@@ -59,7 +69,7 @@ def test_load_binds_real_values_and_runs_plans(plan_file, sim):
     key = m.register_source(key_spec, Key())
     with pytest.raises(ValueError, match="no handle is bound to key"):
         file.bind(m, {"weight": weight, "query": query})
-    with pytest.raises(ValueError, match="declared exclusive"):
+    with pytest.raises(ValueError, match="weight is declared replicable"):
         file.bind(m, {"weight": query, "key": key, "query": weight})
     bound = file.bind(m, {"weight": weight, "key": key, "query": query})
     assert bound.setup.completed and bound.handle("query") == query
@@ -114,7 +124,7 @@ def test_to_fhr_is_checked_by_fhr_plan_exactly_as_explain(sim, tmp_path):
     q = m.adopt(array(10_000))
     m.ensure(w, fhr.PINNED_HOST)
     hold = m.hold([w], at=fhr.PINNED_HOST)
-    m.reserve(CUDA0, 5_000, label='scratch "a" {b}')
+    scratch = m.reserve(CUDA0, 5_000, label='scratch "a" {b}')
     plan = fhr.ResidencyPlan(
         "tile {0}",
         enter=(fhr.EnsureResident(w, CUDA0), fhr.MoveResident(q, CUDA0)),
@@ -130,8 +140,8 @@ def test_to_fhr_is_checked_by_fhr_plan_exactly_as_explain(sim, tmp_path):
     predicted = m.explain(plan)
     assert predicted.feasible
     report = json.loads(done.stdout)
-    plans = [p for f in report.get("files", [report]) for p in f.get("plans", [])]
-    assert plans, done.stdout
+    plans = [u for f in report["files"] for u in f["units"] if u["kind"] == "plan"]
+    assert [(u["name"], u["feasible"]) for u in plans] == [("tile {0}", predicted.feasible)]
     assert subprocess.run([tool, "check", str(path)]).returncode == 0
     # One more reservation than cuda:0 holds: both refuse it.
     tight = fhr.ResidencyPlan("tight", reservations=(fhr.MemoryReservation(CUDA0, 50_000, "all"),))
@@ -139,4 +149,5 @@ def test_to_fhr_is_checked_by_fhr_plan_exactly_as_explain(sim, tmp_path):
     assert not m.explain(tight).feasible
     assert subprocess.run([tool, "check", str(path)], capture_output=True).returncode == 1
     hold.release()
-    m.close(force=True)
+    scratch.release()
+    m.close()
