@@ -1,5 +1,5 @@
 # The installed CMake package: `find_package(fhr CONFIG REQUIRED)` gives
-# fhr::runtime (with fhr::model), fhr::bytecode, fhr::executor, fhr::cuda
+# fhr::runtime (with fhr::model), fhr::bytecode, fhr::interpreter, fhr::executor, fhr::cuda
 # where the CUDA backend was built, and fhr::compiler (component
 # `compiler`) for tools that compile `.fhr` text in-process. Static
 # libraries, position-independent, with their usage requirements; the
@@ -14,6 +14,7 @@ set(FHR_INSTALL_CMAKEDIR lib/cmake/fhr CACHE STRING "Where cmake --install puts 
 set_target_properties(fhr_model PROPERTIES EXPORT_NAME model)
 set_target_properties(fhr_bytecode PROPERTIES EXPORT_NAME bytecode)
 set_target_properties(fhr_runtime PROPERTIES EXPORT_NAME runtime)
+set_target_properties(fhr_interpreter PROPERTIES EXPORT_NAME interpreter)
 set_target_properties(fhr_executor PROPERTIES EXPORT_NAME executor)
 set_target_properties(fhr_warnings PROPERTIES EXPORT_NAME warnings)
 install(TARGETS fhr_warnings EXPORT fhr-runtime)

@@ -1,12 +1,30 @@
 // A consumer of the installed package's compiler component: compiles .fhr
-// text in-process, lowers it to bytecode and runs its plan on a manager
-// with synthetic values (what fhr-plan run does, in a few lines).
+// text in-process, lowers it to bytecode and runs its plan on a manager,
+// binding each declared value to a zeroed buffer of its declared size.
 #include "fhr/bytecode/module.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/lower.hpp"
 #include "fhr/executor/module_runner.hpp"
 
 #include <cstdio>
+#include <cstring>
+
+namespace {
+
+/// Adopts a zeroed block of the declared size from the manager's own
+/// memory resource, so that its memory is of the declared location's kind.
+class ZeroBinder final : public fhr::ValueBinder {
+public:
+  fhr::Handle bind(fhr::Manager &manager, const fhr::DeclaredValue &value) override {
+    fhr::Storage storage = manager.backend().memory->allocate(value.location, value.spec.storage_nbytes);
+    std::memset(storage.bytes().data(), 0, storage.size());
+    auto [data, release] = storage.detach();
+    return manager.adopt(data, value.spec.logical_nbytes, value.spec.storage_nbytes, value.location, release,
+                         value.spec.replica_mode);
+  }
+};
+
+} // namespace
 
 int main() {
   using namespace fhr;
@@ -21,9 +39,9 @@ int main() {
   const std::vector<char> bytes = lower_module(file.module, *file.source);
   const bytecode::Module module = bytecode::load_module(std::as_bytes(std::span(bytes)));
   ManagerOptions options;
-  options.budgets = ModuleRunner::budgets(module);
+  options.budgets = module.budgets;
   Manager manager(std::move(options));
-  SyntheticBinder binder;
+  ZeroBinder binder;
   ModuleRunner runner(manager, module, binder);
   const bool setup = runner.run_setup().completed;
   const RunResult run = runner.run_plan("stage");

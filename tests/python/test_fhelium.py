@@ -22,16 +22,17 @@ from fhr.compat import fhelium as residency  # noqa: E402
 
 
 def engine():
-    from fhelium import CKKSEngine  # type: ignore[attr-defined]
-
-    return CKKSEngine.from_preset("slots8192-scale40-levels7-int64", device="cuda:0")
+    return fhelium.CkksEngine(
+        fhelium.CkksConfig.parse(fhelium.Preset.slots8192_scale40_levels7_int64), device="cuda:0"
+    )
 
 
 def test_fhelium_values_are_managed_by_fhr():
     e = engine()
+    secret_key = e.create_secret_key()
     message = torch.linspace(-0.5, 0.5, e.num_slots, dtype=torch.float64)
-    ciphertext = e.encrypt_message(message)
-    key = e.create_rotation_key(1, e.secret_key).cpu()
+    ciphertext = e.encrypt_message(message, e.create_public_key(secret_key))
+    key = e.create_rotation_key(1, secret_key).cpu()
     cuda0 = residency.cuda_location(e.device)
     m = residency.ResidencyManager(backend="cuda")
     ct = m.adopt(ciphertext, replica_mode=residency.ReplicaMode.EXCLUSIVE)
@@ -51,7 +52,7 @@ def test_fhelium_values_are_managed_by_fhr():
             assert type(values[ct]).__name__ == "Ciphertext" and values[ct].data.data_ptr() != pointer
             rotated = e.rotate_with_key(values[ct], values[rk])
         stream.synchronize()
-    result = e.decrypt_message(rotated, is_real=True)
+    result = e.decrypt_message(rotated, secret_key, is_real=True)
     assert torch.allclose(result.cpu(), torch.roll(message, 1), atol=1e-3)
     m.discard(ct)
     m.discard(rk)

@@ -2,6 +2,7 @@
 // simulated devices CI tests with.
 #include "binding.hpp"
 
+#include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #if defined(FHR_HAVE_CUDA)
@@ -17,9 +18,11 @@ namespace fhr::python {
 namespace {
 
 /// SimulatedBackend(device_count, overlap_copies=False): cuda:N below the
-/// count is host memory; streams and events follow §17's model.
+/// count is host memory; streams and events follow §17's model. Its
+/// managers run it behind the fault adaptors (fail_on, count).
 struct PySimulatedBackend {
   std::shared_ptr<SimulatedBackend> backend;
+  std::shared_ptr<FaultPlan> faults = std::make_shared<FaultPlan>();
 };
 
 /// A stream of the simulated backend, passed where a torch.cuda.Stream goes.
@@ -96,8 +99,10 @@ BackendChoice choose_backend(py::handle spec) {
     }
     throw py::value_error("unknown backend '" + name + "' (host, cuda, a SimulatedBackend or a CudaBackend)");
   }
-  if (py::isinstance<PySimulatedBackend>(spec))
-    return BackendChoice{spec.cast<const PySimulatedBackend &>().backend, false};
+  if (py::isinstance<PySimulatedBackend>(spec)) {
+    const auto &simulated = spec.cast<const PySimulatedBackend &>();
+    return BackendChoice{inject_faults(simulated.backend, simulated.faults), false};
+  }
   if (py::isinstance<PyCudaBackend>(spec)) {
 #if defined(FHR_HAVE_CUDA)
     return cuda_choice(spec.cast<const PyCudaBackend &>());
@@ -231,13 +236,13 @@ void bind_backends(py::module_ &m) {
       .def(
           "fail_on",
           [](PySimulatedBackend &b, const std::string &operation, std::uint64_t nth) {
-            b.backend->fail_on(to_operation(operation), nth);
+            b.faults->fail_on(to_operation(operation), nth);
           },
           py::arg("operation"), py::arg("nth"))
       .def(
           "count",
           [](PySimulatedBackend &b, const std::string &operation) {
-            return b.backend->count(to_operation(operation));
+            return b.faults->count(to_operation(operation));
           },
           py::arg("operation"))
       .def(

@@ -111,7 +111,7 @@ const PyHandle &as_handle(py::handle object);
 
 /// The backend a manager runs on, from the `backend=` argument.
 struct BackendChoice {
-  std::shared_ptr<Backend> backend;
+  BackendInterfaces backend;
   bool cuda = false;
 };
 BackendChoice choose_backend(py::handle spec);
@@ -131,7 +131,7 @@ Stream to_stream(py::handle object, bool cuda_backend);
 
 // ---- the manager (manager.cpp) -------------------------------------------
 
-class PythonBackend;
+class PythonMemory;
 
 /// Where the manager keeps the Python side of a value: how to rebuild it
 /// over storage, the adopted object while its replica exists.
@@ -161,7 +161,7 @@ public:
   ~PyManager();
 
   Manager &runtime() { return *manager_; }
-  PythonBackend &backend() { return *backend_; }
+  PythonMemory &memory() { return *memory_; }
   bool cuda_backend() const { return cuda_backend_; }
   const py::str &id_text() const { return id_text_; }
 
@@ -190,7 +190,7 @@ public:
   /// replica is the one at `bytes`, else the value rebuilt over the storage.
   py::object value_at(const Handle &handle, Location location, std::span<const std::byte> bytes);
 
-  std::shared_ptr<PythonBackend> backend_;
+  std::shared_ptr<PythonMemory> memory_; ///< declared first: it outlives the manager's replicas
   std::unique_ptr<Manager> manager_;
   py::object backend_object_;
   std::vector<ValueMeta> values_;

@@ -85,12 +85,13 @@ PyManager::PyManager(const std::vector<std::pair<Location, std::optional<std::ui
                      std::size_t trace_capacity, py::object backend) {
   BackendChoice choice = choose_backend(backend);
   cuda_backend_ = choice.cuda;
-  backend_ = std::make_shared<PythonBackend>(std::move(choice.backend), choice.cuda);
+  memory_ = std::make_shared<PythonMemory>(std::move(choice.backend.memory), choice.cuda);
   backend_object_ = backend;
   ManagerOptions options;
   options.budgets = budgets;
   options.trace_capacity = trace_capacity;
-  options.backend = backend_;
+  options.backend =
+      BackendInterfaces(memory_, std::move(choice.backend.copies), std::move(choice.backend.streams));
   options.warning_handler = [](std::string_view message) { defer_warning(std::string(message)); };
   manager_ = std::make_unique<Manager>(std::move(options));
   id_text_ = py::str(std::to_string(manager_->id()));
@@ -174,7 +175,7 @@ py::object PyManager::value_at(const Handle &handle, Location location, std::spa
   if (m.adopted && !m.adopted->released.load() && m.adopted->location == location &&
       m.adopted->data == reinterpret_cast<std::uintptr_t>(data))
     return py::reinterpret_borrow<py::object>(m.adopted->owner); // zero-copy: the very object adopted
-  SharedBlock *block = backend_->registry().share(reinterpret_cast<std::uintptr_t>(data));
+  SharedBlock *block = memory_->share(data);
   auto view =
       std::make_unique<StorageView>(block, data, bytes.size(), location, cuda_backend_ && location.is_cuda());
   if (!m.adapter || m.adapter->adapter.is_none())
@@ -501,7 +502,7 @@ void bind_manager(py::module_ &m) {
       .def("_validate_location",
            [](PyManager &self, py::handle location_object) {
              const Location location = to_location(location_object, "a residency location");
-             const DeviceConfig devices = self.backend().devices();
+             const DeviceConfig devices = self.memory().devices();
              if (!location.is_cuda()) return;
              if (!devices.cuda_available) throw py::value_error("CUDA residency locations require available CUDA");
              if (location.device() >= devices.device_count)
@@ -510,7 +511,7 @@ void bind_manager(py::module_ &m) {
       .def_property_readonly("_cuda_memory", [](PyManager &self) { return self.cuda_backend(); })
       .def_property_readonly("_device_count",
                              [](PyManager &self) {
-                               const DeviceConfig devices = self.backend().devices();
+                               const DeviceConfig devices = self.memory().devices();
                                return devices.cuda_available ? devices.device_count : 0u;
                              })
       .def("_content_checksum",
@@ -518,10 +519,6 @@ void bind_manager(py::module_ &m) {
              const Handle h = self.resolve(handle);
              const Location location = to_location(at, "at");
              return without_gil([&] { return self.runtime().content_checksum(h, location); });
-           })
-      .def("_storage_overlaps",
-           [](PyManager &self, std::uintptr_t begin, std::uintptr_t end) {
-             return self.backend().registry().overlaps(begin, end);
            })
       .def(
           "_adopt",
@@ -552,24 +549,18 @@ void bind_manager(py::module_ &m) {
                 adopted->buffer = nullptr;
               }
             };
-            StorageRegistry &registry = self.backend().registry();
-            // §2.7: the value must own its storage; checked (and the range
-            // claimed) before the runtime admits it.
-            if (registry.overlaps(storage_begin, storage_end)) {
-              give_back();
-              raise_error("ResidencyOwnershipError",
-                          "managed materializations must own independent backing storage: the value's memory "
-                          "intersects storage the manager already holds");
-            }
-            const bool claimed = storage_begin < storage_end;
-            if (claimed) registry.add(storage_begin, storage_end, nullptr);
             adopted->owner = owner.ptr();
             adopted->data = data;
             adopted->storage_begin = storage_begin;
             adopted->storage_end = storage_end;
             adopted->location = location;
-            Storage::Release deleter = [adopted, &registry = registry, claimed](std::byte *) {
-              if (claimed) registry.remove(adopted->storage_begin);
+            // The block the runtime charges and indexes (§2.1, §2.7): from the
+            // value's first byte to the end of its storage (a view starts
+            // inside its tensor's storage; the bytes before it are another
+            // view's, which then overlaps this block).
+            const std::size_t block_nbytes =
+                std::max<std::size_t>(nbytes, storage_end > data ? storage_end - data : 0);
+            Storage::Release deleter = [adopted](std::byte *) {
               adopted->released.store(true);
               defer_buffer_release(std::exchange(adopted->buffer, nullptr));
               defer_decref(adopted->owner);
@@ -577,18 +568,17 @@ void bind_manager(py::module_ &m) {
             Handle handle;
             try {
               handle = without_gil([&] {
-                return self.runtime().adopt(reinterpret_cast<std::byte *>(data), nbytes, location, deleter,
-                                            replica_mode);
+                return self.runtime().adopt(reinterpret_cast<std::byte *>(data), nbytes, block_nbytes, location,
+                                            deleter, replica_mode);
               });
             } catch (...) {
-              if (claimed) registry.remove(storage_begin);
               give_back();
               throw;
             }
             owner.inc_ref(); // the reference the deleter drops
             auto slot = std::make_shared<AdapterSlot>();
             slot->adapter = adapter;
-            const ValueSpec spec{nbytes, nbytes, replica_mode, Recoverability::MustPreserve};
+            const ValueSpec spec{nbytes, block_nbytes, replica_mode, Recoverability::MustPreserve};
             return self.add_value(handle, value_type, spec, slot, adopted);
           },
           py::arg("owner"), py::arg("use_buffer"), py::arg("data"), py::arg("nbytes"), py::arg("storage_begin"),

@@ -5,6 +5,7 @@
 
 #include "fhr/bytecode/module.hpp"
 
+#include <cstring>
 #include <unordered_map>
 
 namespace fhr::python {
@@ -15,48 +16,123 @@ struct PyPlanModule {
   std::shared_ptr<const bytecode::Module> module;
 };
 
+/// Zeros written by a declared reconstructible value's source, into host
+/// memory or (a CUDA source location) device memory.
+class ZeroSource final : public Source {
+public:
+  explicit ZeroSource(bool device_memory) : device_memory_(device_memory) {}
+  void load(std::span<std::byte> destination) override {
+    if (!device_memory_) {
+      std::memset(destination.data(), 0, destination.size());
+      return;
+    }
+    const std::vector<std::byte> zeros(destination.size());
+    copy_bytes(destination.data(), zeros.data(), zeros.size(), true);
+  }
+
+private:
+  bool device_memory_;
+};
+
 /// Binds declared values to the handles the caller gave (by value id); the
-/// rest, when allowed, to synthetic values of the declared sizes.
+/// rest, when allowed, to synthetic values of the declared sizes: zero
+/// bytes adopted from the manager's own memory resource at the declared
+/// location (so that their memory is of the location's kind, §2.6), or a
+/// source of zeros for reconstructible ones.
 class MappedBinder final : public ValueBinder {
 public:
-  MappedBinder(std::unordered_map<std::uint32_t, Handle> handles, bool synthetic)
-      : handles_(std::move(handles)), synthetic_(synthetic) {}
+  MappedBinder(std::unordered_map<std::uint32_t, Handle> handles, bool synthetic, bool cuda_backend)
+      : handles_(std::move(handles)), synthetic_(synthetic), cuda_backend_(cuda_backend) {}
   Handle bind(Manager &manager, const DeclaredValue &value) override {
     if (auto it = handles_.find(value.value_id); it != handles_.end()) return it->second;
     if (!synthetic_) throw std::invalid_argument("no handle is bound to '" + value.display_name() + "'");
-    return synthetic_binder_.bind(manager, value);
+    const bool device_memory = cuda_backend_ && value.location.is_cuda();
+    if (value.spec.recoverability == Recoverability::Reconstructible)
+      return manager.register_source(value.spec, std::make_shared<ZeroSource>(device_memory), value.location);
+    Storage storage = manager.backend().memory->allocate(value.location, value.spec.storage_nbytes);
+    ZeroSource(device_memory).load(storage.bytes());
+    auto [data, release] = storage.detach();
+    try {
+      return manager.adopt(data, value.spec.logical_nbytes, value.spec.storage_nbytes, value.location,
+                           release, value.spec.replica_mode);
+    } catch (...) {
+      release(data); // a failed adopt leaves the buffer with us
+      throw;
+    }
   }
 
 private:
   std::unordered_map<std::uint32_t, Handle> handles_;
   bool synthetic_;
-  SyntheticBinder synthetic_binder_;
+  bool cuda_backend_;
 };
+
+/// The transitions a run committed, in order, with the handle each concerned
+/// (RunnerOptions::after_transition), paired afterwards with the steps that
+/// committed them.
+using CommittedTransitions = std::vector<std::pair<TransitionReport, Handle>>;
 
 struct PyPlanRun {
   py::object manager;
   std::shared_ptr<const bytecode::Module> module;
   std::unique_ptr<MappedBinder> binder;
+  std::shared_ptr<CommittedTransitions> committed = std::make_shared<CommittedTransitions>();
   std::unique_ptr<ModuleRunner> runner;
   ~PyPlanRun() {
     py::gil_scoped_release release;
     runner.reset();
   }
+  template <typename Run>
+  py::object run(Run &&work);
 };
 
 std::string kind_name(StepKind kind) { return std::string(step_kind_name(kind)); }
 
-py::object run_result(PyManager &manager, const RunResult &result) {
+py::object error_name(ErrorClass error) {
+  return error == ErrorClass::None ? py::object(py::none()) : py::object(py::str(error_class_name(error)));
+}
+
+/// Steps as (kind, index, phase, line, failed, raised, cause, message,
+/// transition, value id): a step committed a transition when its timing is
+/// the next committed report's and it concerns that report's handle.
+py::object run_result(PyManager &manager, const ModuleRunner &runner, const RunResult &result,
+                      const CommittedTransitions &committed) {
   py::list steps;
-  for (const ExecutedStep &s : result.steps)
-    steps.append(py::make_tuple(
-        kind_name(s.kind), s.index, std::string(phase_name(s.phase)), s.line, s.failed,
-        s.raised == ErrorClass::None ? py::object(py::none())
-                                     : py::object(py::str(error_class_name(s.raised))),
-        s.cause == ErrorClass::None ? py::object(py::none()) : py::object(py::str(error_class_name(s.cause))),
-        s.message, s.transition ? make_report(manager, *s.transition, py::none()) : py::none(),
-        s.value ? py::object(py::int_(*s.value)) : py::object(py::none())));
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < result.steps.size(); ++i) {
+    const StepRecord &s = result.steps[i];
+    py::object transition = py::none();
+    if (next < committed.size() && !s.failed() && i < result.timings.size()) {
+      const auto &[report, handle] = committed[next];
+      const bool same_handle = [&] {
+        try {
+          return runner.handle_of(s.value) == handle;
+        } catch (const std::exception &) {
+          return false;
+        }
+      }();
+      if (same_handle && result.timings[i].started_at_ns == report.started_at_ns &&
+          result.timings[i].completed_at_ns == report.completed_at_ns) {
+        transition = make_report(manager, report, py::none());
+        ++next;
+      }
+    }
+    const bool last_failed = s.failed() && i + 1 == result.steps.size();
+    const ErrorClass cause = s.raised != s.outcome.error ? s.outcome.error : ErrorClass::None;
+    const bool names_value = s.kind != StepKind::Reserve && s.kind != StepKind::BodyReserve;
+    steps.append(py::make_tuple(kind_name(s.kind), s.index, kind_name(s.phase), runner.line(s), s.failed(),
+                                error_name(s.raised), error_name(cause),
+                                last_failed ? result.failure_message : std::string(), transition,
+                                names_value ? py::object(py::int_(s.value)) : py::object(py::none())));
+  }
   return py::make_tuple(result.name, result.completed, steps);
+}
+
+template <typename Run>
+py::object PyPlanRun::run(Run &&work) {
+  committed->clear();
+  const RunResult result = without_gil([&] { return work(*runner); });
+  return run_result(manager.cast<PyManager &>(), *runner, result, *committed);
 }
 
 py::object plan_object(PyManager &manager, const PlanSpec &spec) {
@@ -156,10 +232,16 @@ void bind_plan_files(py::module_ &m) {
             auto run = std::make_unique<PyPlanRun>();
             run->manager = manager_object;
             run->module = p.module;
-            run->binder = std::make_unique<MappedBinder>(std::move(native), synthetic);
-            run->runner = std::make_unique<ModuleRunner>(
-                manager.runtime(), *run->module, *run->binder,
-                runner_streams(manager.backend_object_, manager.cuda_backend()));
+            run->binder =
+                std::make_unique<MappedBinder>(std::move(native), synthetic, manager.cuda_backend());
+            RunnerOptions options = runner_streams(manager.backend_object_, manager.cuda_backend());
+            options.after_transition = [committed = run->committed](const TransitionReport &report,
+                                                                    const Handle &handle) {
+              committed->emplace_back(report, handle);
+            };
+            run->runner = std::make_unique<ModuleRunner>(manager.runtime(), *run->module, *run->binder,
+                                                         std::move(options));
+            run->committed->clear();
             const RunResult setup = without_gil([&] { return run->runner->run_setup(); });
             if (setup.completed || !run->runner->values().empty()) {
               std::uint64_t last = 0;
@@ -170,7 +252,7 @@ void bind_plan_files(py::module_ &m) {
                 }
               manager.fill_to(last);
             }
-            py::object result = run_result(manager, setup);
+            py::object result = run_result(manager, *run->runner, setup, *run->committed);
             return py::make_tuple(py::cast(std::move(run)), result);
           },
           py::arg("manager"), py::arg("handles"), py::arg("synthetic"));
@@ -178,13 +260,11 @@ void bind_plan_files(py::module_ &m) {
   py::class_<PyPlanRun>(m, "_PlanRun", "A module bound to a manager.")
       .def("run_plan",
            [](PyPlanRun &r, const std::string &name) {
-             const RunResult result = without_gil([&] { return r.runner->run_plan(name); });
-             return run_result(r.manager.cast<PyManager &>(), result);
+             return r.run([&](ModuleRunner &runner) { return runner.run_plan(name); });
            })
       .def("run_program",
            [](PyPlanRun &r, const std::string &name) {
-             const RunResult result = without_gil([&] { return r.runner->run_program(name); });
-             return run_result(r.manager.cast<PyManager &>(), result);
+             return r.run([&](ModuleRunner &runner) { return runner.run_program(name); });
            })
       .def("plan",
            [](PyPlanRun &r, const std::string &name) {

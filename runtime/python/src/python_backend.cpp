@@ -6,32 +6,12 @@
 
 namespace fhr::python {
 
-bool StorageRegistry::overlaps(std::uintptr_t begin, std::uintptr_t end) const {
-  if (begin >= end) return false;
+SharedBlock *PythonMemory::share(const std::byte *begin) const {
   std::lock_guard lock(mutex_);
-  auto next = ranges_.lower_bound(begin);
-  if (next != ranges_.end() && next->first < end && next->first < next->second.end) return true;
-  if (next == ranges_.begin()) return false;
-  auto previous = std::prev(next);
-  return previous->second.end > begin;
-}
-
-void StorageRegistry::add(std::uintptr_t begin, std::uintptr_t end, SharedBlock *block) {
-  std::lock_guard lock(mutex_);
-  ranges_[begin] = Entry{end, block};
-}
-
-void StorageRegistry::remove(std::uintptr_t begin) {
-  std::lock_guard lock(mutex_);
-  ranges_.erase(begin);
-}
-
-SharedBlock *StorageRegistry::share(std::uintptr_t begin) const {
-  std::lock_guard lock(mutex_);
-  auto it = ranges_.find(begin);
-  if (it == ranges_.end() || !it->second.block) return nullptr;
-  it->second.block->ref();
-  return it->second.block;
+  auto it = replicas_.find(begin);
+  if (it == replicas_.end()) return nullptr;
+  it->second->ref();
+  return it->second;
 }
 
 namespace {
@@ -58,7 +38,7 @@ bool release_torch_cache() {
 
 } // namespace
 
-Storage PythonBackend::allocate_inner(Location location, std::size_t nbytes) {
+Storage PythonMemory::allocate_inner(Location location, std::size_t nbytes) {
   if (!cuda_ || !location.is_cuda()) return inner_->allocate(location, nbytes);
   try {
     return inner_->allocate(location, nbytes);
@@ -68,19 +48,28 @@ Storage PythonBackend::allocate_inner(Location location, std::size_t nbytes) {
   return inner_->allocate(location, nbytes);
 }
 
-Storage PythonBackend::allocate(Location location, std::size_t nbytes) {
+Storage PythonMemory::allocate(Location location, std::size_t nbytes) {
   Storage inner = allocate_inner(location, nbytes);
   std::byte *data = inner.bytes().data();
   const std::size_t size = inner.size();
+  const std::size_t block_size = inner.block_size();
   auto *block = new SharedBlock(std::move(inner), inner_);
-  const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  registry_.add(begin, begin + size, block);
-  StorageRegistry *registry = &registry_;
-  // Trivially copyable: std::function keeps it without allocating.
-  return Storage(data, size, location, [registry, block](std::byte *bytes) {
-    registry->remove(reinterpret_cast<std::uintptr_t>(bytes));
-    block->unref();
-  });
+  {
+    std::lock_guard lock(mutex_);
+    replicas_[data] = block;
+  }
+  // Trivially copyable: std::function keeps it without allocating. `this`
+  // outlives the storage: the manager frees its replicas before its backend.
+  return Storage(
+      data, size, location,
+      [this, block](std::byte *bytes) {
+        {
+          std::lock_guard lock(mutex_);
+          replicas_.erase(bytes);
+        }
+        block->unref();
+      },
+      block_size);
 }
 
 } // namespace fhr::python
