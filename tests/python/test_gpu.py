@@ -99,3 +99,53 @@ def test_freed_device_memory_goes_back_for_torch(m):
     torch.cuda.synchronize()
     free_after, _ = torch.cuda.mem_get_info()
     assert free_after >= free_before - (128 << 20)  # only the small-block cache may stay
+
+
+class TorchPair:
+    """A fake ciphertext of two CUDA tensors, as FHElium's TensorResident types."""
+
+    def __init__(self, c0, c1):
+        self.c0, self.c1 = c0, c1
+
+    @property
+    def _resident_tensors(self):
+        return (self.c0, self.c1)
+
+    def _with_resident_tensors(self, tensors):
+        return TorchPair(*tensors)
+
+
+def test_composite_of_cuda_tensors_is_zero_copy_by_data_pointer(m):
+    block = torch.arange(3 * 1024, dtype=torch.int64, device="cuda:0")
+    value = TorchPair(block[:1024].view(32, 32), block[1024:].view(64, 32))
+    h = m.adopt(value, replica_mode=fhr.ReplicaMode.REPLICABLE)
+    assert m.snapshot().values[0].spec.logical_nbytes == 3 * 1024 * 8
+    stream = torch.cuda.Stream()
+    with m.acquire([h], at=CUDA0, consumer_stream=stream) as values:
+        assert values[h] is value and values[h].c0.data_ptr() == block.data_ptr()
+    m.ensure(h, fhr.PINNED_HOST)
+    with m.acquire([h], at=fhr.PINNED_HOST) as values:
+        host = values[h]
+        assert host.c0.is_pinned() and host.c1.shape == (64, 32) and host.c1.dtype == torch.int64
+        assert host.c1.data_ptr() - host.c0.data_ptr() == 1024 * 8  # views of one replica
+        assert torch.equal(torch.cat([host.c0.flatten(), host.c1.flatten()]), block.cpu())
+    m.drop(h, CUDA0)
+    m.ensure(h, CUDA0)
+    with m.acquire([h], at=CUDA0, consumer_stream=stream) as values:
+        again = values[h]
+        assert again.c0.device == torch.device("cuda:0") and again.c0.data_ptr() != block.data_ptr()
+        assert again.c1.data_ptr() - again.c0.data_ptr() == 1024 * 8
+        with torch.cuda.stream(stream):
+            assert torch.equal(again.c1.flatten(), torch.arange(1024, 3 * 1024, device="cuda:0"))
+
+
+def test_composite_tensors_apart_are_packed_once_and_on_one_device(m):
+    apart = TorchPair(torch.ones(100, device="cuda:0"), torch.zeros(7, dtype=torch.int32, device="cuda:0"))
+    with pytest.raises(fhr.ResidencyMaterializationError, match="separate storages"):
+        m.adopt(apart)
+    packed = fhr.pack_resident(apart)
+    assert packed.c1.data_ptr() - packed.c0.data_ptr() == 512 and packed.c0.device == torch.device("cuda:0")
+    m.adopt(packed)
+    mixed = TorchPair(torch.ones(4, device="cuda:0"), torch.ones(4))
+    with pytest.raises(fhr.ResidencyMaterializationError, match="do not share one device"):
+        m.adopt(mixed)

@@ -51,6 +51,7 @@ from fhr._records import (
     ResidencyValueSnapshot,
 )
 from fhr._scope import ResidencyScope
+from fhr._values import pack_resident
 from fhr.errors import (
     BackendError,
     FhrError,
@@ -141,4 +142,5 @@ __all__ = [
     "cuda_location",
     "errors",
     "load",
+    "pack_resident",
 ]
