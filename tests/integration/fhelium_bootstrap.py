@@ -5,7 +5,8 @@ built and installed, see ../shared/third_party/README.md); without it, or
 without a GPU, the script prints why it skipped and exits 0. Nothing of
 FHElium is copied here: the script drives its public engine and bootstrap
 and hooks the two methods of its hybrid key switcher that every key switch
-goes through, so that each switch takes its key from fhr's manager.
+goes through, so that each switch takes its key from fhr's manager (and
+its two key checks, which the stand-ins' device keys passed when adopted).
 
 Modes (one per run, each prints one JSON object):
 
@@ -177,7 +178,7 @@ class ManagedKeys:
         engine = self.boot.engine
         switcher = engine._hybrid_key_switcher
         direct, prepared = switcher.apply_key_switch, switcher._switch_prepared_rotation
-        validate = engine.validate_key_switch_key
+        validate, assert_engine_key = engine.validate_key_switch_key, engine._assert_engine_key
 
         def apply_key_switch(component: Any, key: Any, level: int) -> Any:
             with self.resident(key) as device_key:
@@ -191,9 +192,14 @@ class ManagedKeys:
             if id(key) not in self.names:  # a stand-in was validated on the device when it was adopted
                 validate(key)
 
+        def engine_key_check(key: Any, *args: Any, **options: Any) -> None:
+            if id(key) not in self.names:  # the stand-ins' device keys passed this check when adopted
+                assert_engine_key(key, *args, **options)
+
         switcher.apply_key_switch = apply_key_switch
         switcher._switch_prepared_rotation = switch_prepared_rotation
         engine.validate_key_switch_key = validate_key_switch_key
+        engine._assert_engine_key = engine_key_check
 
     @contextlib.contextmanager
     def resident(self, key: Any) -> Any:
