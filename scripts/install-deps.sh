@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what fhr needs on a fresh Debian 12 machine (as root, or with sudo).
 # Pass --fuzz to also install clang and its sanitizer runtimes for libFuzzer,
-# --browser to install Chromium for the pictures' browser test.
+# --browser to install Chromium for the pictures' browser test, --lint to
+# install clang-format and clang-tidy.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config tao-pegtl-dev llvm-14-dev nlohmann-json3-dev doctest-dev
           libxxhash-dev zlib1g-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
@@ -10,6 +11,7 @@ for option in "$@"; do
   case "$option" in
   --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
   --browser) packages+=(chromium) ;;
+  --lint) packages+=(clang-format-14 clang-tidy-14) ;;
   esac
 done
 missing=()

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Installs dependencies, then builds and runs the whole test suite twice
-# (a normal build, the Python package's pytest suite included, and an
-# AddressSanitizer + UndefinedBehaviorSanitizer build), the runtime's
-# concurrency stress test under ThreadSanitizer, the installed CMake package
-# with a separate consumer project, a runtime-only build (no LLVM, PEGTL or
-# doctest) with the Python package on it, then a short libFuzzer smoke run
-# of the front end and simulator. The normal build's ctest includes the
-# pictures' browser test, which needs Chromium.
+# (a normal build, the Python package's pytest suite included, whose
+# sources clang-format and clang-tidy check, and an AddressSanitizer +
+# UndefinedBehaviorSanitizer build), the runtime's concurrency stress test
+# under ThreadSanitizer, the installed CMake package with a separate consumer
+# project, a runtime-only build (no LLVM, PEGTL or doctest) with the Python
+# package on it, then a short libFuzzer smoke run of the front end and
+# simulator. The normal build's ctest includes the pictures' browser test,
+# which needs Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --fuzz --browser
+bash scripts/install-deps.sh --fuzz --browser --lint
 jobs=$(nproc)
 
 echo "== normal build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 FHR_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== format and lint (.clang-format, .clang-tidy)"
+git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format-14 --dry-run -Werror
+git ls-files 'runtime/*.cpp' 'compiler/*.cpp' 'dsl/*.cpp' 'tools/*.cpp' 'planner/*.cpp' |
+  xargs -P "$jobs" -n 8 clang-tidy-14 -p build --quiet --extra-arg=-Wno-unknown-warning-option
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=address,undefined \

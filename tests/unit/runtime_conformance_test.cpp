@@ -354,6 +354,19 @@ TEST_CASE(
   CHECK(f.steps.back().outcome.error == ErrorClass::Handle);
   plan.enter = {{ActionKind::Ensure, Handle{manager.id(), 42}, pinned, {}}};
   CHECK(manager.explain(plan).reason == "unknown handle 42");
+  // Executing says the same in its preflight, for a plan and for a list.
+  const std::uint64_t version = manager.state_version();
+  plan.enter = {{ActionKind::Ensure, a, pinned, {}}, {ActionKind::Ensure, foreign, pinned, {}}};
+  CHECK(message_of<ResidencyPlanError>([&] { manager.scope(plan).enter(); }) ==
+        "plan 'rows' is infeasible in phase enter at step 1: " + foreign_message);
+  CHECK(message_of<ResidencyPlanError>([&] { manager.execute_actions(plan.enter, "list"); }) ==
+        "plan 'list' is infeasible at action 1: " + foreign_message);
+  plan.exit = {{ActionKind::Drop, Handle{manager.id(), 42}, pinned, {}}};
+  plan.enter = {};
+  CHECK(message_of<ResidencyPlanError>([&] { manager.scope(plan).enter(); }) ==
+        "plan 'rows' is infeasible in phase exit at step 0: unknown handle 42");
+  CHECK(manager.state_version() == version); // refused before anything ran
+  plan.exit = {};
   // Discarded earlier in the plan: no bytes either.
   plan.enter = {{ActionKind::Discard, a, {}, {}}, {ActionKind::Ensure, a, pinned, {}}};
   const ExplainedPlan d = manager.explain(plan);

@@ -56,7 +56,8 @@ ExplainedPlan Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t
 }
 
 void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
-                        std::span<const Action> actions) const {
+                        std::span<const ActionSpec> action_specs) const {
+  const std::vector<Action> actions = to_actions(action_specs);
   std::vector<Action> reclaim, exit;
   PlanView view{{}, {}, actions, {}};
   if (plan) {
@@ -83,8 +84,16 @@ void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
     value = value_name(phase_actions[failed.index].value);
     context.value_name = value;
   }
-  throw ResidencyPlanError("plan '" + plan_name + "' is infeasible" + where + ": " +
-                           describe(failed.outcome, context, &result.failure_detail));
+  std::string why = describe(failed.outcome, context, &result.failure_detail);
+  if (failed.outcome.reason == Reason::HandleUnknown) {
+    // The model knows only that no value answers the handle; the handle
+    // itself says whether it is another manager's or an unknown one (§16.1).
+    const std::span<const ActionSpec> specs = failed.phase == Phase::Reclaim ? std::span(plan->reclaim)
+                                              : failed.phase == Phase::Exit  ? std::span(plan->exit)
+                                                                             : action_specs;
+    why = unresolvable_message(specs[failed.index].handle);
+  }
+  throw ResidencyPlanError("plan '" + plan_name + "' is infeasible" + where + ": " + why);
 }
 
 PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std::string &name,
@@ -106,7 +115,7 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
       m.reap();
       check_expected_version(expected_state_version, m.state_.version());
       m.validate_transfer_streams(transfer_streams);
-      m.preflight(name, nullptr, m.to_actions(specs));
+      m.preflight(name, nullptr, specs);
       report.plan_name = name;
       report.started_at_ns = now_ns();
       return true;
@@ -211,7 +220,7 @@ void Scope::enter() {
       m.reap();
       check_expected_version(scope.expected_state_version_, m.state_.version());
       m.validate_transfer_streams(scope.transfer_streams_);
-      m.preflight(scope.plan_.name, &scope.plan_, m.to_actions(scope.plan_.enter));
+      m.preflight(scope.plan_.name, &scope.plan_, scope.plan_.enter);
       scope.entered_.plan_name = scope.plan_.name;
       scope.entered_.started_at_ns = now_ns();
       return true;

@@ -1,5 +1,7 @@
 #include "fhr/model/link_model.hpp"
 
+#include "h200_profile.inc"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -201,42 +203,10 @@ LinkModel link_model_from_json(std::string_view input) {
 // ---- the shipped default --------------------------------------------------
 
 const LinkModel &LinkModel::h200() {
-  // Figures of docs/benchmarks.md (cuda_bench on the project's H200s,
-  // 2026-11-30): pinned <-> device 55 GB/s each way and 7-8 us for a 4 KiB
-  // copy with its synchronisation; pageable transfers staged through pinned
-  // bounce buffers from 4 MiB (41-44 GB/s in, 26-35 GB/s out; plain copies
-  // below that at the driver's 7 / 14 GB/s); an eviction and a prefetch
-  // together 95-101 GB/s; event record / query 0.16 / 0.19 us; cold pinned
-  // memory 0.4 s per GiB. `fhr-plan calibrate` measures them per size class.
-  static const LinkModel model = [] {
-    LinkModel m;
-    m.machine = "NVIDIA H200 (project default)";
-    m.measured = "2026-11-30, docs/benchmarks.md figures";
-    constexpr std::uint64_t kSmall = 64 * 1024, kStaged = 4 * 1024 * 1024;
-    auto curve = [](std::initializer_list<SizeClass> classes) {
-      return LinkCurve{std::vector<SizeClass>(classes)};
-    };
-    m.links[static_cast<std::size_t>(LinkKind::HostToHost)] =
-        curve({{kSmall, 0.1 * kMicro, 10 * kGiga}, {std::nullopt, 10 * kMicro, 25 * kGiga}});
-    m.links[static_cast<std::size_t>(LinkKind::PinnedToDevice)] =
-        curve({{kSmall, 7.5 * kMicro, 25 * kGiga}, {std::nullopt, 10 * kMicro, 55.2 * kGiga}});
-    m.links[static_cast<std::size_t>(LinkKind::DeviceToPinned)] =
-        curve({{kSmall, 7.5 * kMicro, 25 * kGiga}, {std::nullopt, 10 * kMicro, 55.2 * kGiga}});
-    m.links[static_cast<std::size_t>(LinkKind::PageableToDevice)] =
-        curve({{kStaged, 8 * kMicro, 7 * kGiga}, {std::nullopt, 100 * kMicro, 42 * kGiga}});
-    m.links[static_cast<std::size_t>(LinkKind::DeviceToPageable)] =
-        curve({{kStaged, 8 * kMicro, 14 * kGiga}, {std::nullopt, 100 * kMicro, 29 * kGiga}});
-    m.links[static_cast<std::size_t>(LinkKind::DeviceToDevice)] =
-        curve({{kSmall, 10 * kMicro, 50 * kGiga}, {std::nullopt, 15 * kMicro, 300 * kGiga}});
-    m.duplex_bytes_per_second = 98 * kGiga;
-    m.device_allocation_seconds = 2 * kMicro;
-    m.pinned_allocation_seconds_per_byte = 0.4 / (1024.0 * 1024 * 1024);
-    m.event_record_seconds = 0.16 * kMicro;
-    m.event_query_seconds = 0.19 * kMicro;
-    m.source_load_bytes_per_second = 10 * kGiga;
-    m.pinned_registration_seconds_per_byte = 0.1 / (1024.0 * 1024 * 1024);
-    return m;
-  }();
+  // `fhr-plan calibrate --backend cuda` on the project's H200 (the profile's
+  // `measured` field says when); device-to-device links are not measured on
+  // a one-GPU machine and keep the earlier benchmark figures (300 GB/s).
+  static const LinkModel model = link_model_from_json(kH200Profile);
   return model;
 }
 

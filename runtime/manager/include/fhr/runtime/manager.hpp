@@ -261,7 +261,8 @@ private:
                              std::span<const ActionSpec> actions, std::size_t first,
                              const TransferStreams &streams, PlanReport &report);
   /// Throws ResidencyPlanError (with the failing step) for an infeasible plan.
-  void preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const;
+  void preflight(const std::string &plan_name, const PlanSpec *plan,
+                 std::span<const ActionSpec> action_specs) const;
   /// §10.3 (explain.cpp): the simulator's explanation of `plan` with the
   /// plan's name, a row per simulated action and the failure's message.
   ExplainedPlan explained(const PlanSpec &plan, Explanation simulated) const;
