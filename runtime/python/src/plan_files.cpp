@@ -103,7 +103,8 @@ py::object run_result(PyManager &manager, const ModuleRunner &runner, const RunR
     const StepRecord &s = result.steps[i];
     py::object transition = py::none();
     if (next < committed.size() && !s.failed() && i < result.timings.size()) {
-      const auto &[report, handle] = committed[next];
+      const TransitionReport &report = committed[next].first;
+      const Handle &handle = committed[next].second; // not a structured binding: the lambda below captures it
       const bool same_handle = [&] {
         try {
           return runner.handle_of(s.value) == handle;
