@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs dependencies, then builds and runs the whole test suite twice
-# (a normal build, whose sources clang-format and clang-tidy check, and an
-# AddressSanitizer + UndefinedBehaviorSanitizer build), the runtime's concurrency stress test under ThreadSanitizer, then
-# a short libFuzzer smoke run of the front end and simulator. The normal
-# build's ctest includes the pictures' browser test, which needs Chromium.
+# (a normal build, the Python package's pytest suite included, whose
+# sources clang-format and clang-tidy check, and an AddressSanitizer +
+# UndefinedBehaviorSanitizer build), the runtime's concurrency stress test
+# under ThreadSanitizer, the installed CMake package with a separate consumer
+# project, a runtime-only build (no LLVM, PEGTL or doctest) with the Python
+# package on it, then a short libFuzzer smoke run of the front end and
+# simulator. The normal build's ctest includes the pictures' browser test,
+# which needs Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --fuzz --browser --lint
@@ -20,19 +24,43 @@ git ls-files 'runtime/*.cpp' 'compiler/*.cpp' 'dsl/*.cpp' 'tools/*.cpp' 'planner
   xargs -P "$jobs" -n 8 clang-tidy-14 -p build --quiet --extra-arg=-Wno-unknown-warning-option
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=address,undefined >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=address,undefined \
+  -DFHR_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE browser
 
 echo "== ThreadSanitizer build: the runtime tests, concurrency stress included"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=thread >/dev/null
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_SANITIZE=thread -DFHR_PYTHON=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target fhr_runtime_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/fhr_runtime_tests
 
+echo "== the installed package: a separate project builds against it with find_package(fhr)"
+prefix=$(mktemp -d)
+cmake --install build --prefix "$prefix" >/dev/null
+cmake -S examples/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build build-consumer -j "$jobs"
+grep -q "consumer: stage feasible, 1 transition, pinned holds 65536 bytes" <<<"$(./build-consumer/fhr_consumer)"
+grep -q "setup completed; plan completed" <<<"$(./build-consumer/fhr_consumer_compiler)"
+python_dir=$(find "$prefix" -name __init__.py -path "*/fhr/__init__.py" -printf "%h\n" | head -1)
+PYTHONPATH=$(dirname "$python_dir") /usr/bin/python3 -c \
+  "import sys, fhr; assert 'fhr._compiler' not in sys.modules and not [m for m in open('/proc/self/maps') if 'LLVM' in m]; print('import fhr: ok, no LLVM loaded')"
+
+echo "== runtime-only build (no LLVM, PEGTL or doctest) with the Python package; plan files through fhr-plan"
+cmake -S . -B build-runtime-only -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFHR_RUNTIME_ONLY=ON -DFHR_WITH_CUDA=OFF >/dev/null
+! grep -q "^LLVM_DIR:" build-runtime-only/CMakeCache.txt
+cmake --build build-runtime-only -j "$jobs"
+runtime_prefix=$(mktemp -d)
+cmake --install build-runtime-only --prefix "$runtime_prefix" >/dev/null
+cmake -S examples/consumer -B build-consumer-runtime -G Ninja -DCMAKE_PREFIX_PATH="$runtime_prefix" >/dev/null
+cmake --build build-consumer-runtime -j "$jobs"
+grep -q "consumer: stage feasible" <<<"$(./build-consumer-runtime/fhr_consumer)"
+FHR_PLAN=$PWD/build/tools/fhr-plan PYTHONPATH=$PWD/build-runtime-only/python \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs tests/python
+
 echo "== fuzz smoke runs (libFuzzer, ASan + UBSan)"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF -DFHR_PYTHON=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module
 corpus=$(mktemp -d)
 cp examples/*.fhr tests/golden/inputs/*.fhr "$corpus"/

@@ -1,0 +1,1 @@
+"""Drop-in modules for programs written against other residency managers."""

@@ -1,0 +1,116 @@
+"""FHElium 0.10's residency names over fhr's manager.
+
+An FHElium program switches managers by changing one import::
+
+    from fhelium.residency import ResidencyManager, ...     # FHElium's manager
+    from fhr.compat.fhelium import ResidencyManager, ...    # fhr's
+
+FHElium's values (``Plaintext``, ``Ciphertext``, keys: its TensorResident
+types of one tensor) are adopted without a copy and leased back rebuilt
+over fhr's storage. What differs is listed in docs/python.md; the automatic
+controller (``ResidencyController``, its requests and policies) is not
+provided yet and raises ``AttributeError`` when imported from here.
+"""
+
+from __future__ import annotations
+
+from fhr import (
+    PAGEABLE_HOST,
+    PINNED_HOST,
+    BorrowedValues,
+    DiscardValue,
+    DropResident,
+    EnsureResident,
+    MaterializationSnapshot,
+    MemoryReservation,
+    MoveResident,
+    Recoverability,
+    ReplicaMode,
+    ResidencyAction,
+    ResidencyActionExplanation,
+    ResidencyHandle,
+    ResidencyHold,
+    ResidencyLease,
+    ResidencyLocation,
+    ResidencyLocationSnapshot,
+    ResidencyManager,
+    ResidencyPlan,
+    ResidencyPlanExplanation,
+    ResidencyPlanReport,
+    ResidencyReservation,
+    ResidencyReservationSnapshot,
+    ResidencyScope,
+    ResidencySnapshot,
+    ResidencySource,
+    ResidencyTransitionReport,
+    ResidencyValueSnapshot,
+    ResidencyValueSpec,
+    cuda_location,
+)
+from fhr.errors import (
+    ResidencyBudgetError,
+    ResidencyClosedError,
+    ResidencyError,
+    ResidencyHandleError,
+    ResidencyInUseError,
+    ResidencyLifetimeClosedError,
+    ResidencyMaterializationError,
+    ResidencyOwnershipError,
+    ResidencyPlanError,
+    ResidencyPlanExecutionError,
+    ResidencyReentrancyError,
+    ResidencySearchLimitError,
+    ResidencyStaleStateError,
+    ResidencyUnavailableError,
+)
+
+ResidencyLocationKind = str
+
+__all__ = [
+    "PAGEABLE_HOST",
+    "PINNED_HOST",
+    "BorrowedValues",
+    "DiscardValue",
+    "DropResident",
+    "EnsureResident",
+    "MaterializationSnapshot",
+    "MemoryReservation",
+    "MoveResident",
+    "Recoverability",
+    "ReplicaMode",
+    "ResidencyAction",
+    "ResidencyActionExplanation",
+    "ResidencyBudgetError",
+    "ResidencyClosedError",
+    "ResidencyError",
+    "ResidencyHandle",
+    "ResidencyHandleError",
+    "ResidencyHold",
+    "ResidencyInUseError",
+    "ResidencyLease",
+    "ResidencyLifetimeClosedError",
+    "ResidencyLocation",
+    "ResidencyLocationKind",
+    "ResidencyLocationSnapshot",
+    "ResidencyManager",
+    "ResidencyMaterializationError",
+    "ResidencyOwnershipError",
+    "ResidencyPlan",
+    "ResidencyPlanError",
+    "ResidencyPlanExecutionError",
+    "ResidencyPlanExplanation",
+    "ResidencyPlanReport",
+    "ResidencyReentrancyError",
+    "ResidencyReservation",
+    "ResidencyReservationSnapshot",
+    "ResidencyScope",
+    "ResidencySearchLimitError",
+    "ResidencySnapshot",
+    "ResidencySource",
+    "ResidencyStaleStateError",
+    "ResidencyTransitionReport",
+    "ResidencyUnavailableError",
+    "ResidencyValueSnapshot",
+    "ResidencyValueSpec",
+    "cuda_location",
+]

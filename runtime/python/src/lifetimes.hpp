@@ -1,0 +1,54 @@
+#pragma once
+/// \file
+/// The Python lease, hold, reservation and scope objects (§7, §8, §12).
+/// Each keeps its manager alive; destroying one while active releases it
+/// (with a ResourceWarning, as the runtime's abandoned lifetimes do).
+
+#include "binding.hpp"
+
+namespace fhr::python {
+
+struct PyLease {
+  PyLease(py::object owner, Lease taken, py::tuple unique, Location at, py::object stream);
+  ~PyLease();
+  py::object manager;
+  PyManager *core;
+  Lease lease;
+  py::tuple handles;
+  Location location;
+  std::vector<py::object> streams; ///< the consumer stream objects, kept alive
+  bool entered = false;
+};
+
+struct PyHold {
+  PyHold(py::object owner, Hold taken, py::tuple unique, Location at);
+  ~PyHold();
+  py::object manager;
+  Hold hold;
+  py::tuple handles;
+  Location location;
+  bool entered = false;
+};
+
+struct PyReservation {
+  PyReservation(py::object owner, ActiveReservation taken, Location at, std::uint64_t size, std::string text);
+  ~PyReservation();
+  py::object manager;
+  ActiveReservation reservation;
+  Location location;
+  std::uint64_t nbytes;
+  std::string label;
+  bool entered = false;
+};
+
+/// The runtime's side of a ResidencyScope (fhr/_scope.py has the rest).
+struct PyScope {
+  PyScope(py::object owner, Scope taken, py::object source_plan, std::vector<py::object> actions);
+  ~PyScope();
+  py::object manager;
+  std::optional<Scope> scope;
+  py::object plan;
+  std::vector<py::object> sequence; ///< reclaim, enter and exit actions
+};
+
+} // namespace fhr::python

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The Python package's GPU run (issues #11 and #13 part 5), on the GPU
+# machine from the project root, with the folder .third_party carried
+# (prepared here by `scripts/gpu-python.sh prepare`). Stages:
+#   prepare   (here) copy FHElium, triton-csprng and the header-only
+#             dependencies (nlohmann/json, xxHash, dlpack) into .third_party
+#   build     build FHElium's native operators and fhr's runtime-only tree
+#             with the CUDA backend and `_fhr` for that machine's Python
+#             and pybind11
+#   test      pytest tests/python (the GPU and FHElium cases run there)
+#   bench     bench/python_bench.py beside FHElium's manager
+#   bootstrap tests/integration/fhelium_bootstrap.py: plain, unconstrained,
+#             trace (writes $OUT/bootstrap-trace.json), lru
+#   solved    the solved mode, with PLAN=path/to/plan.fhr (fhr-plan solve's output)
+# Results (JSON lines) go to $OUT (or ./gpu-out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+third=$PWD/.third_party
+fhelium=/tmp/fhelium
+export FHR_FHELIUM_PATH=$fhelium
+export PYTHONPATH=$PWD/build-gpu/python:$fhelium:$third/triton-csprng
+
+prepare() {
+  mkdir -p "$third/include" "$third/cmake"
+  cp -r ../shared/third_party/fhelium-0.10.0 ../shared/third_party/triton-csprng "$third/" 2>/dev/null ||
+    cp -r /work/shared/third_party/fhelium-0.10.0 /work/shared/third_party/triton-csprng "$third/"
+  cp -r /usr/include/nlohmann /usr/include/xxhash.h /usr/include/dlpack "$third/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$third/cmake/"
+  grep -qx '/.third_party/' .git/info/exclude 2>/dev/null || echo '/.third_party/' >>"$(git rev-parse --git-path info/exclude)"
+}
+
+build() {
+  rm -rf "$fhelium" && cp -r "$third/fhelium-0.10.0" "$fhelium"
+  local torch_prefix
+  torch_prefix=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
+  (cd "$fhelium" && CUDAARCHS=90 cmake -S . -B /tmp/fhelium-build -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" \
+    -DCMAKE_BUILD_TYPE=Release -DFHELIUM_BUILD_CUDA=ON >/dev/null &&
+    cmake --build /tmp/fhelium-build -j16 >/dev/null && cmake --install /tmp/fhelium-build --prefix "$fhelium/fhelium" >/dev/null)
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFHR_RUNTIME_ONLY=ON -DFHR_WITH_CUDA=ON \
+    -DFHR_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" \
+    -DCMAKE_PREFIX_PATH="$third/cmake" -DCMAKE_INCLUDE_PATH="$third/include" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build build-gpu -j16 --target _fhr
+}
+
+run_tests() {
+  python3 -m pytest -q -p no:cacheprovider -rs tests/python 2>&1 | tee "$out/pytest.txt"
+}
+
+bench() {
+  python3 bench/python_bench.py --repeats 7 2>&1 | tee "$out/python_bench.txt"
+}
+
+bootstrap() {
+  for mode in plain unconstrained trace lru; do
+    python3 tests/integration/fhelium_bootstrap.py --mode "$mode" --trace-out "$out/bootstrap-trace.json" |
+      tee -a "$out/bootstrap.jsonl"
+  done
+}
+
+solved() {
+  python3 tests/integration/fhelium_bootstrap.py --mode solved --plan "${PLAN:?PLAN=plan.fhr}" |
+    tee -a "$out/bootstrap.jsonl"
+}
+
+for stage in "$@"; do
+  case "$stage" in
+  prepare) prepare ;;
+  build) build ;;
+  test) run_tests ;;
+  bench) bench ;;
+  bootstrap) bootstrap ;;
+  solved) solved ;;
+  *) echo "unknown stage '$stage' (prepare build test bench bootstrap solved)" >&2; exit 2 ;;
+  esac
+done

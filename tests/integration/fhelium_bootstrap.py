@@ -1,0 +1,373 @@
+"""FHElium's logN 16 bootstrap with its evaluation keys managed by fhr (issue #13, part 5).
+
+FHElium is found through FHR_FHELIUM_PATH (a copy with its native operators
+built and installed, see ../shared/third_party/README.md); without it, or
+without a GPU, the script prints why it skipped and exits 0. Nothing of
+FHElium is copied here: the script drives its public engine and bootstrap
+and hooks the two methods of its hybrid key switcher that every key switch
+goes through, so that each switch takes its key from fhr's manager (and
+its two key checks, which the stand-ins' device keys passed when adopted).
+
+Modes (one per run, each prints one JSON object):
+
+- ``plain``: FHElium as it is (its keys on cuda:0, no fhr): the reference.
+- ``unconstrained``: every key adopted by fhr in pinned memory and made
+  resident on cuda:0 before the bootstrap; each key switch leases its key
+  on the current stream (what fhr costs when nothing has to move).
+- ``trace``: ``unconstrained``, recording the order of key uses with the
+  GPU time between them (CUDA events on the consumer stream), written as an
+  ``fhr-workload/1`` JSON (``--trace-out``) for ``fhr-plan solve``.
+- ``lru``: a cuda:0 budget (``--budget-gib``, 3 by default) for the keys;
+  a key switch whose key is absent evicts the least recently used keys
+  (DROP of their cuda:0 replica; the pinned one stays) and loads it.
+- ``solved``: the same budget, running the plans of a program printed by
+  ``fhr-plan solve`` (``--plan``): before the k-th key switch the scope of
+  the program's k-th plan is entered (its reclaim and enter actions), the
+  previous one exited.
+
+Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
+the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
+allocated memory and their sum (fhr's pools are not PyTorch's allocator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+def skip(reason: str) -> None:
+    print(json.dumps({"skipped": reason}))
+    sys.exit(0)
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=("plain", "unconstrained", "trace", "lru", "solved"), required=True)
+    parser.add_argument("--budget-gib", type=float, default=3.0, help="cuda:0 budget for the keys (lru, solved)")
+    parser.add_argument("--trace-out", default="bootstrap-trace.json", help="trace mode: the workload written")
+    parser.add_argument("--plan", help="solved mode: the program fhr-plan solve printed")
+    return parser.parse_args()
+
+
+def import_fhelium() -> tuple[Any, Any]:
+    path = os.environ.get("FHR_FHELIUM_PATH")
+    if not path:
+        skip("FHR_FHELIUM_PATH is not set (a built FHElium 0.10 copy): the bootstrap is skipped")
+    sys.path.insert(0, path)
+    try:
+        import torch
+    except ImportError:
+        skip("PyTorch is not installed")
+    if not torch.cuda.is_available():
+        skip("no CUDA device")
+    try:
+        import fhelium
+    except ImportError as error:
+        skip(f"FHElium does not import from {path}: {error}")
+    return torch, fhelium
+
+
+class Bootstrap:
+    """The engine, the bootstrap, its keys and a depleted input ciphertext."""
+
+    def __init__(self, torch: Any, fh: Any) -> None:
+        from fhelium.core import EvaluationKeySet
+        from fhelium.experimental.bootstrap.presets import cosine_depth_refresh_logn16_v1
+
+        self.torch = torch
+        config = fh.CkksConfig.parse(fh.Preset.slots32768_scale50_levels27_int64, base_prime_bits=50)
+        self.engine = fh.CkksEngine(config, device="cuda:0", allow_sk_gen=False, galois_generator=5)
+        self.refresh = cosine_depth_refresh_logn16_v1(self.engine)
+        self.secret_key = self.engine.create_secret_key()
+        public_key = self.engine.create_public_key(self.secret_key)
+        self.keys = EvaluationKeySet(
+            rotations=self.refresh.create_rotation_keys(self.secret_key),
+            relinearization=self.engine.create_relinearization_key(self.secret_key),
+            conjugation=self.engine.create_conjugation_key(self.secret_key),
+        )
+        self.message = torch.linspace(-0.1, 0.1, self.engine.num_slots, dtype=torch.float64)
+        self.input = self.deplete(self.engine.encrypt_message(self.message, public_key))
+
+    def deplete(self, ciphertext: Any) -> Any:
+        """Multiplies by an encoded 1 and rescales until the ciphertext is at
+        the engine's last public level, the bootstrap's input."""
+        engine = self.engine
+        ones = self.torch.ones(engine.num_slots, dtype=self.torch.float64, device=engine.device)
+        while ciphertext.level < engine.final_public_level:
+            one = engine.prepare_plaintext_for_multiplication(
+                engine.encode(ones, level=ciphertext.level, scale=engine.config.default_scale)
+            )
+            product = engine.multiply_plaintext(engine.coefficient_domain_to_ntt_domain(ciphertext), one)
+            ciphertext = engine.rescale_to_next_level(engine.ntt_domain_to_coefficient_domain(product))
+        return ciphertext
+
+    def named_keys(self) -> dict[str, Any]:
+        rotations = self.keys.rotations
+        named = {f"rk[{i}]": rotations.table[step] for i, step in enumerate(sorted(rotations.table))}
+        named["conj"] = self.keys.conjugation
+        named["relin"] = self.keys.relinearization
+        return named
+
+    def run(self) -> dict[str, Any]:
+        torch = self.torch
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats(self.engine.device)
+        started = time.perf_counter()
+        refreshed = self.refresh(self.input, evaluation_keys=self.keys)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - started
+        decoded = self.engine.decrypt_message(refreshed, self.secret_key, is_real=True)
+        error = (decoded.cpu() - self.message).abs()
+        return {
+            "seconds": round(seconds, 4),
+            "max_error": float(error.max()),
+            "mean_error": float(error.mean()),
+            "output_level": refreshed.level,
+            "torch_peak_gib": round(torch.cuda.max_memory_allocated(self.engine.device) / 2**30, 3),
+        }
+
+
+class ManagedKeys:
+    """The bootstrap's keys as fhr values: each adopted in pinned memory
+    (REPLICABLE: its pinned replica is its home), the FHElium key objects
+    replaced by those pinned stand-ins, and every key switch given the key's
+    cuda:0 replica through a lease on the current stream."""
+
+    def __init__(self, boot: Bootstrap, budget_bytes: int | None) -> None:
+        import fhr
+
+        self.fhr, self.torch, self.boot = fhr, boot.torch, boot
+        self.cuda0 = fhr.cuda_location("cuda:0")
+        self.manager = fhr.ResidencyManager(
+            None if budget_bytes is None else {self.cuda0: budget_bytes}, trace_capacity=1 << 16
+        )
+        self.budget_bytes = budget_bytes
+        self.handles: dict[str, Any] = {}
+        self.sizes: dict[str, int] = {}
+        self.names: dict[int, str] = {}  # id(stand-in) -> name
+        self.uses: list[str] = []
+        self.before_use = lambda name: None  # the residency policy: makes the key resident at cuda:0
+        self.events: list[Any] | None = None
+        for name, key in boot.named_keys().items():
+            boot.engine.validate_key_switch_key(key)  # once, on the device, as FHElium checks it
+            pinned = key.pin_memory(copy=True)
+            self.handles[name] = self.manager.adopt(pinned, at=fhr.PINNED_HOST, replica_mode=fhr.ReplicaMode.REPLICABLE)
+            self.sizes[name] = pinned.storage_nbytes
+            self.names[id(pinned)] = name
+            self.replace(name, pinned)
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()  # the device copies are gone; their memory goes back
+        self.hook()
+
+    def replace(self, name: str, stand_in: Any) -> None:
+        keys = self.boot.keys
+        if name == "conj":
+            keys.conjugation = stand_in
+        elif name == "relin":
+            keys.relinearization = stand_in
+        else:
+            keys.rotations.table[stand_in.rotation_step] = stand_in
+
+    def hook(self) -> None:
+        engine = self.boot.engine
+        switcher = engine._hybrid_key_switcher
+        direct, prepared = switcher.apply_key_switch, switcher._switch_prepared_rotation
+        validate, assert_engine_key = engine.validate_key_switch_key, engine._assert_engine_key
+
+        def apply_key_switch(component: Any, key: Any, level: int) -> Any:
+            with self.resident(key) as device_key:
+                return direct(component, device_key, level)
+
+        def switch_prepared_rotation(c0: Any, prepared_digits: Any, key: Any, **options: Any) -> Any:
+            with self.resident(key) as device_key:
+                return prepared(c0, prepared_digits, device_key, **options)
+
+        def validate_key_switch_key(key: Any) -> None:
+            if id(key) not in self.names:  # a stand-in was validated on the device when it was adopted
+                validate(key)
+
+        def engine_key_check(key: Any, *args: Any, **options: Any) -> None:
+            if id(key) not in self.names:  # the stand-ins' device keys passed this check when adopted
+                assert_engine_key(key, *args, **options)
+
+        switcher.apply_key_switch = apply_key_switch
+        switcher._switch_prepared_rotation = switch_prepared_rotation
+        engine.validate_key_switch_key = validate_key_switch_key
+        engine._assert_engine_key = engine_key_check
+
+    @contextlib.contextmanager
+    def resident(self, key: Any) -> Any:
+        """The key's cuda:0 replica, leased on the current stream while the
+        switch enqueues its kernels; the release records an event there, so
+        the replica stays until they ran."""
+        name = self.names.get(id(key))
+        if name is None:
+            raise RuntimeError(f"a key switch used a key fhr does not manage ({type(key).__name__})")
+        self.uses.append(name)
+        stream = self.torch.cuda.current_stream()
+        if self.events is not None:
+            event = self.torch.cuda.Event(enable_timing=True)
+            event.record(stream)
+            self.events.append(event)
+        self.before_use(name)
+        handle = self.handles[name]
+        lease = self.manager.acquire([handle], at=self.cuda0, consumer_stream=stream)
+        try:
+            yield lease.values[handle]
+        finally:
+            lease.release()
+
+    def ensure_all(self) -> None:
+        for handle in self.handles.values():
+            self.manager.ensure(handle, self.cuda0)
+
+    def resident_names(self) -> list[str]:
+        return [
+            name
+            for name, value in zip(self.handles, self.manager.snapshot().values)
+            if any(r.location == self.cuda0 for r in value.materializations)
+        ]
+
+    def figures(self) -> dict[str, Any]:
+        snapshot = self.manager.snapshot()
+        cuda = next((loc for loc in snapshot.locations if loc.location == self.cuda0), None)
+        moved = sum(t.storage_nbytes for t in self.manager.trace() if t.destination == self.cuda0 and not t.no_op)
+        return {
+            "key_uses": len(self.uses),
+            "key_bytes_to_cuda0": moved,
+            "fhr_peak_gib": round((cuda.peak_used_bytes if cuda else 0) / 2**30, 3),
+            "budget_gib": None if self.budget_bytes is None else self.budget_bytes / 2**30,
+        }
+
+
+class LeastRecentlyUsed:
+    """Keys leave cuda:0 least recently used first (their pinned replica
+    stays, so a DROP suffices), until the needed one fits."""
+
+    def __init__(self, keys: ManagedKeys) -> None:
+        self.keys = keys
+        self.order: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def __call__(self, name: str) -> None:
+        keys, fhr = self.keys, self.keys.fhr
+        if name in self.order:
+            self.order.move_to_end(name)
+            return
+        while self.order and self.used() + keys.sizes[name] > keys.budget_bytes:
+            victim = next(iter(self.order))
+            try:
+                keys.manager.drop(keys.handles[victim], keys.cuda0)
+            except fhr.ResidencyInUseError:
+                keys.torch.cuda.current_stream().synchronize()  # its last lease's kernels still run
+                keys.manager.drop(keys.handles[victim], keys.cuda0)
+            del self.order[victim]
+        keys.manager.ensure(keys.handles[name], keys.cuda0)
+        self.order[name] = None
+
+    def used(self) -> int:
+        return sum(self.keys.sizes[n] for n in self.order)
+
+
+class SolvedPlan:
+    """Before the k-th key use, the scope of the program's k-th plan."""
+
+    def __init__(self, keys: ManagedKeys, path: str) -> None:
+        import fhr
+
+        self.keys = keys
+        self.bound = fhr.load(path).bind(keys.manager, keys.handles)
+        self.plans = list(self.bound.file.plans)
+        self.scope: Any = None
+        self.next = 0
+
+    def __call__(self, name: str) -> None:
+        if self.next >= len(self.plans):
+            raise RuntimeError(f"the plan has {len(self.plans)} steps; the bootstrap made more key uses")
+        if self.scope is not None:
+            try:
+                self.scope.__exit__(None, None, None)
+            except self.keys.fhr.ResidencyInUseError:
+                self.keys.torch.cuda.current_stream().synchronize()
+                raise
+        self.scope = self.bound.scope(self.plans[self.next])
+        self.scope.__enter__()
+        self.next += 1
+
+    def close(self) -> None:
+        if self.scope is not None:
+            self.scope.__exit__(None, None, None)
+        if self.next != len(self.plans):
+            raise RuntimeError(f"the bootstrap made {self.next} key uses; the plan has {len(self.plans)} steps")
+
+
+def workload(keys: ManagedKeys, budget_bytes: int) -> dict[str, Any]:
+    """The key uses as fhr-workload/1 (docs/planner.md): one step per key
+    switch needing its key at cuda:0, with the GPU time to the next switch."""
+    times = [a.elapsed_time(b) / 1000.0 for a, b in zip(keys.events, keys.events[1:])] + [0.0]
+    rotations = sorted(n for n in keys.sizes if n.startswith("rk["))
+    sizes = {keys.sizes[n] for n in rotations}
+    if len(sizes) != 1:
+        raise RuntimeError(f"rotation keys of several sizes: {sorted(sizes)}")
+    return {
+        "schema": "fhr-workload/1",
+        "name": "fhelium-bootstrap-logn16",
+        "devices": 1,
+        "budgets": [{"at": "cuda:0", "bytes": budget_bytes}],
+        "tiers": [{"from": "cuda:0", "to": ["pinned", "pageable"]}],
+        "values": [
+            {"name": "rk", "count": len(rotations), "bytes": sizes.pop(), "mode": "replicable", "at": "pinned"},
+            {"name": "conj", "bytes": keys.sizes["conj"], "mode": "replicable", "at": "pinned"},
+            {"name": "relin", "bytes": keys.sizes["relin"], "mode": "replicable", "at": "pinned"},
+        ],
+        "steps": [
+            {"name": f"ks-{i}/{name}", "needs": [{"at": "cuda:0", "values": [name]}], "compute_seconds": t}
+            for i, (name, t) in enumerate(zip(keys.uses, times))
+        ],
+    }
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    torch, fh = import_fhelium()
+    boot = Bootstrap(torch, fh)
+    result: dict[str, Any] = {"mode": arguments.mode}
+    if arguments.mode == "plain":
+        result.update(boot.run())
+        print(json.dumps(result))
+        return
+    budget = int(arguments.budget_gib * 2**30)
+    constrained = arguments.mode in ("lru", "solved")
+    keys = ManagedKeys(boot, budget if constrained else None)
+    solved = None
+    if arguments.mode in ("unconstrained", "trace"):
+        keys.ensure_all()
+        if arguments.mode == "trace":
+            keys.events = []
+    elif arguments.mode == "lru":
+        keys.before_use = LeastRecentlyUsed(keys)
+    else:
+        if not arguments.plan:
+            raise SystemExit("--mode solved needs --plan PROGRAM.fhr (fhr-plan solve's output)")
+        solved = SolvedPlan(keys, arguments.plan)
+        keys.before_use = solved
+    result.update(boot.run())
+    if solved is not None:
+        solved.close()
+    result.update(keys.figures())
+    result["total_peak_gib"] = round(result["torch_peak_gib"] + result["fhr_peak_gib"], 3)
+    if arguments.mode == "trace":
+        torch.cuda.synchronize()
+        with open(arguments.trace_out, "w") as out:
+            json.dump(workload(keys, budget), out, indent=1)
+        result["trace"] = arguments.trace_out
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
