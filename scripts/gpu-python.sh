@@ -32,15 +32,23 @@ prepare() {
 }
 
 build() {
-  rm -rf "$fhelium" && cp -r "$third/fhelium-0.10.0" "$fhelium"
-  local torch_prefix
-  torch_prefix=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
-  (cd "$fhelium" && CUDAARCHS=90 cmake -S . -B /tmp/fhelium-build -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" \
-    -DCMAKE_BUILD_TYPE=Release -DFHELIUM_BUILD_CUDA=ON >/dev/null &&
-    cmake --build /tmp/fhelium-build -j16 >/dev/null && cmake --install /tmp/fhelium-build --prefix "$fhelium/fhelium" >/dev/null)
+  # FHElium's native operators (about 100 s), once per machine.
+  if [ ! -d "$fhelium/fhelium" ] || [ ! -d /tmp/fhelium-build ]; then
+    rm -rf "$fhelium" && cp -r "$third/fhelium-0.10.0" "$fhelium"
+    local torch_prefix
+    torch_prefix=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
+    (cd "$fhelium" && CUDAARCHS=90 cmake -S . -B /tmp/fhelium-build -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" \
+      -DCMAKE_BUILD_TYPE=Release -DFHELIUM_BUILD_CUDA=ON >/dev/null &&
+      cmake --build /tmp/fhelium-build -j16 >/dev/null && cmake --install /tmp/fhelium-build --prefix "$fhelium/fhelium" >/dev/null)
+  fi
+  # nlohmann/json's CMake package is the machine's own when it has one; the
+  # copied headers stand in for the header-only libraries it may lack.
+  local prefix=()
+  [ -e /usr/share/cmake/nlohmann_json ] || [ -e /usr/lib/cmake/nlohmann_json ] ||
+    [ -e /usr/lib/x86_64-linux-gnu/cmake/nlohmann_json ] || prefix=(-DCMAKE_PREFIX_PATH="$third/cmake")
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFHR_RUNTIME_ONLY=ON -DFHR_WITH_CUDA=ON \
-    -DFHR_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" \
-    -DCMAKE_PREFIX_PATH="$third/cmake" -DCMAKE_INCLUDE_PATH="$third/include" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+    -DFHR_WERROR=OFF -DFHR_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" \
+    "${prefix[@]}" -DCMAKE_INCLUDE_PATH="$third/include" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
   cmake --build build-gpu -j16 --target _fhr
 }
 

@@ -68,10 +68,12 @@ using nlohmann::json;
   throw std::invalid_argument("links profile: " + path + ": " + what);
 }
 
-const json &member(const json &object, const std::string &path, const char *key) {
-  if (!object.is_object()) invalid(path, "expected an object");
-  auto found = object.find(key);
-  if (found == object.end()) invalid(path + "." + key, "missing");
+// Views, not strings: GCC 13 warns of a dangling reference whenever a
+// function returning one is given a temporary std::string.
+const json &member(const json &object, std::string_view path, std::string_view key) {
+  if (!object.is_object()) invalid(std::string(path), "expected an object");
+  auto found = object.find(std::string(key));
+  if (found == object.end()) invalid(std::string(path) + "." + std::string(key), "missing");
   return *found;
 }
 
@@ -144,7 +146,7 @@ LinkModel link_model_from_json(std::string_view input) {
   if (!links.is_object()) invalid("$.links", "expected an object");
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
     const std::string path = "$.links." + std::string(kLinkNames[i]);
-    const json &classes = member(links, "$.links", std::string(kLinkNames[i]).c_str());
+    const json &classes = member(links, "$.links", kLinkNames[i]);
     if (!classes.is_array() || classes.empty()) invalid(path, "expected a non-empty array of size classes");
     std::optional<std::uint64_t> previous;
     for (std::size_t c = 0; c < classes.size(); ++c) {
