@@ -75,6 +75,7 @@ int main(int argc, char **argv) {
     print_version(llvm::outs());
     return fhr::cli::kFeasible;
   }
+  if (fhr::cli::solve_selected()) return fhr::cli::run_solve();
   const char *verb = explain_command   ? "explain"
                      : check_command   ? "check"
                      : compile_command ? "compile"
@@ -110,6 +111,7 @@ int main(int argc, char **argv) {
     run.plan = run_plan;
     return fhr::cli::run_run(options, run);
   }
-  llvm::errs() << "fhr-plan: missing command (explain, check, run, compile or disasm); see fhr-plan --help\n";
+  llvm::errs()
+      << "fhr-plan: missing command (explain, check, run, compile, disasm or solve); see fhr-plan --help\n";
   return fhr::cli::kBadInput;
 }
