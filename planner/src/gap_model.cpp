@@ -59,8 +59,8 @@ public:
         if (with_room > budget[l] && (!m_.infeasible || t < m_.infeasible->step))
           m_.infeasible = Infeasibility{t, m_.locations[l], needed[l][t], m_.load_room[l], budget[l]};
       }
-    // Movable values adopted at a budgeted location occupy it from the start
-    // until they move; the initial placement was checked to fit.
+    // A step that cannot fit is the answer: nothing else is built.
+    if (m_.infeasible) return;
     collect_uses();
     for (UseChain &chain : m_.droppable)
       droppable(chain);

@@ -108,14 +108,11 @@ public:
   Improver(const GapModel &model, Packing &packing, const std::vector<std::uint32_t> &fill_order,
            std::uint64_t budget)
       : model_(model), packing_(packing), budget_(budget), rank_(model.gaps.size()) {
-    kept_at_.resize(model.locations.size());
     all_at_.resize(model.locations.size());
     for (std::uint32_t i = 0; i < fill_order.size(); ++i)
       rank_[fill_order[i]] = i;
-    for (std::uint32_t g = 0; g < model.gaps.size(); ++g) {
+    for (std::uint32_t g = 0; g < model.gaps.size(); ++g)
       all_at_[model.gaps[g].location].push_back(g);
-      if (packing.is_kept(g)) index(g);
-    }
     for (auto &list : all_at_)
       std::stable_sort(list.begin(), list.end(), by_begin());
   }
@@ -154,23 +151,8 @@ private:
   };
   ByBegin by_begin() const { return ByBegin{&model_}; }
 
-  void index(std::uint32_t g) {
-    auto &list = kept_at_[model_.gaps[g].location];
-    list.insert(std::upper_bound(list.begin(), list.end(), g, by_begin()), g);
-  }
-  void unindex(std::uint32_t g) {
-    auto &list = kept_at_[model_.gaps[g].location];
-    auto [lo, hi] = std::equal_range(list.begin(), list.end(), g, by_begin());
-    list.erase(std::find(lo, hi, g));
-  }
-  void keep(std::uint32_t g) {
-    packing_.keep(g);
-    index(g);
-  }
-  void release(std::uint32_t g) {
-    packing_.release(g);
-    unindex(g);
-  }
+  void keep(std::uint32_t g) { packing_.keep(g); }
+  void release(std::uint32_t g) { packing_.release(g); }
 
   /// Gaps of `list` (sorted by begin) that overlap [begin, end), looking
   /// back a bounded number of starts (a heuristic, not a search).
@@ -209,8 +191,8 @@ private:
       const std::size_t blocked = room.first_below(x.begin, x.end, static_cast<std::int64_t>(x.bytes));
       if (blocked == x.end) break; // it fits now
       std::vector<std::uint32_t> in_way =
-          overlapping(kept_at_[x.location], static_cast<std::uint32_t>(blocked),
-                      static_cast<std::uint32_t>(blocked) + 1, [](std::uint32_t) { return true; });
+          overlapping(all_at_[x.location], static_cast<std::uint32_t>(blocked),
+                      static_cast<std::uint32_t>(blocked) + 1, [&](std::uint32_t h) { return packing_.is_kept(h); });
       if (in_way.empty()) break;
       const std::uint32_t victim =
           *std::min_element(in_way.begin(), in_way.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -255,7 +237,6 @@ private:
 
   const GapModel &model_;
   Packing &packing_;
-  std::vector<std::vector<std::uint32_t>> kept_at_; ///< per location, by begin
   std::vector<std::vector<std::uint32_t>> all_at_;  ///< every gap per location, by begin
   std::uint64_t budget_;
   std::vector<std::uint32_t> rank_; ///< position in the fill (density) order

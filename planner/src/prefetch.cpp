@@ -24,25 +24,17 @@ int engine_key(const CopyEngine &e) {
 
 } // namespace
 
-void schedule_prefetch(const Workload &workload, const GapModel &model, const Selection &selection,
-                       Schedule &schedule, const LinkModel &links) {
-  (void)selection;
+void schedule_prefetch(const Workload &workload, const GapModel &model,
+                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule, const LinkModel &links) {
   const auto steps = static_cast<std::uint32_t>(workload.steps.size());
   bool timed = false;
   for (const Step &s : workload.steps)
     timed = timed || s.compute_seconds.value_or(0.0) > 0;
   if (!timed || steps < 2) return;
-  // The room left at every step as the schedule stands.
-  const Verification before = verify_schedule(workload, schedule);
-  if (!before.feasible) return;
+    // The room left at every step as the schedule stands.
   std::vector<RangeTree> room;
-  for (std::size_t l = 0; l < workload.budgets.size(); ++l) {
-    std::vector<std::int64_t> left(steps);
-    for (std::uint32_t t = 0; t < steps; ++t)
-      left[t] = static_cast<std::int64_t>(workload.budgets[l].second) -
-                static_cast<std::int64_t>(before.charge[l][t]);
+  for (const std::vector<std::int64_t> &left : room_left)
     room.emplace_back(left);
-  }
   // Engine time free while each step computes, per engine.
   std::map<int, std::vector<double>> idle;
   const auto idle_of = [&](int engine) -> std::vector<double> & {

@@ -40,6 +40,13 @@ public:
     }
   }
 
+    std::vector<std::vector<std::int64_t>> room() const {
+    std::vector<std::vector<std::int64_t>> out = room_;
+    for (auto &per_step : out)
+      per_step.resize(m_.step_count);
+    return out;
+  }
+
   Schedule run() {
     for (const UseChain &chain : m_.droppable)
       droppable(chain);
@@ -167,8 +174,12 @@ private:
 
 } // namespace
 
-Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection) {
-  return Realizer(workload, model, selection).run();
+Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection,
+                 std::vector<std::vector<std::int64_t>> *room_left) {
+  Realizer realizer(workload, model, selection);
+  Schedule schedule = realizer.run();
+  if (room_left) *room_left = realizer.room();
+  return schedule;
 }
 
 } // namespace fhr::planner

@@ -37,7 +37,11 @@ struct Schedule {
 /// last use before a gap it does not keep (a drop if it can be rebuilt,
 /// else a move to the first spill tier with room, pageable last), loads
 /// right before the use, in an order every budget admits.
-Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection);
+/// `room_left`, when given, receives what each budgeted location has left
+/// at every step under the schedule (its capacity less the kept gaps and
+/// the spills it placed there, counted from the step before they arrive).
+Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection,
+                 std::vector<std::vector<std::int64_t>> *room_left = nullptr);
 
 /// One copy the schedule makes, as the manager would: from the replica it
 /// copies (or the source it loads), to where.
@@ -96,8 +100,9 @@ Timeline time_schedule(const Workload &workload, const Verification &verificatio
 /// left at every step in between admits them and the copy engine has time
 /// while those steps compute (docs/planner.md, "Prefetch"). Changes no
 /// byte moved.
-void schedule_prefetch(const Workload &workload, const GapModel &model, const Selection &selection,
-                       Schedule &schedule, const LinkModel &links);
+/// `room_left` is realize's: what every budgeted location has left per step.
+void schedule_prefetch(const Workload &workload, const GapModel &model,
+                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule, const LinkModel &links);
 
 /// The schedule as a complete `.fhr` program: budgets, devices, values, one
 /// plan per step and one program that runs them in order (prefetches in
