@@ -33,7 +33,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? (a == 0 ? 1.0 : 0.0) : double(a) / double(b); }
+double ratio(std::uint64_t a, std::uint64_t b) {
+  return b == 0 ? (a == 0 ? 1.0 : 0.0) : double(a) / double(b);
+}
 
 std::string gib(std::uint64_t bytes) {
   char text[32];
@@ -97,26 +99,31 @@ Row run_workload(const std::filesystem::path &path, double exact_seconds) {
   row.lru = lru.bytes_moved;
   row.stall_lru = lru.timeline.stall_seconds;
   if (!planned.ok() || !lru.ok())
-    std::fprintf(stderr, "%s: planner %s / lru %s\n", row.name.c_str(), planned.failure.c_str(), lru.failure.c_str());
+    std::fprintf(stderr, "%s: planner %s / lru %s\n", row.name.c_str(), planned.failure.c_str(),
+                 lru.failure.c_str());
   return row;
 }
 
 void print_suite(const std::vector<Row> &rows) {
-  std::printf("| workload | steps | values | planner GiB | optimum GiB | bound GiB (method) | LRU GiB | planner/opt | "
-              "planner/bound | LRU/opt | saving captured | stall planner s | stall LRU s | stall ratio | overlap | "
-              "solve ms | LRU ms | exact s |\n");
+  std::printf(
+      "| workload | steps | values | planner GiB | optimum GiB | bound GiB (method) | LRU GiB | planner/opt "
+      "| "
+      "planner/bound | LRU/opt | saving captured | stall planner s | stall LRU s | stall ratio | overlap | "
+      "solve ms | LRU ms | exact s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row &r : rows) {
     const std::uint64_t best = r.exact_finished ? r.optimum : r.bound;
-    const double captured = r.lru > best ? double(r.lru - std::min(r.lru, r.planner)) / double(r.lru - best) : 1.0;
-    std::printf("| %s | %zu | %zu | %s | %s | %s (%s) | %s | %.4f | %.4f | %.4f | %.1f%% | %.4f | %.4f | %.2f | "
-                "%.1f%% | %.2f | %.1f | %.2f |\n",
-                r.name.c_str(), r.steps, r.values, gib(r.planner).c_str(),
-                r.exact_finished ? gib(r.optimum).c_str() : "-", gib(r.bound).c_str(), r.bound_method.c_str(),
-                gib(r.lru).c_str(), r.exact_finished ? ratio(r.planner, r.optimum) : 0.0, ratio(r.planner, r.bound),
-                r.exact_finished ? ratio(r.lru, r.optimum) : 0.0, 100 * captured, r.stall_planner, r.stall_lru,
-                r.stall_lru > 0 ? r.stall_planner / r.stall_lru : 0.0, 100 * r.overlap_planner, r.solve_ms, r.lru_ms,
-                r.exact_seconds);
+    const double captured =
+        r.lru > best ? double(r.lru - std::min(r.lru, r.planner)) / double(r.lru - best) : 1.0;
+    std::printf(
+        "| %s | %zu | %zu | %s | %s | %s (%s) | %s | %.4f | %.4f | %.4f | %.1f%% | %.4f | %.4f | %.2f | "
+        "%.1f%% | %.2f | %.1f | %.2f |\n",
+        r.name.c_str(), r.steps, r.values, gib(r.planner).c_str(),
+        r.exact_finished ? gib(r.optimum).c_str() : "-", gib(r.bound).c_str(), r.bound_method.c_str(),
+        gib(r.lru).c_str(), r.exact_finished ? ratio(r.planner, r.optimum) : 0.0, ratio(r.planner, r.bound),
+        r.exact_finished ? ratio(r.lru, r.optimum) : 0.0, 100 * captured, r.stall_planner, r.stall_lru,
+        r.stall_lru > 0 ? r.stall_planner / r.stall_lru : 0.0, 100 * r.overlap_planner, r.solve_ms, r.lru_ms,
+        r.exact_seconds);
   }
   // The targets, checked over the whole suite.
   double worst_opt = 0, worst_bound = 0, worst_captured = 1, worst_stall = 0;
@@ -127,14 +134,17 @@ void print_suite(const std::vector<Row> &rows) {
     never_above_lru = never_above_lru && r.planner <= r.lru;
     const std::uint64_t best = r.exact_finished ? r.optimum : r.bound;
     if (r.lru > best)
-      worst_captured = std::min(worst_captured, double(r.lru - std::min(r.lru, r.planner)) / double(r.lru - best));
+      worst_captured =
+          std::min(worst_captured, double(r.lru - std::min(r.lru, r.planner)) / double(r.lru - best));
     if (r.name.rfind("boot", 0) == 0 || r.name.rfind("hoisted", 0) == 0)
       worst_stall = std::max(worst_stall, r.stall_lru > 0 ? r.stall_planner / r.stall_lru : 0.0);
   }
-  std::printf("\nworst planner/optimum %.4f (target <= 1.02); worst planner/bound %.4f (target <= 1.05); planner <= LRU "
-              "on every workload: %s; least saving captured %.1f%% (target >= 90%%); worst stall planner/LRU on "
-              "bootstrapping and hoisted rotations %.3f (target <= 0.5)\n",
-              worst_opt, worst_bound, never_above_lru ? "yes" : "NO", 100 * worst_captured, worst_stall);
+  std::printf(
+      "\nworst planner/optimum %.4f (target <= 1.02); worst planner/bound %.4f (target <= 1.05); planner <= "
+      "LRU "
+      "on every workload: %s; least saving captured %.1f%% (target >= 90%%); worst stall planner/LRU on "
+      "bootstrapping and hoisted rotations %.3f (target <= 0.5)\n",
+      worst_opt, worst_bound, never_above_lru ? "yes" : "NO", 100 * worst_captured, worst_stall);
 }
 
 /// 10^5 steps over 10^3 values of FHE sizes: rotation keys (120 MiB) and
@@ -166,10 +176,12 @@ Workload synthetic(std::size_t steps, std::size_t values, double budget_fraction
     const int needs = 1 + static_cast<int>(rng() % 3);
     for (int n = 0; n < needs; ++n) {
       // Half the uses follow a scan over the values, half a skewed popularity.
-      const std::size_t v = unit(rng) < 0.5 ? (scan++ % values)
-                                            : static_cast<std::size_t>(double(values) * std::pow(unit(rng), 3.0));
+      const std::size_t v = unit(rng) < 0.5
+                                ? (scan++ % values)
+                                : static_cast<std::size_t>(double(values) * std::pow(unit(rng), 3.0));
       const Need need{static_cast<ValueId>(std::min(v, values - 1)), Location::cuda(0)};
-      if (std::find(step.needs.begin(), step.needs.end(), need) == step.needs.end()) step.needs.push_back(need);
+      if (std::find(step.needs.begin(), step.needs.end(), need) == step.needs.end())
+        step.needs.push_back(need);
     }
     step.workspace.push_back(Workspace{Location::cuda(0), 60ull << 20, "workspace"});
     step.compute_seconds = 1e-3;
@@ -189,19 +201,22 @@ void print_scale() {
     times.push_back(last.solve_seconds);
   }
   std::sort(times.begin(), times.end());
-  std::printf("\nheuristic on %zu steps x %zu values (%zu gaps): solve %.3f s median (min %.3f, max %.3f; model, "
-              "heuristic, realisation and prefetch; target < 1 s), then verification %.3f s; %s bytes moved, bound %s "
-              "(%s), ratio %.4f\n",
-              big.steps.size(), big.values.size(), last.gap_count, times[2], times.front(), times.back(),
-              last.check_seconds, gib(last.bytes_moved).c_str(), gib(last.bound->bytes).c_str(),
-              last.bound->method.c_str(), ratio(last.bytes_moved, last.bound->bytes));
+  std::printf(
+      "\nheuristic on %zu steps x %zu values (%zu gaps): solve %.3f s median (min %.3f, max %.3f; model, "
+      "heuristic, realisation and prefetch; target < 1 s), then verification %.3f s; %s bytes moved, bound "
+      "%s "
+      "(%s), ratio %.4f\n",
+      big.steps.size(), big.values.size(), last.gap_count, times[2], times.front(), times.back(),
+      last.check_seconds, gib(last.bytes_moved).c_str(), gib(last.bound->bytes).c_str(),
+      last.bound->method.c_str(), ratio(last.bytes_moved, last.bound->bytes));
   const auto started = std::chrono::steady_clock::now();
   const SolveResult lru = solve_lru(big);
   std::printf("reference LRU on the same: %.3f s, %s GiB (%.4f x the planner)\n", seconds_since(started),
               gib(lru.bytes_moved).c_str(), ratio(lru.bytes_moved, last.bytes_moved));
   // Infeasible: a step in the middle needs more than the budget.
   Workload infeasible = big;
-  infeasible.steps[60000].workspace.push_back(Workspace{Location::cuda(0), infeasible.budgets[0].second, "too big"});
+  infeasible.steps[60000].workspace.push_back(
+      Workspace{Location::cuda(0), infeasible.budgets[0].second, "too big"});
   std::vector<double> answers;
   SolveResult refused;
   for (int i = 0; i < 5; ++i) {
@@ -210,10 +225,11 @@ void print_scale() {
     answers.push_back(seconds_since(t0));
   }
   std::sort(answers.begin(), answers.end());
-  std::printf("infeasible workload of the same size answered in %.2f ms median (min %.2f, max %.2f; target < 10 ms): "
-              "%s\n",
-              answers[2] * 1e3, answers.front() * 1e3, answers.back() * 1e3,
-              refused.infeasible ? refused.infeasible->text(infeasible).c_str() : "NOT REFUSED");
+  std::printf(
+      "infeasible workload of the same size answered in %.2f ms median (min %.2f, max %.2f; target < 10 ms): "
+      "%s\n",
+      answers[2] * 1e3, answers.front() * 1e3, answers.back() * 1e3,
+      refused.infeasible ? refused.infeasible->text(infeasible).c_str() : "NOT REFUSED");
 }
 
 } // namespace

@@ -39,6 +39,42 @@ long double fractional_greedy(const GapModel &model, const std::vector<std::uint
   return saving;
 }
 
+/// The model with every capacity lowered to the largest sum of gap sizes
+/// at its location that fits in it: the gaps an integral schedule keeps at
+/// a step add up to such a sum, so the LP over the lowered capacities
+/// still bounds every schedule, and it is tighter (exact for gaps of one
+/// size). Skipped where the sizes have no common unit small enough.
+GapModel with_reachable_capacities(const GapModel &model) {
+  GapModel out = model;
+  for (std::uint32_t l = 0; l < model.locations.size(); ++l) {
+    std::vector<std::uint64_t> sizes;
+    for (const Gap &g : model.gaps)
+      if (g.location == l && std::find(sizes.begin(), sizes.end(), g.bytes) == sizes.end())
+        sizes.push_back(g.bytes);
+    if (sizes.empty() || sizes.size() > 32) continue;
+    std::uint64_t unit = 0;
+    for (std::uint64_t s : sizes)
+      unit = std::gcd(unit, s);
+    const std::int64_t largest = *std::max_element(model.capacity[l].begin(), model.capacity[l].end());
+    if (unit == 0 || largest <= 0 || static_cast<std::uint64_t>(largest) / unit > (1u << 22)) continue;
+    // Sums of the sizes (each any number of times: a relaxation), in units.
+    const std::size_t slots = static_cast<std::size_t>(static_cast<std::uint64_t>(largest) / unit) + 1;
+    std::vector<char> reachable(slots, 0);
+    reachable[0] = 1;
+    for (std::uint64_t s : sizes)
+      for (std::size_t k = static_cast<std::size_t>(s / unit); k < slots; ++k)
+        reachable[k] = static_cast<char>(reachable[k] || reachable[k - s / unit]);
+    std::vector<std::size_t> below(slots, 0); // largest reachable <= k
+    for (std::size_t k = 0; k < slots; ++k)
+      below[k] = reachable[k] ? k : (k == 0 ? 0 : below[k - 1]);
+    for (std::int64_t &c : out.capacity[l])
+      if (c > 0)
+        c = static_cast<std::int64_t>(below[static_cast<std::size_t>(static_cast<std::uint64_t>(c) / unit)] *
+                                      unit);
+  }
+  return out;
+}
+
 std::uint64_t bytes_from_saving(const GapModel &model, long double saving) {
   // Bytes are whole: the bound is the ceiling of baseline - saving, less a
   // byte for rounding in the solver's arithmetic.
@@ -77,8 +113,9 @@ bool model_is_exact(const GapModel &model) {
   return true;
 }
 
-Bound lower_bound(const GapModel &model) {
-  if (model.infeasible) return Bound{0, "infeasible", false};
+Bound lower_bound(const GapModel &unrounded) {
+  if (unrounded.infeasible) return Bound{0, "infeasible", false};
+  const GapModel model = with_reachable_capacities(unrounded);
   for (std::uint64_t room : model.load_room)
     if (room > 0) return Bound{0, "needs a model without load room", true};
   // A decision with two options (stay, or move early) is relaxed to its

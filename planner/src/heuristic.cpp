@@ -190,9 +190,9 @@ private:
     while (removed.size() < 8) {
       const std::size_t blocked = room.first_below(x.begin, x.end, static_cast<std::int64_t>(x.bytes));
       if (blocked == x.end) break; // it fits now
-      std::vector<std::uint32_t> in_way =
-          overlapping(all_at_[x.location], static_cast<std::uint32_t>(blocked),
-                      static_cast<std::uint32_t>(blocked) + 1, [&](std::uint32_t h) { return packing_.is_kept(h); });
+      std::vector<std::uint32_t> in_way = overlapping(
+          all_at_[x.location], static_cast<std::uint32_t>(blocked), static_cast<std::uint32_t>(blocked) + 1,
+          [&](std::uint32_t h) { return packing_.is_kept(h); });
       if (in_way.empty()) break;
       const std::uint32_t victim =
           *std::min_element(in_way.begin(), in_way.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -237,7 +237,7 @@ private:
 
   const GapModel &model_;
   Packing &packing_;
-  std::vector<std::vector<std::uint32_t>> all_at_;  ///< every gap per location, by begin
+  std::vector<std::vector<std::uint32_t>> all_at_; ///< every gap per location, by begin
   std::uint64_t budget_;
   std::vector<std::uint32_t> rank_; ///< position in the fill (density) order
   std::uint64_t spent_ = 0;

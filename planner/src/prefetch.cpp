@@ -25,13 +25,14 @@ int engine_key(const CopyEngine &e) {
 } // namespace
 
 void schedule_prefetch(const Workload &workload, const GapModel &model,
-                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule, const LinkModel &links) {
+                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule,
+                       const LinkModel &links) {
   const auto steps = static_cast<std::uint32_t>(workload.steps.size());
   bool timed = false;
   for (const Step &s : workload.steps)
     timed = timed || s.compute_seconds.value_or(0.0) > 0;
   if (!timed || steps < 2) return;
-    // The room left at every step as the schedule stands.
+  // The room left at every step as the schedule stands.
   std::vector<RangeTree> room;
   for (const std::vector<std::int64_t> &left : room_left)
     room.emplace_back(left);

@@ -91,8 +91,8 @@ private:
     }
   }
   /// `above`: the pending additions of the node's ancestors.
-  std::size_t first_below(std::size_t node, std::size_t lo, std::size_t hi, std::size_t begin, std::size_t end,
-                          std::int64_t threshold, std::int64_t above) const {
+  std::size_t first_below(std::size_t node, std::size_t lo, std::size_t hi, std::size_t begin,
+                          std::size_t end, std::int64_t threshold, std::int64_t above) const {
     if (end <= lo || hi <= begin || min_[node] + above >= threshold) return end;
     if (hi - lo == 1) return lo;
     const std::size_t mid = (lo + hi) / 2;

@@ -40,7 +40,7 @@ public:
     }
   }
 
-    std::vector<std::vector<std::int64_t>> room() const {
+  std::vector<std::vector<std::int64_t>> room() const {
     std::vector<std::vector<std::int64_t>> out = room_;
     for (auto &per_step : out)
       per_step.resize(m_.step_count);

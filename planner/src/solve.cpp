@@ -54,7 +54,7 @@ SolveResult solve_planner(const Workload &workload, const SolveOptions &options)
   }
   result.bound_seconds = since(started);
   started = std::chrono::steady_clock::now();
-    std::vector<std::vector<std::int64_t>> room_left;
+  std::vector<std::vector<std::int64_t>> room_left;
   result.schedule = realize(workload, model, selection, &room_left);
   if (options.prefetch) schedule_prefetch(workload, model, std::move(room_left), result.schedule, links);
   result.solve_seconds += since(started);

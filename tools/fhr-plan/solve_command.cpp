@@ -62,9 +62,18 @@ using json = nlohmann::ordered_json;
 using planner::SolveResult;
 using planner::Workload;
 
+/// "12.345 GiB", "480.00 MiB", "300 B": for people; the exact bytes are printed beside.
 std::string gib(std::uint64_t bytes) {
   char text[64];
-  std::snprintf(text, sizeof text, "%.3f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (1ull << 30))
+    std::snprintf(text, sizeof text, "%.3f GiB", b / double(1ull << 30));
+  else if (bytes >= (1ull << 20))
+    std::snprintf(text, sizeof text, "%.2f MiB", b / double(1ull << 20));
+  else if (bytes >= (1ull << 10))
+    std::snprintf(text, sizeof text, "%.2f KiB", b / double(1ull << 10));
+  else
+    std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
   return text;
 }
 

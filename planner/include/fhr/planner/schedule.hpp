@@ -102,7 +102,8 @@ Timeline time_schedule(const Workload &workload, const Verification &verificatio
 /// byte moved.
 /// `room_left` is realize's: what every budgeted location has left per step.
 void schedule_prefetch(const Workload &workload, const GapModel &model,
-                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule, const LinkModel &links);
+                       std::vector<std::vector<std::int64_t>> room_left, Schedule &schedule,
+                       const LinkModel &links);
 
 /// The schedule as a complete `.fhr` program: budgets, devices, values, one
 /// plan per step and one program that runs them in order (prefetches in
