@@ -1,6 +1,7 @@
 #include "fhr/planner/gap_model.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace fhr::planner {
 
@@ -38,29 +39,35 @@ public:
     for (const auto &[at, bytes] : w_.budgets)
       budget.push_back(bytes);
     m_.capacity.assign(m_.locations.size(), std::vector<std::int64_t>(m_.step_count, 0));
-    std::vector<std::vector<std::uint64_t>> needed(m_.locations.size(),
-                                                   std::vector<std::uint64_t>(m_.step_count, 0));
     m_.load_room.assign(m_.locations.size(), 0);
     if (load_room_)
       for (const Value &v : w_.values)
         if (const auto l = m_.index_of(v.home); l && !v.adopted)
           m_.load_room[*l] = std::max(m_.load_room[*l], v.storage_bytes);
+    // One pass in step order: the first step that cannot fit is the answer,
+    // and nothing after it is looked at.
+    std::array<std::int16_t, Location::kCount> slot;
+    slot.fill(-1);
+    for (std::uint32_t l = 0; l < m_.locations.size(); ++l)
+      slot[m_.locations[l].index()] = static_cast<std::int16_t>(l);
+    std::vector<std::uint64_t> needed(m_.locations.size());
     for (std::uint32_t t = 0; t < m_.step_count; ++t) {
+      std::fill(needed.begin(), needed.end(), 0);
       const Step &step = w_.steps[t];
       for (const Need &n : step.needs)
-        if (const auto l = m_.index_of(n.at)) needed[*l][t] += w_.values[n.value].storage_bytes;
+        if (const std::int16_t l = slot[n.at.index()]; l >= 0)
+          needed[static_cast<std::size_t>(l)] += w_.values[n.value].storage_bytes;
       for (const Workspace &ws : step.workspace)
-        if (const auto l = m_.index_of(ws.at)) needed[*l][t] += ws.bytes;
-    }
-    for (std::uint32_t l = 0; l < m_.locations.size(); ++l)
-      for (std::uint32_t t = 0; t < m_.step_count; ++t) {
-        const std::uint64_t with_room = needed[l][t] + m_.load_room[l];
+        if (const std::int16_t l = slot[ws.at.index()]; l >= 0)
+          needed[static_cast<std::size_t>(l)] += ws.bytes;
+      for (std::uint32_t l = 0; l < m_.locations.size(); ++l) {
+        const std::uint64_t with_room = needed[l] + m_.load_room[l];
         m_.capacity[l][t] = static_cast<std::int64_t>(budget[l]) - static_cast<std::int64_t>(with_room);
-        if (with_room > budget[l] && (!m_.infeasible || t < m_.infeasible->step))
-          m_.infeasible = Infeasibility{t, m_.locations[l], needed[l][t], m_.load_room[l], budget[l]};
+        if (with_room > budget[l] && !m_.infeasible)
+          m_.infeasible = Infeasibility{t, m_.locations[l], needed[l], m_.load_room[l], budget[l]};
       }
-    // A step that cannot fit is the answer: nothing else is built.
-    if (m_.infeasible) return;
+      if (m_.infeasible) return; // nothing else is built
+    }
     collect_uses();
     for (UseChain &chain : m_.droppable)
       droppable(chain);

@@ -99,6 +99,18 @@ std::vector<std::uint32_t> density_order(const GapModel &model) {
   return order;
 }
 
+/// Every gap per location, by where it begins.
+std::vector<std::vector<std::uint32_t>> gaps_by_begin(const GapModel &model) {
+  std::vector<std::vector<std::uint32_t>> out(model.locations.size());
+  for (std::uint32_t g = 0; g < model.gaps.size(); ++g)
+    out[model.gaps[g].location].push_back(g);
+  for (auto &list : out)
+    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return model.gaps[a].begin < model.gaps[b].begin;
+    });
+  return out;
+}
+
 /// Local improvement (ruin and recreate): for a rejected gap, release the
 /// kept gaps in its way (cheapest saving per byte first, a few at most),
 /// keep it, refill the freed room from the rejected gaps nearby in density
@@ -106,15 +118,10 @@ std::vector<std::uint32_t> density_order(const GapModel &model) {
 class Improver {
 public:
   Improver(const GapModel &model, Packing &packing, const std::vector<std::uint32_t> &fill_order,
-           std::uint64_t budget)
-      : model_(model), packing_(packing), budget_(budget), rank_(model.gaps.size()) {
-    all_at_.resize(model.locations.size());
+           const std::vector<std::vector<std::uint32_t>> &by_begin, std::uint64_t budget)
+      : model_(model), packing_(packing), all_at_(by_begin), budget_(budget), rank_(model.gaps.size()) {
     for (std::uint32_t i = 0; i < fill_order.size(); ++i)
       rank_[fill_order[i]] = i;
-    for (std::uint32_t g = 0; g < model.gaps.size(); ++g)
-      all_at_[model.gaps[g].location].push_back(g);
-    for (auto &list : all_at_)
-      std::stable_sort(list.begin(), list.end(), by_begin());
   }
 
   std::uint64_t run() {
@@ -143,14 +150,6 @@ public:
   }
 
 private:
-  struct ByBegin {
-    const GapModel *model;
-    bool operator()(std::uint32_t a, std::uint32_t b) const {
-      return model->gaps[a].begin < model->gaps[b].begin;
-    }
-  };
-  ByBegin by_begin() const { return ByBegin{&model_}; }
-
   void keep(std::uint32_t g) { packing_.keep(g); }
   void release(std::uint32_t g) { packing_.release(g); }
 
@@ -237,7 +236,7 @@ private:
 
   const GapModel &model_;
   Packing &packing_;
-  std::vector<std::vector<std::uint32_t>> all_at_; ///< every gap per location, by begin
+  const std::vector<std::vector<std::uint32_t>> &all_at_; ///< every gap per location, by begin
   std::uint64_t budget_;
   std::vector<std::uint32_t> rank_; ///< position in the fill (density) order
   std::uint64_t spent_ = 0;
@@ -256,12 +255,20 @@ Selection solve_heuristic(const GapModel &model, const HeuristicOptions &options
   HeuristicStats local;
   local.belady_saving = belady.saving();
   local.density_saving = dense.saving();
+  // Both starts are improved (the better start does not always improve to
+  // the better end); the effort is shared between them.
+  // Effort counts gaps looked at; small workloads get a floor of it.
+  const auto effort = std::max<std::uint64_t>(
+      static_cast<std::uint64_t>(options.improvement_effort * static_cast<double>(model.gaps.size())),
+      1'000'000);
+  // (No fill pass first: a greedy pass leaves no rejected gap that fits,
+  // room only shrinks as it goes.)
+  const std::vector<std::vector<std::uint32_t>> by_begin = gaps_by_begin(model);
+  for (Packing *start : {&belady, &dense}) {
+    Improver improver(model, *start, by_density, by_begin, effort);
+    local.exchanges += improver.run();
+  }
   Packing &best = belady.saving() >= dense.saving() ? belady : dense;
-  best.greedy(by_density); // fill
-  const auto effort =
-      static_cast<std::uint64_t>(options.improvement_effort * static_cast<double>(model.gaps.size())) + 64;
-  Improver improver(model, best, by_density, effort);
-  local.exchanges = improver.run();
   local.improved_saving = best.saving();
   if (stats) *stats = local;
   return best.selection();
