@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the planner's trace suite (bench/workloads/*.json, fhr-workload/1).
 
-Every workload is built from the sizes of /work/shared/design/FHE-SIZES.md
+Every workload is built from the CKKS sizes the project designs with
 (docs/planner.md, "Trace suite", lists them with what each exercises):
 
   ciphertext at level l   2 (l+1) 8N bytes     plaintext at level l   (l+1) 8N
