@@ -31,14 +31,13 @@ SolveResult solve_planner(const Workload &workload, const SolveOptions &options)
     if (result.exact->selection && result.exact->selection->saving > selection.saving)
       selection = *result.exact->selection;
   }
-    if (!options.verify) {
-    std::vector<std::vector<std::int64_t>> room_left;
-    started = std::chrono::steady_clock::now();
-    result.schedule = realize(workload, model, selection, &room_left);
-    if (options.prefetch) schedule_prefetch(workload, model, std::move(room_left), result.schedule, links);
-    result.solve_seconds += since(started);
-    return result;
-  }
+  started = std::chrono::steady_clock::now();
+  std::vector<std::vector<std::int64_t>> room_left;
+  result.schedule = realize(workload, model, selection, &room_left);
+  if (options.prefetch) schedule_prefetch(workload, model, std::move(room_left), result.schedule, links);
+  result.solve_seconds += since(started);
+  if (!options.verify) return result;
+
   started = std::chrono::steady_clock::now();
   // The bound is on the model without the room kept for loads from
   // budgeted sources (a relaxation), by the LP, or by the exact solver's
@@ -61,11 +60,6 @@ SolveResult solve_planner(const Workload &workload, const SolveOptions &options)
       result.bound = Bound{bounding.bound_bytes, "ilp", false};
   }
   result.bound_seconds = since(started);
-  started = std::chrono::steady_clock::now();
-  std::vector<std::vector<std::int64_t>> room_left;
-  result.schedule = realize(workload, model, selection, &room_left);
-  if (options.prefetch) schedule_prefetch(workload, model, std::move(room_left), result.schedule, links);
-  result.solve_seconds += since(started);
   started = std::chrono::steady_clock::now();
   result.verification = verify_schedule(workload, result.schedule);
   result.check_seconds = since(started);

@@ -166,11 +166,10 @@ void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &
   if (r.policy == "lru") {
     os << "; spill tiers:";
     if (w.tiers.empty()) os << " none";
-    for (const planner::Tier &t : w.tiers) {
-      os << " " << t.from.name() << " ->";
-      for (std::size_t i = 0; i < t.to.size(); ++i)
-        os << (i ? ", " : " ") << t.to[i].name();
-      os << ";";
+    for (std::size_t k = 0; k < w.tiers.size(); ++k) {
+      os << (k ? "; " : " ") << w.tiers[k].from.name() << " ->";
+      for (std::size_t i = 0; i < w.tiers[k].to.size(); ++i)
+        os << (i ? ", " : " ") << w.tiers[k].to[i].name();
     }
   } else {
     os << ", prefetch " << (solve_no_prefetch ? "off" : "on");
@@ -210,9 +209,11 @@ void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &
      << "; transfers " << seconds_text(r.timeline.transfer_seconds) << ", "
      << percent(r.timeline.overlap_fraction()) << " overlapped with compute\n";
   os << "peak:";
-  for (const auto &[at, bytes] : r.verification.peaks)
-    os << " " << at.name() << " " << planner::size_text(bytes) << " of " << planner::size_text(*w.budget(at))
-       << ";";
+  for (std::size_t i = 0; i < r.verification.peaks.size(); ++i) {
+    const auto &[at, bytes] = r.verification.peaks[i];
+    os << (i ? "; " : " ") << at.name() << " " << planner::size_text(bytes) << " of "
+       << planner::size_text(*w.budget(at));
+  }
   os << "\n";
   if (check.ran) os << "check: the printed program is accepted by fhr-plan check, peaks within the budgets\n";
   if (solve_timings)
