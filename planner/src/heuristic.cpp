@@ -161,7 +161,7 @@ private:
     std::vector<std::uint32_t> out;
     auto it = std::lower_bound(list.begin(), list.end(), end,
                                [&](std::uint32_t g, std::uint32_t e) { return model_.gaps[g].begin < e; });
-    for (int looked = 0; it != list.begin() && looked < 512; ++looked) {
+    for (int looked = 0; it != list.begin() && looked < 128; ++looked) {
       --it;
       const Gap &h = model_.gaps[*it];
       if (h.end > begin && keep_it(*it)) out.push_back(*it);
@@ -260,7 +260,7 @@ Selection solve_heuristic(const GapModel &model, const HeuristicOptions &options
   // Effort counts gaps looked at; small workloads get a floor of it.
   const auto effort = std::max<std::uint64_t>(
       static_cast<std::uint64_t>(options.improvement_effort * static_cast<double>(model.gaps.size())),
-      1'000'000);
+      200'000);
   // (No fill pass first: a greedy pass leaves no rejected gap that fits,
   // room only shrinks as it goes.)
   const std::vector<std::vector<std::uint32_t>> by_begin = gaps_by_begin(model);
