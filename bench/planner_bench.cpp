@@ -223,6 +223,24 @@ void print_scale() {
   const SolveResult lru = solve_lru(big);
   std::printf("reference LRU on the same: %.3f s, %s GiB (%.4f x the planner)\n", seconds_since(started),
               gib(lru.bytes_moved).c_str(), ratio(lru.bytes_moved, last.bytes_moved));
+  // The exact solver at the size its target names: 10^3 steps.
+  for (const auto &[values, seed] : {std::pair<std::size_t, unsigned>{100, 7}, {300, 8}}) {
+    const Workload small = synthetic(1000, values, 0.25, seed);
+    SolveOptions exact;
+    exact.exact = true;
+    exact.exact_options.time_limit_seconds = 60;
+    exact.exact_options.relative_gap = 0.01;
+    const SolveResult solved = solve_planner(small, exact);
+    const SolveResult heuristic = solve_planner(small);
+    std::printf(
+        "exact solver on 1000 steps x %zu values (%zu gaps): %s in %.2f s, bytes %s GiB, its bound %s GiB "
+        "(gap %.4f%%); the heuristic %.4f x it\n",
+        values, solved.gap_count,
+        solved.exact->status == ExactResult::Status::Optimal ? "optimal" : "stopped at the time limit",
+        solved.exact->seconds, gib(solved.bytes_moved).c_str(), gib(solved.exact->bound_bytes).c_str(),
+        100.0 * (ratio(solved.bytes_moved, solved.exact->bound_bytes) - 1.0),
+        ratio(heuristic.bytes_moved, solved.bytes_moved));
+  }
   // Infeasible: a step in the middle needs more than the budget.
   Workload infeasible = big;
   infeasible.steps[60000].workspace.push_back(
