@@ -10,8 +10,8 @@ void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
   for (const FileReport &report : reports)
     for (const ReportUnit &unit : report.units) {
       if (!unit.failure) continue;
-      const auto [line, column] = report.source->line_and_column(unit.steps[*unit.failure].span.begin);
-      f(report, unit, line, column);
+      const SourceSpan &span = unit.steps[*unit.failure].span;
+      f(report, unit, span.line, span.column);
     }
 }
 

@@ -3,6 +3,7 @@
 // the copy engine has time while those steps compute.
 #include "fhr/planner/schedule.hpp"
 
+#include "queue_key.hpp"
 #include "range_tree.hpp"
 
 #include <algorithm>
@@ -15,12 +16,6 @@ namespace {
 
 /// How far back a load may be issued (steps); bounds the planner's work.
 constexpr std::uint32_t kLookback = 4096;
-
-int engine_key(const CopyEngine &e) {
-  return e.kind == CopyEngine::Kind::HostThreads ? -1
-         : e.kind == CopyEngine::Kind::Inbound   ? static_cast<int>(2 * e.device)
-                                                 : static_cast<int>(2 * e.device + 1);
-}
 
 } // namespace
 
@@ -82,12 +77,12 @@ void schedule_prefetch(const Workload &workload, const GapModel &model,
       if (load && l && u > 0) {
         const Value &value = workload.values[a.value];
         const Location from = a.from ? *a.from : value.home;
-        const std::optional<CopyEngine> engine = engine_of(from, a.location);
+        const std::optional<CopyQueue> engine = engine_of(from, a.location);
         const double seconds = links.transfer_seconds(from, a.location, value.storage_bytes);
         const std::uint32_t release = release_of(a.value, a.location);
         const auto bytes = static_cast<std::int64_t>(value.storage_bytes);
         if (engine && release < u) {
-          std::vector<double> &free_time = idle_of(engine_key(*engine));
+          std::vector<double> &free_time = idle_of(queue_key(*engine));
           // Back from the step before the use while the room admits it,
           // until the engine time found covers the copy.
           double found = 0;

@@ -1,6 +1,8 @@
 // Timing a schedule (docs/planner.md, "Time"): an event simulation of the
-// copy engines and the steps.
+// copy queues and the steps, with the link model's costs and duplex rule.
 #include "fhr/planner/schedule.hpp"
+
+#include "queue_key.hpp"
 
 #include <algorithm>
 #include <map>
@@ -10,29 +12,22 @@ namespace fhr::planner {
 
 namespace {
 
+/// A copy on a queue: when it streams, and at what rate alone.
 struct Interval {
   double begin, end;
+  double bytes_per_second = 0;
 };
 
-/// One copy engine: first come first served; its busy times, for the
+/// One copy queue: first come first served; its busy times, for the
 /// duplex sharing of the other direction.
-struct Engine {
+struct Queue {
   double free = 0;
   std::vector<Interval> busy;
 };
 
-int engine_key(const CopyEngine &e) {
-  switch (e.kind) {
-  case CopyEngine::Kind::Inbound: return static_cast<int>(2 * e.device);
-  case CopyEngine::Kind::Outbound: return static_cast<int>(2 * e.device + 1);
-  case CopyEngine::Kind::HostThreads: return -1;
-  }
-  return -1;
-}
-
-/// When a copy of `bytes` at `rate` started at `start` ends, running at
-/// `shared` while the opposite engine is busy.
-double finish(double start, double bytes, double rate, double shared, const std::vector<Interval> &other) {
+/// When a copy of `bytes` at `rate` started at `start` ends, its rate
+/// shared by the model's duplex rule while the opposite queue streams.
+double finish(double start, double bytes, double rate, double duplex, const std::vector<Interval> &other) {
   double t = start, remaining = bytes;
   auto it = std::upper_bound(other.begin(), other.end(), start,
                              [](double s, const Interval &i) { return s < i.end; });
@@ -43,6 +38,7 @@ double finish(double start, double bytes, double rate, double shared, const std:
       remaining -= alone;
       t = it->begin;
     }
+    const double shared = duplex_rate(rate, it->bytes_per_second, duplex);
     const double together = (it->end - t) * shared;
     if (together >= remaining) return t + remaining / shared;
     remaining -= together;
@@ -51,39 +47,42 @@ double finish(double start, double bytes, double rate, double shared, const std:
   return t + remaining / rate;
 }
 
+/// The copy queues of a schedule. The model's predictor
+/// (fhr/model/timeline.hpp) times the windows of one plan phase; a
+/// schedule also issues copies while steps compute (prefetch), which no
+/// plan phase expresses, so the planner keeps this clock, on the model's
+/// queues (engine_of), link costs (transfer_seconds) and duplex rule.
 class Clock {
 public:
   Clock(const LinkModel &links) : links_(links) {}
 
   /// Runs a copy issued at `issue`; returns when it ends.
   double run(const Transfer &x, double issue) {
-    const std::optional<CopyEngine> which = engine_of(x.from, x.to);
+    const std::optional<CopyQueue> which = engine_of(x.from, x.to);
     const double nominal = links_.transfer_seconds(x.from, x.to, x.bytes);
     if (!which || nominal <= 0) return issue;
-    Engine &engine = engines_[engine_key(*which)];
-    const double start = std::max(issue, engine.free);
+    Queue &queue = queues_[queue_key(*which)];
+    const double start = std::max(issue, queue.free);
+    const double rate = static_cast<double>(x.bytes) / nominal;
     double end = start + nominal;
-    if (which->kind != CopyEngine::Kind::HostThreads && links_.duplex_bytes_per_second > 0) {
-      CopyEngine opposite = *which;
+    if (which->kind != CopyQueue::Kind::HostThreads && links_.duplex_bytes_per_second > 0) {
+      CopyQueue opposite = *which;
       opposite.kind =
-          which->kind == CopyEngine::Kind::Inbound ? CopyEngine::Kind::Outbound : CopyEngine::Kind::Inbound;
-      const auto it = engines_.find(engine_key(opposite));
-      if (it != engines_.end()) {
-        const double rate = static_cast<double>(x.bytes) / nominal;
-        const double shared = std::min(rate, links_.duplex_bytes_per_second / 2);
-        end = finish(start, static_cast<double>(x.bytes), rate, shared, it->second.busy);
-      }
+          which->kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
+      if (const auto it = queues_.find(queue_key(opposite)); it != queues_.end())
+        end = finish(start, static_cast<double>(x.bytes), rate, links_.duplex_bytes_per_second,
+                     it->second.busy);
     }
-    engine.free = end;
-    engine.busy.push_back({start, end});
-    copies_.push_back({start, end});
+    queue.free = end;
+    queue.busy.push_back({start, end, rate});
+    copies_.push_back({start, end, rate});
     return end;
   }
   const std::vector<Interval> &copies() const { return copies_; }
 
 private:
   const LinkModel &links_;
-  std::map<int, Engine> engines_;
+  std::map<int, Queue> queues_;
   std::vector<Interval> copies_;
 };
 

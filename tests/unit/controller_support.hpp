@@ -39,11 +39,17 @@ struct ControllerFixture {
     options.backend = backend;
     manager = std::make_unique<Manager>(std::move(options));
   }
-  /// A must-preserve value of `nbytes` adopted at `at`.
+  /// A must-preserve value of `nbytes` adopted at `at`: heap memory for
+  /// pageable, a block of the backend's otherwise (adopt refuses memory of
+  /// another kind, §2.6).
   Handle adopt(std::size_t nbytes, Location at, ReplicaMode mode = ReplicaMode::Exclusive) {
-    auto *data = static_cast<std::byte *>(std::malloc(nbytes));
-    fill_pattern({data, nbytes}, static_cast<unsigned>(sources.size() + 100));
-    return manager->adopt(data, nbytes, at, std::free, mode);
+    std::pair<std::byte *, Storage::Release> buffer;
+    if (at == Location::pageable())
+      buffer = {static_cast<std::byte *>(std::malloc(nbytes)), std::free};
+    else
+      buffer = backend->allocate(at, nbytes).detach();
+    fill_pattern({buffer.first, nbytes}, static_cast<unsigned>(sources.size() + 100));
+    return manager->adopt(buffer.first, nbytes, at, std::move(buffer.second), mode);
   }
   /// A reconstructible value whose source is at `at`.
   Handle source(std::size_t nbytes, Location at = Location::pageable(),

@@ -2,6 +2,7 @@
 // Helpers of the planner tests: workloads from JSON text, small random
 // workloads, a brute-force optimum independent of the planner's model, and
 // the compiler's verdict on a printed program.
+#include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/planner/workload_json.hpp"
 
@@ -125,10 +126,10 @@ inline std::uint64_t brute_force_optimum(const planner::Workload &w) {
 inline std::string check_printed(const std::string &program, const planner::Workload &w) {
   CompiledFile compiled = compile_text(program, "<printed>");
   if (!compiled.ok()) return "does not compile";
-  const Analysis analysis = analyze_module(compiled.module);
+  const Analysis analysis = analyze_module(*compiled.lowered);
   if (analysis.setup.failed_step) return "setup fails";
   for (const PlanExplanation &p : analysis.plans)
-    if (!p.explanation.feasible) return "plan '" + p.plan->name + "' is infeasible on its own";
+    if (!p.explanation.feasible) return "plan '" + p.name + "' is infeasible on its own";
   if (analysis.programs.size() != 1) return "not one program";
   if (!analysis.programs[0].feasible) return "the program is infeasible";
   for (const LocationPrediction &p : analysis.programs[0].locations)

@@ -47,8 +47,8 @@ std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail de
   std::vector<FileReport> reports;
   for (const CompiledFile &file : loaded.files) {
     if (!file.ok()) continue;
-    Analysis analysis = analyze_module(file.module, loaded.overrides);
-    reports.push_back(build_report(*file.source, file.module, analysis, detail));
+    Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
+    reports.push_back(build_report(*file.lowered, analysis, detail));
   }
   return reports;
 }
@@ -67,8 +67,8 @@ int run_explain(const CommonOptions &options) {
       if (!file.ok()) continue;
       if (!first) llvm::outs() << '\n';
       first = false;
-      Analysis analysis = analyze_module(file.module, loaded.overrides);
-      print_explain_text(llvm::outs(), *file.source, file.module, analysis);
+      Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
+      print_explain_text(llvm::outs(), *file.lowered, analysis);
       feasible = feasible && analysis.feasible();
     }
   }

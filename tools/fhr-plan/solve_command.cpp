@@ -3,6 +3,7 @@
 // report then to standard output), the report to standard error.
 #include "commands.hpp"
 
+#include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/planner/lru_baseline.hpp"
 #include "fhr/planner/solve.hpp"
@@ -106,7 +107,7 @@ ProgramCheck check_program(const std::string &program, const Workload &w) {
     check.detail = "the printed program does not compile: " + os.str();
     return check;
   }
-  const Analysis analysis = analyze_module(compiled.module);
+  const Analysis analysis = analyze_module(*compiled.lowered);
   if (!analysis.feasible()) {
     check.detail = "fhr-plan check refuses the printed program";
     return check;

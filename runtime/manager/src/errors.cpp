@@ -18,17 +18,6 @@ ResidencySearchLimitError::ResidencySearchLimitError(std::string request_name, s
       request_name_(std::move(request_name)), state_limit_(state_limit), explored_states_(explored_states),
       detail_(std::move(detail)) {}
 
-std::string_view execution_phase_name(ExecutionPhase phase) {
-  switch (phase) {
-  case ExecutionPhase::Execute: return "execute";
-  case ExecutionPhase::Reclaim: return "reclaim";
-  case ExecutionPhase::Reserve: return "reserve";
-  case ExecutionPhase::Enter: return "enter";
-  case ExecutionPhase::Exit: return "exit";
-  }
-  return "execute";
-}
-
 namespace {
 std::string execution_message(const ResidencyPlanExecutionError::Details &d) {
   const std::size_t done = d.partial_report.transitions.size();

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace fhr {
@@ -30,13 +32,13 @@ std::optional<LinkKind> link_between(Location from, Location to) {
   return to == Location::pinned() ? LinkKind::DeviceToPinned : LinkKind::DeviceToPageable;
 }
 
-std::optional<CopyEngine> engine_of(Location from, Location to) {
+std::optional<CopyQueue> engine_of(Location from, Location to) {
   if (from == to) return std::nullopt;
   // Copies into a device run on its inbound stream (peer copies too); copies
   // out of a device to the host on its outbound stream.
-  if (to.is_cuda()) return CopyEngine{CopyEngine::Kind::Inbound, to.device()};
-  if (from.is_cuda()) return CopyEngine{CopyEngine::Kind::Outbound, from.device()};
-  return CopyEngine{CopyEngine::Kind::HostThreads, 0};
+  if (to.is_cuda()) return CopyQueue{CopyQueue::Kind::Inbound, to.device()};
+  if (from.is_cuda()) return CopyQueue{CopyQueue::Kind::Outbound, from.device()};
+  return CopyQueue{CopyQueue::Kind::HostThreads, 0};
 }
 
 const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
@@ -48,6 +50,13 @@ const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
 double LinkCurve::seconds(std::uint64_t bytes) const {
   const SizeClass &size_class = class_for(bytes);
   return size_class.latency_seconds + static_cast<double>(bytes) / size_class.bytes_per_second;
+}
+
+double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
+                   double duplex_bytes_per_second) {
+  const double together = own_bytes_per_second + other_bytes_per_second;
+  if (duplex_bytes_per_second <= 0 || together <= duplex_bytes_per_second) return own_bytes_per_second;
+  return own_bytes_per_second * duplex_bytes_per_second / together;
 }
 
 double LinkModel::transfer_seconds(Location from, Location to, std::uint64_t bytes) const {
@@ -87,24 +96,45 @@ std::string text(const json &object, const std::string &path, const char *key) {
 } // namespace
 
 std::string link_model_to_json(const LinkModel &model) {
-  json links = json::object();
+  using ordered = nlohmann::ordered_json;
+  // Six significant digits: what a measurement can tell, and stable text.
+  auto figure = [](double value) {
+    if (value == 0) return 0.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return std::strtod(text, nullptr);
+  };
+  ordered links = ordered::object();
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
-    json classes = json::array();
+    ordered classes = ordered::array();
     for (const SizeClass &size_class : model.links[i].classes)
-      classes.push_back({{"max_bytes", size_class.max_bytes ? json(*size_class.max_bytes) : json(nullptr)},
-                         {"latency_us", size_class.latency_seconds / kMicro},
-                         {"bandwidth_gbps", size_class.bytes_per_second / kGiga}});
+      classes.push_back(
+          {{"max_bytes", size_class.max_bytes ? ordered(*size_class.max_bytes) : ordered(nullptr)},
+           {"latency_us", figure(size_class.latency_seconds / kMicro)},
+           {"bandwidth_gbps", figure(size_class.bytes_per_second / kGiga)}});
     links[std::string(kLinkNames[i])] = std::move(classes);
   }
-  json document = {{"schema", "fhr-links/1"},
-                   {"machine", model.machine},
-                   {"measured", model.measured},
-                   {"links", std::move(links)},
-                   {"duplex_bandwidth_gbps", model.duplex_bytes_per_second / kGiga},
-                   {"device_allocation_us", model.device_allocation_seconds / kMicro},
-                   {"pinned_allocation_ns_per_byte", model.pinned_allocation_seconds_per_byte / 1e-9},
-                   {"event_record_us", model.event_record_seconds / kMicro},
-                   {"event_query_us", model.event_query_seconds / kMicro}};
+  ordered document = {
+      {"schema", "fhr-links/1"},
+      {"machine", model.machine},
+      {"measured", model.measured},
+      {"links", std::move(links)},
+      {"duplex_bandwidth_gbps", figure(model.duplex_bytes_per_second / kGiga)},
+      {"device_allocation_us", figure(model.device_allocation_seconds / kMicro)},
+      {"pinned_allocation_ns_per_byte", figure(model.pinned_allocation_seconds_per_byte / 1e-9)},
+      {"event_record_us", figure(model.event_record_seconds / kMicro)},
+      {"event_query_us", figure(model.event_query_seconds / kMicro)},
+      {"source_load_gbps", figure(model.source_load_bytes_per_second / kGiga)},
+      {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)}};
+  ordered samples = ordered::object();
+  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+    if (model.samples[i].empty()) continue;
+    ordered list = ordered::array();
+    for (const LinkSample &sample : model.samples[i])
+      list.push_back({{"bytes", sample.bytes}, {"median_us", figure(sample.seconds / kMicro)}});
+    samples[std::string(kLinkNames[i])] = std::move(list);
+  }
+  if (!samples.empty()) document["samples"] = std::move(samples);
   return document.dump(2) + "\n";
 }
 
@@ -149,6 +179,29 @@ LinkModel link_model_from_json(std::string_view input) {
       positive_number(document, "$", "pinned_allocation_ns_per_byte", true) * 1e-9;
   model.event_record_seconds = positive_number(document, "$", "event_record_us", true) * kMicro;
   model.event_query_seconds = positive_number(document, "$", "event_query_us", true) * kMicro;
+  // Keys added after the first profiles: optional, with the defaults.
+  if (document.contains("source_load_gbps"))
+    model.source_load_bytes_per_second = positive_number(document, "$", "source_load_gbps", false) * kGiga;
+  if (document.contains("pinned_registration_ns_per_byte"))
+    model.pinned_registration_seconds_per_byte =
+        positive_number(document, "$", "pinned_registration_ns_per_byte", true) * 1e-9;
+  if (document.contains("samples")) {
+    const json &samples = document["samples"];
+    if (!samples.is_object()) invalid("$.samples", "expected an object");
+    for (const auto &[name, list] : samples.items()) {
+      const std::string path = "$.samples." + name;
+      const std::optional<LinkKind> kind = parse_link_kind(name);
+      if (!kind) invalid(path, "not a link kind");
+      if (!list.is_array()) invalid(path, "expected an array");
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const std::string sample_path = path + "[" + std::to_string(k) + "]";
+        const json &bytes = member(list[k], sample_path, "bytes");
+        if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
+        model.samples[static_cast<std::size_t>(*kind)].push_back(LinkSample{
+            bytes.get<std::uint64_t>(), positive_number(list[k], sample_path, "median_us", true) * kMicro});
+      }
+    }
+  }
   return model;
 }
 
@@ -187,6 +240,8 @@ const LinkModel &LinkModel::h200() {
     m.pinned_allocation_seconds_per_byte = 0.4 / (1024.0 * 1024 * 1024);
     m.event_record_seconds = 0.16 * kMicro;
     m.event_query_seconds = 0.19 * kMicro;
+    m.source_load_bytes_per_second = 10 * kGiga;
+    m.pinned_registration_seconds_per_byte = 0.1 / (1024.0 * 1024 * 1024);
     return m;
   }();
   return model;

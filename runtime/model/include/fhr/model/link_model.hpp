@@ -43,21 +43,22 @@ std::optional<LinkKind> parse_link_kind(std::string_view name);
 /// never happens (a location to itself).
 std::optional<LinkKind> link_between(Location from, Location to);
 
-/// The hardware queue a copy occupies while it runs. Copies on different
-/// engines run at the same time (the runtime's overlap windows); copies on
-/// one engine run one after another.
-struct CopyEngine {
+/// The hardware queue a copy occupies while it runs (the model's name for a
+/// DMA engine; the runtime's `CopyEngine` is the interface that issues the
+/// copies). Copies on different queues run at the same time (the runtime's
+/// overlap windows); copies on one queue run one after another.
+struct CopyQueue {
   enum class Kind : std::uint8_t {
     Inbound,     ///< into `device` (host -> device and peer copies into it)
     Outbound,    ///< out of `device` to the host
     HostThreads, ///< host memcpy threads (pageable <-> pinned)
   } kind = Kind::HostThreads;
   unsigned device = 0; ///< for Inbound and Outbound
-  friend bool operator==(const CopyEngine &, const CopyEngine &) = default;
+  friend bool operator==(const CopyQueue &, const CopyQueue &) = default;
 };
 /// The engine that carries a copy; staged pageable copies are counted on
 /// their device engine (their host part overlaps it).
-std::optional<CopyEngine> engine_of(Location from, Location to);
+std::optional<CopyQueue> engine_of(Location from, Location to);
 
 /// One size class of a link: copies of at most `max_bytes` (no bound for the
 /// last class) cost `latency_seconds + bytes / bytes_per_second`.
@@ -65,6 +66,12 @@ struct SizeClass {
   std::optional<std::uint64_t> max_bytes;
   double latency_seconds = 0;
   double bytes_per_second = 1;
+};
+
+/// One measurement behind a curve: the median time of copies of `bytes`.
+struct LinkSample {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
 };
 
 struct LinkCurve {
@@ -79,6 +86,10 @@ struct LinkModel {
   std::string machine;
   std::string measured;
   std::array<LinkCurve, kLinkKindCount> links;
+  /// Per link, the medians its classes were fitted to (empty for a link
+  /// not measured, or a profile written by hand): ascending bytes; kept so
+  /// that a profile shows how well its fit holds.
+  std::array<std::vector<LinkSample>, kLinkKindCount> samples;
   /// Aggregate bandwidth of one device's inbound and outbound engines
   /// running at once (less than twice one direction: they share PCIe and
   /// host memory).
@@ -88,6 +99,12 @@ struct LinkModel {
   double pinned_allocation_seconds_per_byte = 0; ///< cudaHostAlloc of a cold pinned block
   double event_record_seconds = 0;
   double event_query_seconds = 0;
+  /// How fast a value's source fills fresh host storage when the runtime
+  /// reconstructs it (the synthetic sources of `fhr-plan run`; a real
+  /// evaluator's loader may be slower).
+  double source_load_bytes_per_second = 10e9;
+  /// Cost of registering existing host memory as pinned (cudaHostRegister).
+  double pinned_registration_seconds_per_byte = 0;
 
   const LinkCurve &curve(LinkKind kind) const { return links[static_cast<std::size_t>(kind)]; }
   /// Seconds a copy of `bytes` from `from` to `to` takes alone; 0 for a
@@ -97,6 +114,14 @@ struct LinkModel {
   /// The profile measured on the project's H200 machine (docs/links.md).
   static const LinkModel &h200();
 };
+
+/// The rate of a copy streaming at `own_bytes_per_second` while its
+/// device's opposite direction streams at `other_bytes_per_second`: the
+/// two share `duplex_bytes_per_second` in proportion to their own rates
+/// when together they would exceed it (no limit when it is 0). The one
+/// duplex rule of the time predictor and the planner's schedule clock.
+double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
+                   double duplex_bytes_per_second);
 
 /// The JSON profile (schema "fhr-links/1"), and back. Parsing checks every
 /// field and throws std::invalid_argument naming the offending JSON path.
