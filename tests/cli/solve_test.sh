@@ -43,4 +43,17 @@ done
 text_bytes=$("$tool" solve -o "$work/keys.fhr" tests/golden/inputs/solve-keys.json | sed -n 's/^bytes moved: .* (\([0-9]*\) B).*/\1/p')
 json_bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["bytes_moved"])' "$work/report.json")
 [ -n "$text_bytes" ] && [ "$text_bytes" = "$json_bytes" ] || fail "text says $text_bytes bytes, JSON $json_bytes"
+# The workload language and the JSON say the same thing: solve-keys.fhr
+# (as keys.fhr, the JSON's workload name) gives the JSON's program and report.
+cp tests/golden/inputs/solve-keys.fhr "$work/keys.fhr"
+"$tool" solve tests/golden/inputs/solve-keys.json >"$work/json.fhr" 2>"$work/json.report" || fail "solve of the JSON"
+"$tool" solve "$work/keys.fhr" >"$work/text.fhr" 2>"$work/text.report" || fail "solve of the .fhr workload"
+cmp -s "$work/json.fhr" "$work/text.fhr" || fail "the .fhr workload gives another program than its JSON"
+diff <(tail -n +2 "$work/json.report") <(tail -n +2 "$work/text.report") >/dev/null ||
+  fail "the .fhr workload gives another report than its JSON"
+# Standard input: a workload text that does not start with '{' is .fhr.
+"$tool" solve - <"$work/keys.fhr" >"$work/stdin.fhr" 2>/dev/null || fail "solve of a .fhr workload on stdin"
+diff "$work/text.fhr" <(sed "s/'stdin'/'keys'/; s/\"stdin\"/\"keys\"/" "$work/stdin.fhr") >/dev/null ||
+  fail "a .fhr workload on stdin gives another program"
+
 echo "solve: ok"

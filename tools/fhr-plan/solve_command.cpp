@@ -12,6 +12,7 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 #include <nlohmann/json.hpp>
 
@@ -24,11 +25,12 @@ namespace fhr::cli {
 
 namespace {
 
-cl::SubCommand solve("solve",
-                     "Plan a workload (fhr-workload/1 JSON): print an explicit program that meets every "
-                     "step within the budgets, and a report of bytes, time and the lower bound");
-cl::opt<std::string> solve_input(cl::Positional, cl::Required, cl::desc("<workload.json | - >"),
-                                 cl::sub(solve));
+cl::SubCommand
+    solve("solve",
+          "Plan a workload (.fhr steps or fhr-workload/1 JSON): print an explicit program that meets every "
+          "step within the budgets, and a report of bytes, time and the lower bound");
+cl::opt<std::string> solve_input(cl::Positional, cl::Required,
+                                 cl::desc("<workload.fhr | workload.json | - >"), cl::sub(solve));
 cl::opt<std::string> solve_output("o", cl::desc("Write the program here; the report goes to standard output"),
                                   cl::value_desc("PROGRAM.fhr"), cl::sub(solve));
 enum class SolvePolicy { Planner, Lru };
@@ -222,6 +224,86 @@ void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &
        << ", verification " << seconds_text(r.check_seconds) << ")\n";
 }
 
+/// The steps, tiers, values and budgets of a `.fhr` workload as the
+/// planner's workload; the span of each step, for the rules the planner
+/// checks on the whole (docs/language.md, "Workloads").
+Workload workload_of(const ir::Module &module, std::string name, std::vector<ast::Span> &step_spans) {
+  Workload w;
+  w.name = std::move(name);
+  w.devices = module.device_count;
+  for (const auto &[at, budget] : module.budgets)
+    if (budget) w.budgets.emplace_back(at, *budget);
+  for (const ir::Tier &tier : module.tiers)
+    w.tiers.push_back(planner::Tier{tier.from, tier.to});
+  for (const ir::Family &family : module.families)
+    w.families.push_back(planner::Family{family.name, family.first, family.count});
+  for (const ir::Value &value : module.values) {
+    planner::Value v;
+    v.name = value.name;
+    v.logical_bytes = value.spec.logical_nbytes;
+    v.storage_bytes = value.spec.storage_nbytes;
+    v.mode = value.spec.replica_mode;
+    v.adopted = value.adopted();
+    v.home = value.location;
+    if (value.family != ir::kNoFamily) v.family = value.family;
+    w.values.push_back(std::move(v));
+  }
+  for (const ir::WorkloadStep &step : module.steps) {
+    planner::Step out;
+    out.name = step.name;
+    for (const ir::StepNeed &need : step.needs)
+      out.needs.push_back(planner::Need{need.value, need.at});
+    for (const ir::StepWorkspace &ws : step.workspace)
+      out.workspace.push_back(planner::Workspace{ws.at, ws.bytes, ws.label});
+    out.compute_seconds = step.compute_seconds;
+    w.steps.push_back(std::move(out));
+    step_spans.push_back(step.span);
+  }
+  return w;
+}
+
+/// The step index a check_workload path names ("steps[12].needs[0]").
+std::optional<std::size_t> step_of_path(llvm::StringRef path) {
+  if (!path.consume_front("steps[")) return std::nullopt;
+  std::size_t index = 0;
+  if (path.consumeInteger(10, index)) return std::nullopt;
+  return index;
+}
+
+/// Reads the workload: `.fhr` text (compiled by the front end, its
+/// diagnostics printed) or fhr-workload/1 JSON (a text that starts with '{').
+std::optional<Workload> read_workload(llvm::StringRef text) {
+  if (text.ltrim().startswith("{")) {
+    std::variant<Workload, planner::WorkloadError> parsed = planner::parse_workload_json(text);
+    if (auto *error = std::get_if<planner::WorkloadError>(&parsed)) {
+      llvm::errs() << "fhr-plan: error: " << solve_input << ": " << error->text() << "\n";
+      return std::nullopt;
+    }
+    return std::get<Workload>(std::move(parsed));
+  }
+  CompiledFile compiled = compile_text(text, solve_input == "-" ? "<stdin>" : llvm::StringRef(solve_input));
+  if (compiled.ok() && compiled.module.steps.empty())
+    compiled.source->report(DiagCode::NotAWorkload, "the file has no steps: nothing to solve", {0, 0},
+                            "a workload says what each step needs: step \"NAME\" { need X at cuda:0 }");
+  std::vector<ast::Span> spans;
+  std::optional<Workload> w;
+  if (compiled.ok()) {
+    const std::string name = solve_input == "-" ? "stdin" : llvm::sys::path::stem(solve_input).str();
+    w = workload_of(compiled.module, name, spans);
+    if (const std::optional<planner::WorkloadError> error = planner::check_workload(*w)) {
+      const std::optional<std::size_t> step = step_of_path(error->path);
+      compiled.source->report(DiagCode::NotAWorkload, error->text(),
+                              step && *step < spans.size() ? spans[*step] : ast::Span{0, 0});
+      w.reset();
+    }
+  }
+  if (!compiled.ok()) {
+    compiled.source->print(llvm::errs(), false);
+    return std::nullopt;
+  }
+  return w;
+}
+
 } // namespace
 
 bool solve_selected() { return static_cast<bool>(solve); }
@@ -232,13 +314,9 @@ int run_solve() {
     llvm::errs() << "fhr-plan: error: " << solve_input << ": " << buffer.getError().message() << "\n";
     return kBadInput;
   }
-  std::variant<Workload, planner::WorkloadError> parsed =
-      planner::parse_workload_json((*buffer)->getBuffer());
-  if (auto *error = std::get_if<planner::WorkloadError>(&parsed)) {
-    llvm::errs() << "fhr-plan: error: " << solve_input << ": " << error->text() << "\n";
-    return kBadInput;
-  }
-  const Workload &w = std::get<Workload>(parsed);
+  const std::optional<Workload> read = read_workload((*buffer)->getBuffer());
+  if (!read) return kBadInput;
+  const Workload &w = *read;
   LinkModel profile;
   const LinkModel *links = &LinkModel::h200();
   if (!solve_links.empty()) {
