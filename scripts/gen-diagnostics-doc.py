@@ -72,6 +72,21 @@ EXAMPLES = {
               "for level in 0..2 { plan \"level-{lvl}\" { } }\n", []),
     "E0406": ("A statement is valid elsewhere but not here (for example `as` on a plan's reservation).",
               "plan \"p\" { reserve cuda:0 1 MiB \"tmp\" as t }\n", []),
+    # Workloads (docs/language.md, "Workloads")
+    "E0701": ("A step's `compute` takes a decimal number and a time unit: `s`, `ms`, `us` or `ns`.",
+              "value k 1 MiB replicable source pinned\nstep \"s\" { need k at cuda:0; compute 3 min }\n", []),
+    "E0702": ("A step names what it reads (`need`) or reserves (`workspace`); a step with neither is a typo.",
+              "step \"idle\" { compute 1 ms }\n", []),
+    "E0703": ("A step has one compute time.",
+              "value k 1 MiB replicable source pinned\n"
+              "step \"s\" { need k at cuda:0; compute 1 ms; compute 2 ms }\n", []),
+    "E0704": ("An EXCLUSIVE value has one replica, so one step cannot read it at two locations.",
+              "value ct 35 MiB exclusive at pinned\nstep \"s\" { need ct at cuda:0; need ct at cuda:1 }\n", []),
+    "E0705": ("A step's compute time is at most a day (86400 s).",
+              "value k 1 MiB replicable source pinned\nstep \"s\" { need k at cuda:0; compute 100000 s }\n", []),
+    "E0706": ("`fhr-plan solve` takes a file with steps that follows the planner's rules for a whole workload "
+              "(docs/planner.md, \"Model\"); the message names the rule and the step.",
+              "value k 1 MiB replicable source pinned\nplan \"p\" { enter { ensure k at cuda:0 } }\n", [], "solve"),
     "E0501": ("A `--budget` option is not `LOCATION=SIZE`.", "budget pinned 1 GiB\n", ["--budget", "cuda=1GiB"]),
 }
 
@@ -89,7 +104,8 @@ if missing:
     sys.exit("no example for " + ", ".join(missing))
 with tempfile.TemporaryDirectory() as tmp:
     for identifier, code, summary in CODES:
-        text, example, args = EXAMPLES[code]
+        text, example, args, *verb = EXAMPLES[code]
+        verb = verb[0] if verb else "check"
         out += [f"## {code}: {summary}", "", text, ""]
         if example is None and not args:
             out += ["(No short example: it needs an input over 1 GiB.)", ""]
@@ -102,10 +118,10 @@ with tempfile.TemporaryDirectory() as tmp:
         files = [path] if example is not None else []
         if args and not args[0].startswith("--"):
             files, args = args, []
-        result = subprocess.run([TOOL, "check", *args, *files], capture_output=True, text=True,
+        result = subprocess.run([TOOL, verb, *args, *files], capture_output=True, text=True,
                                 cwd=tmp, env={**os.environ, "NO_COLOR": "1"})
         shown = result.stderr.replace(path, "example.fhr")
-        cmd = " ".join(["fhr-plan check", *args, *(["example.fhr"] if example is not None else files)])
+        cmd = " ".join([f"fhr-plan {verb}", *args, *(["example.fhr"] if example is not None else files)])
         out += ["```console", f"$ {cmd}", shown.rstrip("\n"), "```", ""]
         if result.returncode != 2:
             sys.exit(f"{code}: expected exit 2, got {result.returncode}")

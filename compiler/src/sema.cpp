@@ -90,6 +90,10 @@ private:
   void program_items(std::span<const ast::StmtId> items, std::vector<ir::ProgramItem> &out);
   std::optional<std::uint32_t> plan_named(const ast::Stmt &s);
   void lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep> &out);
+  // Workloads (sema_workload.inc)
+  void tier(const ast::Stmt &s);
+  void step(const ast::Stmt &s);
+  std::optional<double> duration(const ast::Stmt &s);
 
   const ast::File &file_;
   SourceFile &source_;
@@ -504,6 +508,8 @@ void Analyzer::top_statement(ast::StmtId id) {
   }
   case StmtKind::Plan: plan(s); break;
   case StmtKind::Program: deferred_programs_.emplace_back(id, loops_); break;
+  case StmtKind::Tier: tier(s); break;
+  case StmtKind::Step: step(s); break;
   case StmtKind::For:
     for_each_iteration(s, [&] {
       for (ast::StmtId child : children(s))
@@ -743,6 +749,8 @@ void Analyzer::program(ast::StmtId id) {
   program_items(children(s), program.items);
   module_.programs.push_back(std::move(program));
 }
+
+#include "sema_workload.inc"
 
 } // namespace
 

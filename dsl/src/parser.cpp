@@ -209,7 +209,22 @@ FHR_CLOSES(grammar::program_statement);
 FHR_CLOSES(grammar::action_for);
 FHR_CLOSES(grammar::program_for);
 FHR_CLOSES(grammar::top_for);
+FHR_CLOSES(grammar::tier_statement);
+FHR_CLOSES(grammar::need_statement);
+FHR_CLOSES(grammar::workspace_statement);
+FHR_CLOSES(grammar::compute_statement);
+FHR_CLOSES(grammar::step_statement);
 #undef FHR_CLOSES
+
+/// A compute statement's duration as written ("3.9 ms"); sema reads it.
+template <>
+struct action<grammar::duration> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.top().text = in.string_view();
+    b.top().text_span = b.span(in);
+  }
+};
 
 template <>
 struct action<grammar::line_number> {
@@ -287,6 +302,12 @@ struct action<grammar::slot_location<Slot>> {
     ref.present = true;
   }
 };
+
+/// Workload slots with messages of their own store as the slots they are.
+template <>
+struct action<grammar::workspace_size> : action<grammar::slot_expression<0>> {};
+template <int Slot>
+struct action<grammar::tier_location<Slot>> : action<grammar::slot_location<Slot>> {};
 
 template <>
 struct action<grammar::device_expression> {

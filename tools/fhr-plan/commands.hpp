@@ -61,4 +61,9 @@ struct RunOptions {
 /// execution.
 int run_run(const CommonOptions &options, const RunOptions &run);
 
+/// `fhr-plan solve` (solve_command.cpp, which declares its own options):
+/// was it the verb given, and run it.
+bool solve_selected();
+int run_solve();
+
 } // namespace fhr::cli

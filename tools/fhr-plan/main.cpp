@@ -140,6 +140,7 @@ int main(int argc, char **argv) {
     print_version(llvm::outs());
     return fhr::cli::kFeasible;
   }
+  if (fhr::cli::solve_selected()) return fhr::cli::run_solve();
   if (calibrate_command) {
     fhr::cli::CalibrateOptions calibrate;
     calibrate.backend = calibrate_backend == CalibrateBackend::Simulated ? "sim" : "cuda";
@@ -218,7 +219,7 @@ int main(int argc, char **argv) {
       return fhr::cli::kBadInput;
     return fhr::cli::run_run(options, run);
   }
-  llvm::errs() << "fhr-plan: missing command (explain, check, diff, run, compile, disasm or calibrate); see "
-                  "fhr-plan --help\n";
+  llvm::errs() << "fhr-plan: missing command (explain, check, diff, run, compile, disasm, calibrate or solve); "
+                  "see fhr-plan --help\n";
   return fhr::cli::kBadInput;
 }

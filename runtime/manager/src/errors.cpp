@@ -9,6 +9,15 @@ ResidencyStaleStateError::ResidencyStaleStateError(std::uint64_t expected_versio
                          ErrorClass::StaleState),
       expected_version_(expected_version), actual_version_(actual_version) {}
 
+ResidencySearchLimitError::ResidencySearchLimitError(std::string request_name, std::uint64_t state_limit,
+                                                     std::uint64_t explored_states, std::string detail)
+    : ResidencyPlanError("automatic residency search for '" + request_name +
+                         "' is inconclusive: it stopped at its limit of " + std::to_string(state_limit) +
+                         " explored states (explored_states=" + std::to_string(explored_states) +
+                         "): " + detail),
+      request_name_(std::move(request_name)), state_limit_(state_limit), explored_states_(explored_states),
+      detail_(std::move(detail)) {}
+
 namespace {
 std::string execution_message(const ResidencyPlanExecutionError::Details &d) {
   const std::size_t done = d.partial_report.transitions.size();

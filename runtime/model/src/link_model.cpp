@@ -54,6 +54,13 @@ double LinkCurve::seconds(std::uint64_t bytes) const {
   return size_class.latency_seconds + static_cast<double>(bytes) / size_class.bytes_per_second;
 }
 
+double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
+                   double duplex_bytes_per_second) {
+  const double together = own_bytes_per_second + other_bytes_per_second;
+  if (duplex_bytes_per_second <= 0 || together <= duplex_bytes_per_second) return own_bytes_per_second;
+  return own_bytes_per_second * duplex_bytes_per_second / together;
+}
+
 double LinkModel::transfer_seconds(Location from, Location to, std::uint64_t bytes) const {
   const std::optional<LinkKind> link = link_between(from, to);
   return link ? curve(*link).seconds(bytes) : 0.0;

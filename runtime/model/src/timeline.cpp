@@ -64,9 +64,7 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
   for (const Flow &other : flows) {
     if (!other.started || other.done || other.latency_left > 0) continue;
     if (other.engine.kind != other_kind || other.engine.device != flow.engine.device) continue;
-    const double together = flow.bytes_per_second + other.bytes_per_second;
-    return together > duplex_bytes_per_second ? flow.bytes_per_second * duplex_bytes_per_second / together
-                                              : flow.bytes_per_second;
+    return duplex_rate(flow.bytes_per_second, other.bytes_per_second, duplex_bytes_per_second);
   }
   return flow.bytes_per_second;
 }

@@ -5,6 +5,7 @@
 /// over the range. Lowering turns it into bytecode, one instruction per
 /// action and lifetime statement; explain runs that bytecode.
 
+#include "fhr/compiler/workload_ir.hpp"
 #include "fhr/dsl/ast.hpp"
 #include "fhr/model/action.hpp"
 #include "fhr/model/plan.hpp"
@@ -120,6 +121,9 @@ struct Module {
   std::vector<SetupStep> setup;
   std::vector<Plan> plans;
   std::vector<Program> programs;
+  /// Workload statements (workload_ir.hpp): a file with steps is a workload.
+  std::vector<Tier> tiers;
+  std::vector<WorkloadStep> steps;
 };
 
 } // namespace fhr::ir

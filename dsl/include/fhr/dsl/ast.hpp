@@ -76,6 +76,12 @@ enum class StmtKind : std::uint8_t {
   Run,
   Actions,
   For,
+  // Workloads (workload_grammar.hpp)
+  Tier,
+  Step,
+  Need,
+  Workspace,
+  Compute,
 };
 
 struct Stmt {

@@ -227,19 +227,25 @@ struct program_item : sor<scope_statement, run_statement, actions_statement, acq
 struct program_statement : seq<begin<ast::StmtKind::Program, kw_program>, opt<ws, plan_name>, ws,
                                must<brace_open>, ws, star<program_item, ws>, must<close_program>> {};
 
+// -- workloads (steps for fhr-plan solve): rules of their own file
+} // namespace fhr::grammar
+#include "fhr/dsl/workload_grammar.hpp"
+namespace fhr::grammar {
+
 // -- top level
 struct close_top_for : one<'}'> {};
 struct top_statement;
 struct top_for : for_statement<top_statement, close_top_for> {};
-struct top_statement : sor<const_statement, budget_statement, location_statement, devices_statement,
-                           value_statement, action, hold_statement, lease_statement, reserve_statement,
-                           release_statement, plan_statement, program_statement, top_for> {};
+struct top_statement
+    : sor<const_statement, budget_statement, location_statement, devices_statement, value_statement, action,
+          hold_statement, lease_statement, reserve_statement, release_statement, plan_statement,
+          program_statement, workload_statement, top_for> {};
 
 /// Skips to the next line that starts (in column 1) with a statement keyword.
 struct rest_of_line : star<not_one<'\n'>> {};
-struct statement_start
-    : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_ensure, kw_copy, kw_move, kw_drop,
-          kw_discard, kw_hold, kw_lease, kw_reserve, kw_release, kw_plan, kw_program, kw_for> {};
+struct statement_start : sor<kw_const, kw_budget, kw_location, kw_devices, kw_value, kw_ensure, kw_copy,
+                             kw_move, kw_drop, kw_discard, kw_hold, kw_lease, kw_reserve, kw_release, kw_plan,
+                             kw_program, kw_for, workload_statement_start> {};
 struct recover : seq<plus<not_one<'\n'>>, star<not_at<one<'\n'>, statement_start>, one<'\n'>, rest_of_line>,
                      opt<one<'\n'>>> {};
 

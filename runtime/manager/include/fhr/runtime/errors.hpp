@@ -83,6 +83,24 @@ private:
   std::uint64_t actual_version_;
 };
 
+/// The controller's search stopped at its search_state_limit (§18.3 step 4):
+/// inconclusive, not a proof that the request cannot be met.
+class ResidencySearchLimitError : public ResidencyPlanError {
+public:
+  ResidencySearchLimitError(std::string request_name, std::uint64_t state_limit,
+                            std::uint64_t explored_states, std::string detail);
+  const std::string &request_name() const { return request_name_; }
+  std::uint64_t state_limit() const { return state_limit_; }
+  std::uint64_t explored_states() const { return explored_states_; }
+  const std::string &detail() const { return detail_; }
+
+private:
+  std::string request_name_;
+  std::uint64_t state_limit_;
+  std::uint64_t explored_states_;
+  std::string detail_;
+};
+
 /// Where in a plan an execution failure happened (§12.4): execute, reclaim,
 /// reserve, enter or exit, in the step vocabulary every layer shares.
 using ExecutionPhase = StepKind;

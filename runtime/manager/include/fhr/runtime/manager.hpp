@@ -207,6 +207,13 @@ public:
 
   /// One atomic view of every value, location and reservation (§14).
   Snapshot snapshot() const;
+  /// Calls `read(state)` with the model state under the manager lock, after
+  /// reaping completed leases as snapshot() does, and returns its result:
+  /// the same view without a copy (the controller plans on it, §18.3).
+  /// ValueId v is the value of Handle{id(), v + 1}. `read` must not call the
+  /// manager (ResidencyReentrancyError).
+  template <typename Read>
+  decltype(auto) read_state(Read &&read) const;
 
   /// Warm-up: asks the backend to reserve pool blocks ahead of the
   /// transfers (MemoryResource::prepare). Changes no residency state, no
@@ -382,5 +389,12 @@ public:
 private:
   const Manager *manager_;
 };
+
+template <typename Read>
+decltype(auto) Manager::read_state(Read &&read) const {
+  auto lock = open_lock();
+  const_cast<Manager *>(this)->reap();
+  return read(static_cast<const State &>(state_));
+}
 
 } // namespace fhr

@@ -115,6 +115,14 @@ struct LinkModel {
   static const LinkModel &h200();
 };
 
+/// The rate of a copy streaming at `own_bytes_per_second` while its
+/// device's opposite direction streams at `other_bytes_per_second`: the
+/// two share `duplex_bytes_per_second` in proportion to their own rates
+/// when together they would exceed it (no limit when it is 0). The one
+/// duplex rule of the time predictor and the planner's schedule clock.
+double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
+                   double duplex_bytes_per_second);
+
 /// The JSON profile (schema "fhr-links/1"), and back. Parsing checks every
 /// field and throws std::invalid_argument naming the offending JSON path.
 std::string link_model_to_json(const LinkModel &model);

@@ -1,0 +1,185 @@
+// From kept gaps to actions (docs/planner.md, "Realising a choice").
+#include "fhr/planner/schedule.hpp"
+
+#include <algorithm>
+
+namespace fhr::planner {
+
+namespace {
+
+/// Where a transition's actions go, in the order every budget admits:
+/// reclaim drops, then moves out to spill tiers; enter moves between
+/// budgeted locations, then moves in from spill tiers, then loads.
+enum class Slot : std::uint8_t { Drop, SpillOut, MoveAcross, MoveIn, Load };
+
+struct Placed {
+  std::uint32_t step;
+  Slot slot;
+  Action action;
+};
+
+class Realizer {
+public:
+  Realizer(const Workload &w, const GapModel &m, const Selection &s) : w_(w), m_(m), s_(s) {
+    // Room left at every budgeted location and step, for spills to tiers.
+    room_.assign(m.locations.size(), std::vector<std::int64_t>(m.step_count + 1, 0));
+    for (std::size_t l = 0; l < m.locations.size(); ++l)
+      for (std::uint32_t t = 0; t < m.step_count; ++t)
+        room_[l][t] = m.capacity[l][t];
+    for (std::size_t g = 0; g < m.gaps.size(); ++g)
+      if (s.kept[g]) {
+        const Gap &gap = m.gaps[g];
+        for (std::uint32_t t = gap.begin; t < gap.end; ++t)
+          room_[gap.location][t] -= static_cast<std::int64_t>(gap.bytes);
+      }
+    for (const auto &[at, bytes] : w.budgets) {
+      std::uint64_t adopted = 0;
+      for (const Value &v : w.values)
+        if (v.adopted && v.home == at) adopted += v.storage_bytes;
+      initial_room_.push_back(static_cast<std::int64_t>(bytes) - static_cast<std::int64_t>(adopted));
+    }
+  }
+
+  std::vector<std::vector<std::int64_t>> room() const {
+    std::vector<std::vector<std::int64_t>> out = room_;
+    for (auto &per_step : out)
+      per_step.resize(m_.step_count);
+    return out;
+  }
+
+  Schedule run() {
+    for (const UseChain &chain : m_.droppable)
+      droppable(chain);
+    for (const UseChain &chain : m_.movable)
+      movable(chain);
+    std::stable_sort(placed_.begin(), placed_.end(), [](const Placed &a, const Placed &b) {
+      return a.step != b.step ? a.step < b.step : a.slot < b.slot;
+    });
+    Schedule schedule;
+    schedule.steps.resize(m_.step_count);
+    for (std::uint32_t t = 0; t < m_.step_count; ++t)
+      for (const Workspace &ws : w_.steps[t].workspace)
+        schedule.steps[t].reservations.push_back(Reservation{ws.at, ws.bytes, ws.label});
+    for (const Placed &p : placed_) {
+      StepPlan &plan = schedule.steps[p.step];
+      (p.slot == Slot::Drop || p.slot == Slot::SpillOut ? plan.reclaim : plan.enter).push_back(p.action);
+    }
+    return schedule;
+  }
+
+private:
+  bool budgeted(Location at) const { return m_.index_of(at).has_value(); }
+  bool kept_any(const Stretch &stretch, std::optional<GapKind> *kind = nullptr,
+                Location *at = nullptr) const {
+    for (std::uint32_t g = stretch.first_gap; g < stretch.first_gap + stretch.gap_count; ++g)
+      if (s_.kept[g]) {
+        if (kind) *kind = m_.gaps[g].kind;
+        if (at) *at = m_.locations[m_.gaps[g].location];
+        return true;
+      }
+    return false;
+  }
+  void place(std::uint32_t step, Slot slot, Action action) {
+    if (step < m_.step_count) placed_.push_back(Placed{step, slot, action});
+  }
+
+  void droppable(const UseChain &chain) {
+    const Value &value = w_.values[chain.value];
+    const bool exclusive = value.mode == ReplicaMode::Exclusive;
+    for (std::size_t i = 0; i < chain.steps.size(); ++i) {
+      const Stretch &stretch = chain.stretches[i];
+      const Location at = chain.locations[i];
+      const bool resident = stretch.free_position && (stretch.gap_count == 0 || kept_any(stretch));
+      if (resident) continue;
+      // Absent before this use: drop the last replica (if any), load now.
+      if (i > 0) {
+        const Location previous = chain.locations[i - 1];
+        if (exclusive || budgeted(previous))
+          place(chain.steps[i - 1] + 1, Slot::Drop, {ActionKind::Drop, chain.value, previous, {}});
+      }
+      place(chain.steps[i], Slot::Load,
+            exclusive ? Action{ActionKind::Move, chain.value, at, std::nullopt}
+                      : Action{ActionKind::Ensure, chain.value, at, std::nullopt});
+    }
+    // After the last use: drop (evicted at once), unless it is free to stay.
+    if (!chain.steps.empty()) {
+      const Location last = chain.locations.back();
+      const bool home = value.adopted && last == value.home;
+      if (!home && budgeted(last))
+        place(chain.steps.back() + 1, Slot::Drop, {ActionKind::Drop, chain.value, last, {}});
+    }
+  }
+
+  /// The first spill tier of `from` with room over the steps [begin, end),
+  /// counted from the step before (a replica arriving in a reclaim phase
+  /// meets the previous step's residents), pageable when none has.
+  Location spill_tier(Location from, std::uint32_t begin, std::uint32_t end, std::uint64_t bytes) {
+    const auto s = static_cast<std::int64_t>(bytes);
+    for (Location tier : w_.tiers_of(from)) {
+      const std::optional<std::uint32_t> l = m_.index_of(tier);
+      if (!l) return tier;
+      const std::uint32_t first = begin == 0 ? 0 : begin - 1;
+      bool fits = begin > 0 || initial_room_[*l] >= s;
+      for (std::uint32_t t = first; fits && t < end && t < m_.step_count; ++t)
+        fits = room_[*l][t] >= s;
+      if (!fits) continue;
+      for (std::uint32_t t = first; t < end && t < m_.step_count; ++t)
+        room_[*l][t] -= s;
+      if (begin == 0) initial_room_[*l] -= s;
+      return tier;
+    }
+    return Location::pageable();
+  }
+
+  void movable(const UseChain &chain) {
+    const Value &value = w_.values[chain.value];
+    Location here = value.home;
+    bool spilled = false; // `here` is a spill tier, not a place the value is used at
+    const auto move = [&](std::uint32_t step, Location to, Slot slot) {
+      if (to == here) return;
+      place(step, slot, {ActionKind::Move, chain.value, to, here});
+      here = to;
+    };
+    for (std::size_t i = 0; i < chain.stretches.size(); ++i) {
+      const Stretch &stretch = chain.stretches[i];
+      std::optional<GapKind> kind;
+      Location kept_at;
+      if (stretch.begin < stretch.end) {
+        if (stretch.gap_count > 0 && kept_any(stretch, &kind, &kept_at)) {
+          move(stretch.begin, kept_at, Slot::MoveAcross); // stays, or moves ahead at once
+        } else if (stretch.gap_count > 0) {
+          // Leaves in the reclaim phase, so the step's reservations find its room.
+          move(stretch.begin, spill_tier(here, stretch.begin, stretch.end, value.storage_bytes),
+               Slot::SpillOut);
+          spilled = true;
+        } else if (stretch.free_position && *stretch.free_position != here) {
+          move(stretch.begin, *stretch.free_position, Slot::SpillOut); // ahead to unbudgeted memory
+        }
+      }
+      if (stretch.next) {
+        // Arrivals from a spill tier come after the moves that make room.
+        move(stretch.end, *stretch.next, spilled || !budgeted(here) ? Slot::MoveIn : Slot::MoveAcross);
+        spilled = false;
+      }
+    }
+  }
+
+  const Workload &w_;
+  const GapModel &m_;
+  const Selection &s_;
+  std::vector<std::vector<std::int64_t>> room_;
+  std::vector<std::int64_t> initial_room_;
+  std::vector<Placed> placed_;
+};
+
+} // namespace
+
+Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection,
+                 std::vector<std::vector<std::int64_t>> *room_left) {
+  Realizer realizer(workload, model, selection);
+  Schedule schedule = realizer.run();
+  if (room_left) *room_left = realizer.room();
+  return schedule;
+}
+
+} // namespace fhr::planner

@@ -1,0 +1,79 @@
+#include "fhr/planner/solve.hpp"
+
+#include <chrono>
+
+namespace fhr::planner {
+
+namespace {
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+} // namespace
+
+SolveResult solve_planner(const Workload &workload, const SolveOptions &options) {
+  const LinkModel &links = options.links ? *options.links : LinkModel::h200();
+  SolveResult result;
+  result.policy = "planner";
+  auto started = std::chrono::steady_clock::now();
+  const GapModel model = build_gap_model(workload);
+  result.gap_count = model.gaps.size();
+  if (model.infeasible) {
+    result.infeasible = model.infeasible;
+    result.solve_seconds = since(started);
+    return result;
+  }
+  Selection selection = solve_heuristic(model, options.heuristic, &result.heuristic);
+  result.solve_seconds = since(started);
+  if (options.exact) {
+    ExactOptions exact = options.exact_options;
+    exact.start = &selection;
+    result.exact = solve_exact(model, exact);
+    if (result.exact->selection && result.exact->selection->saving > selection.saving)
+      selection = *result.exact->selection;
+  }
+  started = std::chrono::steady_clock::now();
+  std::vector<std::vector<std::int64_t>> room_left;
+  result.schedule = realize(workload, model, selection, &room_left);
+  if (options.prefetch) schedule_prefetch(workload, model, std::move(room_left), result.schedule, links);
+  result.solve_seconds += since(started);
+  if (!options.verify) return result;
+
+  started = std::chrono::steady_clock::now();
+  // The bound is on the model without the room kept for loads from
+  // budgeted sources (a relaxation), by the LP, or by the exact solver's
+  // proven bound on it where that model is exact and the solver ran.
+  bool keeps_load_room = false;
+  for (std::uint64_t room : model.load_room)
+    keeps_load_room = keeps_load_room || room > 0;
+  const GapModel relaxed = keeps_load_room ? build_gap_model(workload, false) : GapModel{};
+  const GapModel &bounded = keeps_load_room ? relaxed : model;
+  result.bound = lower_bound(bounded);
+  if (options.exact && model_is_exact(bounded)) {
+    std::optional<ExactResult> on_relaxed;
+    if (keeps_load_room) {
+      ExactOptions exact = options.exact_options;
+      exact.start = nullptr;
+      on_relaxed = solve_exact(bounded, exact);
+    }
+    const ExactResult &bounding = keeps_load_room ? *on_relaxed : *result.exact;
+    if (bounding.selection && bounding.bound_bytes > result.bound->bytes)
+      result.bound = Bound{bounding.bound_bytes, "ilp", false};
+  }
+  result.bound_seconds = since(started);
+  started = std::chrono::steady_clock::now();
+  result.verification = verify_schedule(workload, result.schedule);
+  result.check_seconds = since(started);
+  if (!result.verification.feasible) {
+    result.failure = "the planner's schedule does not verify: " + result.verification.failure;
+    return result;
+  }
+  result.bytes_moved = result.verification.bytes_moved;
+  result.timeline = time_schedule(workload, result.verification, links);
+  return result;
+}
+
+BoundOnly bound_workload(const Workload &workload) {
+  return BoundOnly{build_gap_model(workload).infeasible, lower_bound(build_gap_model(workload, false))};
+}
+
+} // namespace fhr::planner

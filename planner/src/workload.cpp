@@ -1,0 +1,122 @@
+#include "fhr/planner/workload.hpp"
+
+#include "fhr/model/location_set.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace fhr::planner {
+
+std::optional<std::uint64_t> Workload::budget(Location at) const {
+  for (const auto &[location, bytes] : budgets)
+    if (location == at) return bytes;
+  return std::nullopt;
+}
+
+const std::vector<Location> &Workload::tiers_of(Location from) const {
+  static const std::vector<Location> none;
+  for (const Tier &tier : tiers)
+    if (tier.from == from) return tier.to;
+  return none;
+}
+
+namespace {
+
+bool blank(const std::string &text) { return text.find_first_not_of(" \t\n\r") == std::string::npos; }
+
+std::optional<WorkloadError> check_location(const Workload &w, Location at, const std::string &path) {
+  if (at.is_cuda() && w.devices && at.device() >= *w.devices)
+    return WorkloadError{path, at.name() + " does not exist on a machine of " + std::to_string(*w.devices) +
+                                   " device" + (*w.devices == 1 ? "" : "s")};
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<WorkloadError> check_workload(const Workload &w) {
+  LocationSet budgeted;
+  for (std::size_t i = 0; i < w.budgets.size(); ++i) {
+    const std::string path = "budgets[" + std::to_string(i) + "]";
+    const Location at = w.budgets[i].first;
+    if (auto e = check_location(w, at, path)) return e;
+    if (budgeted.contains(at)) return WorkloadError{path, "a second budget for " + at.name()};
+    budgeted.insert(at);
+  }
+  // Replicas that must leave a budgeted location can always go to pageable
+  // host memory; the planner's model needs it unbudgeted (docs/planner.md).
+  if (budgeted.contains(Location::pageable()))
+    return WorkloadError{"budgets",
+                         "pageable must stay unbudgeted: it is where evicted replicas can always go"};
+  LocationSet tier_sources;
+  for (std::size_t i = 0; i < w.tiers.size(); ++i) {
+    const std::string path = "tiers[" + std::to_string(i) + "]";
+    const Tier &tier = w.tiers[i];
+    if (auto e = check_location(w, tier.from, path + ".from")) return e;
+    if (tier_sources.contains(tier.from))
+      return WorkloadError{path, "a second tier list for " + tier.from.name()};
+    tier_sources.insert(tier.from);
+    LocationSet seen;
+    for (std::size_t j = 0; j < tier.to.size(); ++j) {
+      const std::string to_path = path + ".to[" + std::to_string(j) + "]";
+      if (auto e = check_location(w, tier.to[j], to_path)) return e;
+      if (tier.to[j] == tier.from)
+        return WorkloadError{to_path, "a tier of " + tier.from.name() + " cannot be itself"};
+      if (seen.contains(tier.to[j])) return WorkloadError{to_path, tier.to[j].name() + " is listed twice"};
+      seen.insert(tier.to[j]);
+    }
+  }
+  std::unordered_map<std::string, std::size_t> names;
+  std::vector<std::uint64_t> adopted_at(Location::kCount, 0);
+  for (std::size_t i = 0; i < w.values.size(); ++i) {
+    const Value &v = w.values[i];
+    const std::string path = "values[" + v.name + "]";
+    if (!names.emplace(v.name, i).second) return WorkloadError{path, "a second value named '" + v.name + "'"};
+    if (v.storage_bytes < v.logical_bytes)
+      return WorkloadError{path, "storage_bytes must be at least the logical size"};
+    if (auto e = check_location(w, v.home, path)) return e;
+    if (v.adopted) adopted_at[v.home.index()] += v.storage_bytes;
+  }
+  for (const auto &[at, bytes] : w.budgets)
+    if (adopted_at[at.index()] > bytes)
+      return WorkloadError{"values", "the values adopted at " + at.name() + " need " +
+                                         std::to_string(adopted_at[at.index()]) +
+                                         " bytes, over its budget of " + std::to_string(bytes)};
+  for (std::size_t s = 0; s < w.steps.size(); ++s) {
+    const Step &step = w.steps[s];
+    const std::string path = "steps[" + std::to_string(s) + "]";
+    if (blank(step.name)) return WorkloadError{path + ".name", "a step needs a non-blank name"};
+    if (step.compute_seconds && (!std::isfinite(*step.compute_seconds) || *step.compute_seconds < 0))
+      return WorkloadError{path + ".compute_seconds", "must be a finite number of seconds, at least 0"};
+    for (std::size_t n = 0; n < step.needs.size(); ++n) {
+      const Need &need = step.needs[n];
+      const std::string need_path = path + ".needs[" + std::to_string(n) + "]";
+      if (need.value >= w.values.size()) return WorkloadError{need_path, "no such value"};
+      if (auto e = check_location(w, need.at, need_path)) return e;
+      const Value &v = w.values[need.value];
+      for (std::size_t m = 0; m < n; ++m) {
+        if (step.needs[m] == need)
+          return WorkloadError{need_path, "needs " + v.name + " at " + need.at.name() + " twice"};
+        if (step.needs[m].value == need.value && v.mode == ReplicaMode::Exclusive)
+          return WorkloadError{need_path, "needs EXCLUSIVE value " + v.name + " at " +
+                                              step.needs[m].at.name() + " and " + need.at.name() +
+                                              " at once"};
+        // Planned as one movable replica (docs/planner.md, "Model").
+        if (step.needs[m].value == need.value && v.adopted && budgeted.contains(v.home))
+          return WorkloadError{need_path, v.name + " is adopted at budgeted " + v.home.name() +
+                                              " and planned as one replica: it cannot be needed at " +
+                                              step.needs[m].at.name() + " and " + need.at.name() +
+                                              " at once"};
+      }
+    }
+    for (std::size_t k = 0; k < step.workspace.size(); ++k) {
+      const Workspace &ws = step.workspace[k];
+      const std::string ws_path = path + ".workspace[" + std::to_string(k) + "]";
+      if (auto e = check_location(w, ws.at, ws_path)) return e;
+      if (blank(ws.label)) return WorkloadError{ws_path, "a workspace needs a non-blank label"};
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace fhr::planner

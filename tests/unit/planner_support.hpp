@@ -1,0 +1,140 @@
+#pragma once
+// Helpers of the planner tests: workloads from JSON text, small random
+// workloads, a brute-force optimum independent of the planner's model, and
+// the compiler's verdict on a printed program.
+#include "fhr/compiler/analysis.hpp"
+#include "fhr/compiler/frontend.hpp"
+#include "fhr/planner/workload_json.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <variant>
+
+namespace fhr::test {
+
+inline planner::Workload workload(const std::string &json) {
+  auto parsed = planner::parse_workload_json(json);
+  if (auto *error = std::get_if<planner::WorkloadError>(&parsed))
+    FAIL("workload does not parse: " << error->text());
+  return std::get<planner::Workload>(parsed);
+}
+
+inline std::string parse_error(const std::string &json) {
+  auto parsed = planner::parse_workload_json(json);
+  if (auto *error = std::get_if<planner::WorkloadError>(&parsed)) return error->text();
+  return "parsed";
+}
+
+/// A small workload on one budgeted device: droppable keys (sources in
+/// pinned host memory) and, when `movable`, EXCLUSIVE adopted ciphertexts;
+/// every step needs one to three of them and some workspace.
+inline planner::Workload random_workload(unsigned seed, std::size_t values, std::size_t steps, bool movable) {
+  std::mt19937 rng(seed);
+  planner::Workload w;
+  w.name = "random-" + std::to_string(seed);
+  w.devices = 1;
+  std::uint64_t largest = 0, total = 0;
+  for (std::size_t v = 0; v < values; ++v) {
+    planner::Value value;
+    value.name = "v" + std::to_string(v);
+    value.logical_bytes = value.storage_bytes = 100 * (1 + rng() % 3);
+    const bool ciphertext = movable && v % 3 == 2;
+    value.mode = ciphertext ? ReplicaMode::Exclusive : ReplicaMode::Replicable;
+    value.adopted = ciphertext;
+    value.home = ciphertext ? Location::pageable() : Location::pinned();
+    largest = std::max(largest, value.storage_bytes);
+    total += value.storage_bytes;
+    w.values.push_back(value);
+  }
+  const std::uint64_t budget = 100 * (3 + rng() % 4);
+  w.budgets = {{Location::cuda(0), budget}};
+  w.tiers = {{Location::cuda(0), {Location::pinned(), Location::pageable()}}};
+  for (std::size_t t = 0; t < steps; ++t) {
+    planner::Step step;
+    step.name = "s" + std::to_string(t);
+    std::uint64_t used = 0;
+    const std::size_t needs = 1 + rng() % 3;
+    for (std::size_t n = 0; n < needs; ++n) {
+      const auto v = static_cast<ValueId>(rng() % values);
+      const planner::Need need{v, Location::cuda(0)};
+      if (std::find(step.needs.begin(), step.needs.end(), need) != step.needs.end()) continue;
+      if (used + w.values[v].storage_bytes > budget) continue;
+      used += w.values[v].storage_bytes;
+      step.needs.push_back(need);
+    }
+    if (rng() % 3 == 0 && used + 50 <= budget) step.workspace.push_back({Location::cuda(0), 50, "tmp"});
+    step.compute_seconds = 1e-3;
+    w.steps.push_back(step);
+  }
+  return w;
+}
+
+/// The fewest bytes any schedule of a one-device workload moves, by
+/// dynamic programming over the set of values resident on the device at
+/// each step (every other place is unbudgeted: a droppable value leaves for
+/// free, a movable one by a move). Independent of the planner's model.
+inline std::uint64_t brute_force_optimum(const planner::Workload &w) {
+  const Location device = Location::cuda(0);
+  const std::uint64_t budget = *w.budget(device);
+  const std::size_t n = w.values.size();
+  REQUIRE(n <= 12);
+  const std::uint32_t states = 1u << n;
+  const std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::uint64_t> size_of(states, 0);
+  for (std::uint32_t s = 1; s < states; ++s) {
+    const int low = __builtin_ctz(s);
+    size_of[s] = size_of[s & (s - 1)] + w.values[static_cast<std::size_t>(low)].storage_bytes;
+  }
+  std::uint32_t movable = 0, initial = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    const planner::Value &value = w.values[v];
+    if (value.adopted && value.mode == ReplicaMode::Exclusive) movable |= 1u << v;
+    if (value.adopted && value.home == device) initial |= 1u << v;
+  }
+  const auto cost = [&](std::uint32_t from, std::uint32_t to) {
+    // Arrivals are copies; movable values leaving are moves out.
+    return size_of[to & ~from] + size_of[from & ~to & movable];
+  };
+  std::vector<std::uint64_t> best(states, none), next(states);
+  best[initial] = 0;
+  for (const planner::Step &step : w.steps) {
+    std::uint32_t needed = 0;
+    std::uint64_t workspace = 0;
+    for (const planner::Need &need : step.needs)
+      needed |= 1u << need.value;
+    for (const planner::Workspace &ws : step.workspace)
+      workspace += ws.bytes;
+    std::fill(next.begin(), next.end(), none);
+    for (std::uint32_t to = 0; to < states; ++to) {
+      if ((to & needed) != needed || size_of[to] + workspace > budget) continue;
+      for (std::uint32_t from = 0; from < states; ++from)
+        if (best[from] != none) next[to] = std::min(next[to], best[from] + cost(from, to));
+    }
+    best.swap(next);
+  }
+  return *std::min_element(best.begin(), best.end());
+}
+
+/// Compiles a printed program as `fhr-plan check` would and returns the
+/// first problem, or "ok" (no diagnostics, every plan and program feasible,
+/// every predicted peak within its budget).
+inline std::string check_printed(const std::string &program, const planner::Workload &w) {
+  CompiledFile compiled = compile_text(program, "<printed>");
+  if (!compiled.ok()) return "does not compile";
+  const Analysis analysis = analyze_module(*compiled.lowered);
+  if (analysis.setup.failed_step) return "setup fails";
+  for (const PlanExplanation &p : analysis.plans)
+    if (!p.explanation.feasible) return "plan '" + p.name + "' is infeasible on its own";
+  if (analysis.programs.size() != 1) return "not one program";
+  if (!analysis.programs[0].feasible) return "the program is infeasible";
+  for (const LocationPrediction &p : analysis.programs[0].locations)
+    if (const auto budget = w.budget(p.location); budget && p.peak_charged > *budget) return "over budget";
+  return "ok";
+}
+
+} // namespace fhr::test
