@@ -4,6 +4,8 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <algorithm>
+#include <optional>
 #include <type_traits>
 
 namespace fhr {
@@ -29,6 +31,27 @@ std::string printable(const char *begin, const char *end) {
   return out;
 }
 
+const std::vector<std::string> kStatementKeywords = {
+    "const",   "budget", "location", "devices", "value",   "ensure", "copy",    "move", "drop",
+    "discard", "hold",   "lease",    "reserve", "release", "plan",   "program", "for"};
+const std::vector<std::string> kPlanItems = {"reclaim", "reserve", "enter", "exit"};
+const std::vector<std::string> kActionKeywords = {"ensure", "copy", "move", "drop", "discard", "for"};
+const std::vector<std::string> kProgramItems = {"scope",  "run",  "actions", "acquire", "hold",    "reserve",
+                                                "ensure", "copy", "move",    "drop",    "discard", "for"};
+const std::vector<std::string> kLocationWords = {"pageable", "pinned", "pageable-host", "pinned-host"};
+
+/// "did you mean 'value'?" when `word` is a near miss of one of `candidates`.
+std::string suggest_word(llvm::StringRef word, const std::vector<std::string> &candidates) {
+  if (word.empty() || std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return {};
+  // Keywords are short and typos often swap two letters (`valeu`), which
+  // counts as two edits: allow two for words of four letters or more.
+  const std::string match = closest_match(word, candidates, word.size() >= 4 ? 2 : 1);
+  return match.empty() ? std::string() : "did you mean '" + match + "'?";
+}
+
+/// Thrown when the error limit is reached: parsing stops.
+struct ErrorLimitReached {};
+
 /// Parser state: the statements under construction (a stack, since blocks
 /// nest), the expression stack and the nesting depth.
 class Builder {
@@ -42,6 +65,7 @@ public:
   }
 
   ast::Stmt &top() { return open_.back(); }
+  const char *file_start() const { return base_; }
   ast::File &file() { return file_; }
 
   void open(StmtKind kind, ast::Span keyword) {
@@ -94,9 +118,32 @@ public:
   }
   void leave_nesting() { --depth_; }
 
-  void report(DiagCode code, std::string message, const char *begin, const char *end, std::string hint) {
-    source_.report(code, std::move(message), {offset(begin), offset(end)}, std::move(hint));
+  void report(DiagCode code, std::string message, const char *begin, const char *end, std::string hint,
+              std::vector<DiagnosticNote> notes = {}) {
+    Diagnostic diagnostic;
+    diagnostic.code = code;
+    diagnostic.message = std::move(message);
+    diagnostic.span = {offset(begin), offset(end)};
+    diagnostic.hint = std::move(hint);
+    diagnostic.notes = std::move(notes);
+    source_.report(std::move(diagnostic));
     error_reported_ = true;
+    if (source_.stopped()) throw ErrorLimitReached{};
+  }
+
+  /// A block's `{` was read: the innermost open statement has it.
+  void open_brace(std::uint32_t at) {
+    top().open_brace = at;
+    braces_.push_back(at);
+  }
+  void close_brace(std::uint32_t at) {
+    top().close_brace = at;
+    if (!braces_.empty()) braces_.pop_back();
+  }
+  /// The innermost `{` still open, if any.
+  std::optional<std::uint32_t> innermost_brace() const {
+    if (braces_.empty()) return std::nullopt;
+    return braces_.back();
   }
 
   /// After a failed statement: forget what it built, report it if nothing
@@ -111,7 +158,7 @@ public:
              "expected a statement (const, budget, location, devices, value, an action, hold, "
              "lease, reserve, release, plan, program or for), found '" +
                  found + "'",
-             begin, word_end == begin ? begin + 1 : word_end, {});
+             begin, word_end == begin ? begin + 1 : word_end, suggest_word(found, kStatementKeywords));
     }
     error_reported_ = false;
     open_.clear();
@@ -119,6 +166,7 @@ public:
     expressions_.clear();
     device_expression_ = ast::kNone;
     depth_ = 0;
+    braces_.clear();
   }
   void statement_done() { error_reported_ = false; }
 
@@ -140,6 +188,7 @@ private:
   ast::ExprId device_expression_ = ast::kNone;
   unsigned depth_ = 0;
   bool error_reported_ = false;
+  std::vector<std::uint32_t> braces_;
 };
 
 std::string suggest_unit(llvm::StringRef word) {
@@ -303,25 +352,45 @@ struct action<grammar::number> {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
-    std::uint64_t value = 0;
-    bool overflow = false;
+    __extension__ using wide = unsigned __int128;
     std::string_view text = in.string_view();
     std::size_t i = 0;
-    for (; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_'); ++i) {
+    // Integer part and fraction as one integer `mantissa` with `decimals`
+    // digits after the point; exact up to 36 digits.
+    wide mantissa = 0;
+    unsigned digits = 0, decimals = 0;
+    bool overflow = false, in_fraction = false;
+    for (; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_' || text[i] == '.'); ++i) {
       if (text[i] == '_') continue;
-      const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
-      overflow = overflow || value > (UINT64_MAX - digit) / 10;
-      value = value * 10 + digit;
+      if (text[i] == '.') {
+        in_fraction = true;
+        continue;
+      }
+      if (digits == 36) {
+        overflow = overflow || !in_fraction || text[i] != '0';
+        continue;
+      }
+      mantissa = mantissa * 10 + static_cast<unsigned>(text[i] - '0');
+      ++digits;
+      decimals += in_fraction;
     }
     while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
       ++i;
+    std::uint64_t multiplier = 1;
     if (i < text.size()) {
-      const std::uint64_t multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
-      overflow = overflow || (value != 0 && multiplier > UINT64_MAX / value);
-      value *= multiplier;
+      multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
+      expression.has_unit = true;
     }
-    expression.number = value;
+    wide scale = 1;
+    for (unsigned d = 0; d < decimals; ++d)
+      scale *= 10;
+    const wide whole = mantissa / scale, part = mantissa % scale;
+    const wide part_bytes = part * multiplier; // < 10^36 * 2^40 < 2^128
+    wide bytes = whole * multiplier + part_bytes / scale;
+    overflow = overflow || whole > UINT64_MAX || bytes > UINT64_MAX;
+    expression.number = overflow ? 0 : static_cast<std::uint64_t>(bytes);
     expression.number_overflow = overflow;
+    expression.number_inexact = !overflow && part_bytes % scale != 0;
     b.push(expression);
   }
 };
@@ -369,6 +438,7 @@ struct action<grammar::parenthesized> {
     // The inner expression keeps its node; its span grows to cover the parentheses.
     const ast::ExprId inner = b.pop();
     b.file().exprs[inner].span = b.span(in);
+    b.file().exprs[inner].parenthesized = true;
     b.push_id(inner);
   }
 };
@@ -422,6 +492,35 @@ struct action<grammar::replicable_mode> {
   }
 };
 template <>
+struct action<grammar::exclusive_mode> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().exclusive = true;
+  }
+};
+template <>
+struct action<grammar::brace_open> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.open_brace(b.offset(in.begin()));
+  }
+};
+/// A block's closing `}`.
+struct take_close_brace {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.close_brace(b.offset(in.begin()));
+  }
+};
+template <>
+struct action<grammar::close_actions> : take_close_brace {};
+template <>
+struct action<grammar::close_plan> : take_close_brace {};
+template <>
+struct action<grammar::close_program> : take_close_brace {};
+template <>
+struct action<grammar::close_top_for> : take_close_brace {};
+template <>
 struct action<grammar::source_placement> {
   template <typename Input>
   static void apply(const Input &, Builder &b) {
@@ -471,15 +570,52 @@ struct control : tao::pegtl::normal<Rule> {
     const char *end = at;
     while (end < in.end() && !llvm::isSpace(*end) && end - at < 40)
       ++end;
+    const llvm::StringRef found(at, static_cast<std::size_t>(end - at));
     std::string hint;
-    if constexpr (std::is_same_v<Rule, grammar::misspelled_unit>)
-      hint = suggest_unit(llvm::StringRef(at, static_cast<std::size_t>(end - at)));
+    if constexpr (std::is_same_v<Rule, grammar::misspelled_unit>) hint = suggest_unit(found);
+    if constexpr (std::is_same_v<Rule, grammar::close_plan>) {
+      hint = suggest_word(found, kPlanItems);
+      if (std::find(kActionKeywords.begin(), kActionKeywords.end(), found.str()) != kActionKeywords.end())
+        hint = "a plan's actions go inside 'enter { }', 'exit { }' or 'reclaim { }'";
+    }
+    if constexpr (std::is_same_v<Rule, grammar::close_program>) hint = suggest_word(found, kProgramItems);
+    if constexpr (std::is_same_v<Rule, grammar::close_actions>) hint = suggest_word(found, kActionKeywords);
+    if constexpr (std::is_same_v<Rule, grammar::close_top_for>)
+      hint = suggest_word(found, kStatementKeywords);
+    if constexpr (std::is_same_v<Rule, grammar::kw_at>) hint = suggest_word(found, {"at"});
+    if constexpr (std::is_same_v<Rule, grammar::kw_to>) hint = suggest_word(found, {"to"});
+    if constexpr (std::is_same_v<Rule, grammar::kw_in>) hint = suggest_word(found, {"in"});
+    if constexpr (std::is_same_v<Rule, grammar::placement>) hint = suggest_word(found, {"at", "source"});
+    if constexpr (std::is_same_v<Rule, grammar::slot_location<0>> ||
+                  std::is_same_v<Rule, grammar::slot_location<1>>) {
+      llvm::StringRef index = found;
+      if (index.consume_front("cuda") && !index.empty() && llvm::all_of(index, llvm::isDigit))
+        hint = "did you mean 'cuda:" + index.str() + "'?";
+      else
+        hint = suggest_word(found.take_while([](char c) { return llvm::isAlnum(c) || c == '-' || c == '_'; }),
+                            kLocationWords);
+    }
+    std::vector<DiagnosticNote> notes;
+    constexpr bool closes_block =
+        std::is_same_v<Rule, grammar::close_plan> || std::is_same_v<Rule, grammar::close_program> ||
+        std::is_same_v<Rule, grammar::close_actions> || std::is_same_v<Rule, grammar::close_top_for>;
+    if constexpr (closes_block) {
+      // A statement keyword at the start of a line, or the end of the file,
+      // where a block should close: the `}` is probably missing.
+      const bool line_start = at == b.file_start() || at[-1] == '\n';
+      const bool statement = std::find(kStatementKeywords.begin(), kStatementKeywords.end(), found.str()) !=
+                             kStatementKeywords.end();
+      if (std::optional<std::uint32_t> brace = b.innermost_brace();
+          brace && (at == in.end() || (line_start && statement)))
+        notes.push_back({{*brace, *brace + 1}, "unclosed '{' opened here"});
+    }
     std::string message = info::message;
     if (at == in.end())
       message += ", found the end of the file";
     else if (end > at)
       message += ", found '" + printable(at, end) + "'";
-    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end, std::move(hint));
+    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end, std::move(hint),
+             std::move(notes));
     throw grammar::SyntaxAbort{};
   }
 };
@@ -500,7 +636,11 @@ ast::File parse(SourceFile &source) {
   Builder builder(source, file);
   tao::pegtl::memory_input<tao::pegtl::tracking_mode::lazy, tao::pegtl::eol::lf_crlf> input(
       text.data(), text.size(), source.name().str());
-  tao::pegtl::parse<grammar::file, action, control>(input, builder);
+  try {
+    tao::pegtl::parse<grammar::file, action, control>(input, builder);
+  } catch (const ErrorLimitReached &) {
+    // Stopped at the error limit: the statements read so far are kept.
+  }
   return file;
 }
 
@@ -525,6 +665,8 @@ bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expressi
   try {
     tao::pegtl::parse<standalone_expression, action, control>(input, builder);
   } catch (const grammar::SyntaxAbort &) {
+    return false;
+  } catch (const ErrorLimitReached &) {
     return false;
   }
   expression = builder.top().exprs[0];

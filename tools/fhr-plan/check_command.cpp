@@ -10,11 +10,13 @@ int run_check(const CommonOptions &options) {
   bool feasible = true;
   for (const FileReport &r : reports)
     feasible = feasible && r.feasible;
-  if (options.format == "sarif")
-    llvm::outs() << json_text(check_sarif(reports, FHR_VERSION)) << '\n';
-  else if (options.format == "github")
+  const DiagnosticInputs diagnostics = diagnostic_inputs(loaded);
+  if (options.format == "sarif") {
+    llvm::outs() << json_text(check_sarif(reports, diagnostics, FHR_VERSION)) << '\n';
+  } else if (options.format == "github") {
+    print_diagnostics_github(llvm::outs(), diagnostics);
     print_check_github(llvm::outs(), reports);
-  else
+  } else
     print_check_text(llvm::outs(), reports);
   llvm::outs().flush();
   if (!loaded.ok) return kBadInput;

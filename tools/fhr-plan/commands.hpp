@@ -2,6 +2,7 @@
 /// \file
 /// The verbs of `fhr-plan`, each a thin layer over the compiler library.
 
+#include "fhr/compiler/diagnostic_output.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/report.hpp"
 
@@ -17,6 +18,8 @@ struct CommonOptions {
   std::vector<std::string> files;
   std::vector<std::string> budget_overrides;
   std::string format;
+  /// Warnings, error limit, the name of standard input.
+  CompileOptions compile;
 };
 
 /// Compiles every file, printing diagnostics to stderr. `ok` is false when a
@@ -28,9 +31,20 @@ void report_error(llvm::Error error);
 struct LoadedFiles {
   std::vector<CompiledFile> files;
   std::vector<BudgetOverride> overrides;
+  /// Command-line problems and files that could not be read or loaded (the
+  /// machine-readable formats report them beside the files' diagnostics).
+  std::vector<InputDiagnostic> input_diagnostics;
   bool ok = true;
 };
 LoadedFiles load_files(const CommonOptions &options);
+/// Every diagnostic of `loaded`, for the machine-readable formats.
+DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded);
+/// Prints an unlocated diagnostic: `fhr-plan: error: [E0501] ...`.
+void print_input_diagnostic(const InputDiagnostic &diagnostic);
+
+int run_fmt(const CommonOptions &options, bool check, bool in_place);
+/// Prints the docs/diagnostics.md entry of a code.
+int run_explain_code(const std::string &code);
 
 /// Analyses the good files and builds their reports.
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail);

@@ -16,31 +16,45 @@ void report_error(llvm::Error error) {
   llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(std::move(error)) << '\n';
 }
 
+void print_input_diagnostic(const InputDiagnostic &diagnostic) {
+  const bool warning = diagnostic.severity == Severity::Warning;
+  (warning ? llvm::WithColor::warning(llvm::errs(), "fhr-plan")
+           : llvm::WithColor::error(llvm::errs(), "fhr-plan"))
+      << "[" << diag_code_text(diagnostic.code) << "] " << diagnostic.message << '\n';
+}
+
 LoadedFiles load_files(const CommonOptions &options) {
   LoadedFiles loaded;
-  for (const std::string &text : options.budget_overrides) {
-    llvm::Expected<BudgetOverride> parsed = parse_budget_override(text);
-    if (!parsed) {
-      report_error(parsed.takeError());
-      loaded.ok = false;
-      continue;
-    }
-    loaded.overrides.push_back(*parsed);
+  ParsedOverrides overrides = parse_budget_overrides(options.budget_overrides, options.compile.diagnostics);
+  for (InputDiagnostic &diagnostic : overrides.diagnostics) {
+    print_input_diagnostic(diagnostic);
+    loaded.ok = loaded.ok && diagnostic.severity != Severity::Error;
+    loaded.input_diagnostics.push_back(std::move(diagnostic));
   }
+  loaded.overrides = overrides.overrides;
   for (const std::string &path : options.files) {
-    llvm::Expected<CompiledFile> compiled = compile_file(path);
+    llvm::Expected<CompiledFile> compiled = compile_file(path, options.compile);
     if (!compiled) {
-      report_error(compiled.takeError());
+      loaded.input_diagnostics.push_back(
+          input_diagnostic(path == "-" ? options.compile.stdin_name : path, compiled.takeError()));
+      print_input_diagnostic(loaded.input_diagnostics.back());
       loaded.ok = false;
       continue;
     }
-    if (!compiled->ok()) {
-      compiled->source->print(llvm::errs(), stderr_colors());
-      loaded.ok = false;
-    }
+    check_overrides(*compiled, overrides);
+    if (!compiled->source->diagnostics().empty()) compiled->source->print(llvm::errs(), stderr_colors());
+    loaded.ok = loaded.ok && compiled->ok();
     loaded.files.push_back(std::move(*compiled));
   }
   return loaded;
+}
+
+DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded) {
+  DiagnosticInputs inputs;
+  for (const CompiledFile &file : loaded.files)
+    inputs.sources.push_back(file.source.get());
+  inputs.unlocated = loaded.input_diagnostics;
+  return inputs;
 }
 
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail) {
@@ -58,7 +72,9 @@ int run_explain(const CommonOptions &options) {
   bool feasible = true;
   if (options.format == "json") {
     std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
-    llvm::outs() << json_text(explain_json(reports)) << '\n';
+    nlohmann::ordered_json document = explain_json(reports);
+    add_diagnostics_json(document, diagnostic_inputs(loaded));
+    llvm::outs() << json_text(document) << '\n';
     for (const FileReport &r : reports)
       feasible = feasible && r.feasible;
   } else {

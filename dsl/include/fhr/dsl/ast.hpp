@@ -28,7 +28,11 @@ struct Expr {
   Span span;
   std::uint64_t number = 0;     ///< Number: the value with its unit applied
   bool number_overflow = false; ///< Number: literal times unit does not fit 64 bits
-  std::string_view name;        ///< Name
+  bool number_inexact =
+      false;             ///< Number: a decimal that is not a whole number of bytes (`number` is its floor)
+  bool has_unit = false; ///< Number: written with a unit
+  bool parenthesized = false; ///< written inside parentheses
+  std::string_view name;      ///< Name
   ExprId lhs = kNone, rhs = kNone;
 };
 
@@ -96,8 +100,11 @@ struct Stmt {
   /// Value: replica mode given, `replicable`, `source` placement.
   bool replicable = false;
   bool source_placement = false;
-  bool family = false;  ///< Value: declared as name[count]
-  bool pending = false; ///< Lease: `pending`
+  bool family = false;    ///< Value: declared as name[count]
+  bool pending = false;   ///< Lease: `pending`
+  bool exclusive = false; ///< Value: `exclusive` written
+  /// Blocks: byte offsets of `{` and `}` (kNone when the statement has none).
+  std::uint32_t open_brace = kNone, close_brace = kNone;
 };
 
 struct File {

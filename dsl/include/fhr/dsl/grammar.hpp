@@ -92,7 +92,11 @@ struct misspelled_unit : seq<sor<TAO_PEGTL_ISTRING("kib"), TAO_PEGTL_ISTRING("mi
                                  TAO_PEGTL_ISTRING("gb"), TAO_PEGTL_ISTRING("tb"), TAO_PEGTL_ISTRING("b")>,
                              not_at<identifier_other>> {};
 struct reject_unit : raise<misspelled_unit> {};
-struct number : seq<digits, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
+/// `1.5 GiB`: a decimal is allowed where it gives a whole number of bytes
+/// (sema checks that); `0..4` stays a range since a digit must follow '.'.
+struct fraction : seq<one<'.'>, digits> {};
+struct number
+    : seq<digits, opt<fraction>, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
 
 struct expression;
 struct paren_close : one<')'> {};
@@ -144,6 +148,8 @@ template <ast::StmtKind K, typename Keyword>
 struct begin : Keyword {};
 
 struct equals : one<'='> {};
+/// Every block's `{`: the parser remembers where it opened, for "unclosed
+/// `{` opened here".
 struct brace_open : one<'{'> {};
 struct alias : seq<kw_as, ws, must<alias_name>> {};
 
