@@ -70,8 +70,18 @@ std::string_view diagnostic_documentation(DiagCode code) {
   const std::size_t end = kDiagnosticsDoc.find("\n## ", start + heading.size());
   std::string_view section =
       kDiagnosticsDoc.substr(start + 1, end == std::string_view::npos ? end : end - start);
-  while (!section.empty() && (section.back() == '\n' || section.back() == ' '))
-    section.remove_suffix(1);
+  // Each heading has an anchor line before it (`<a id="E0009"></a>`): the
+  // next section's is not part of this one.
+  for (bool trimmed = true; trimmed;) {
+    trimmed = false;
+    while (!section.empty() && (section.back() == '\n' || section.back() == ' '))
+      section.remove_suffix(1);
+    const std::size_t last_line = section.rfind('\n');
+    if (last_line != std::string_view::npos && section.substr(last_line + 1).starts_with("<a id=")) {
+      section = section.substr(0, last_line);
+      trimmed = true;
+    }
+  }
   return section;
 }
 

@@ -74,10 +74,10 @@ InputDiagnostic input_diagnostic(std::string file, llvm::Error error) {
   diagnostic.message = llvm::toString(std::move(error));
   llvm::StringRef text = diagnostic.message;
   // Messages of the front end start with their code: "[E0015] cannot read ...".
-  if (text.startswith("[") && text.size() > 8 && text[7] == ']')
+  if (text.startswith("[") && text.size() > 7 && text[6] == ']')
     if (std::optional<DiagCode> code = find_diag_code(text.substr(1, 5))) {
       diagnostic.code = *code;
-      diagnostic.message = text.substr(8).ltrim().str();
+      diagnostic.message = text.substr(7).ltrim().str();
     }
   return diagnostic;
 }
@@ -125,7 +125,9 @@ void check_overrides(CompiledFile &file, const ParsedOverrides &overrides) {
         DiagCode::OverrideUnavailableDevice,
         "--budget " + overrides.texts[i] + " names " + at.name() + ", but this file declares " +
             std::to_string(devices) + (devices == 1 ? " device" : " devices"),
-        declared, devices == 0 ? "" : "devices are cuda:0 to cuda:" + std::to_string(devices - 1));
+        declared, devices == 0   ? "this file declares no CUDA device"
+                        : devices == 1 ? "its only device is cuda:0"
+                                       : "its devices are cuda:0 to cuda:" + std::to_string(devices - 1));
   }
 }
 
