@@ -121,11 +121,12 @@ void check_overrides(CompiledFile &file, const ParsedOverrides &overrides) {
   for (std::size_t i = 0; i < overrides.overrides.size(); ++i) {
     const Location at = overrides.overrides[i].location;
     if (!at.is_cuda() || at.device() < devices) continue;
-    file.source->report(
-        DiagCode::OverrideUnavailableDevice,
-        "--budget " + overrides.texts[i] + " names " + at.name() + ", but this file declares " +
-            std::to_string(devices) + (devices == 1 ? " device" : " devices"),
-        declared, devices == 0   ? "this file declares no CUDA device"
+    file.source->report(DiagCode::OverrideUnavailableDevice,
+                        "--budget " + overrides.texts[i] + " names " + at.name() +
+                            ", but this file declares " + std::to_string(devices) +
+                            (devices == 1 ? " device" : " devices"),
+                        declared,
+                        devices == 0   ? "this file declares no CUDA device"
                         : devices == 1 ? "its only device is cuda:0"
                                        : "its devices are cuda:0 to cuda:" + std::to_string(devices - 1));
   }

@@ -4,7 +4,7 @@
 # example, golden input and fuzz regression that parses; --check and -i.
 # usage: fmt_test.sh path/to/fhr-plan   (from the repository root)
 set -euo pipefail
-tool=$1
+tool=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

@@ -4,7 +4,7 @@
 # known false claims stay fixed.
 # usage: help_test.sh path/to/fhr-plan   (from the repository root)
 set -euo pipefail
-tool=$1
+tool=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

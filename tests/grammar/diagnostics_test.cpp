@@ -80,8 +80,9 @@ TEST_CASE("diagnostics: the error limit stops the front end with E0504") {
   CHECK(compile_with(text, unlimited).source->diagnostics().size() == 500);
   DiagnosticOptions three;
   three.error_limit = 3;
-  CHECK(compile_with("const a = x\nconst b = y\nconst c = z\nconst d = w\n", three).source->diagnostics().size() ==
-        4);
+  CHECK(compile_with("const a = x\nconst b = y\nconst c = z\nconst d = w\n", three)
+            .source->diagnostics()
+            .size() == 4);
 }
 
 TEST_CASE("diagnostics: a loop stops at its first error and names the iteration") {
@@ -90,7 +91,8 @@ TEST_CASE("diagnostics: a loop stops at its first error and names the iteration"
   const Diagnostic &d = c.source->diagnostics()[0];
   CHECK(diag_code_text(d.code) == "E0402");
   REQUIRE(d.notes.size() == 1);
-  CHECK(d.notes[0].message == "in the iteration i = 1 of 0..1000; the loop stops here, 998 iterations unchecked");
+  CHECK(d.notes[0].message ==
+        "in the iteration i = 1 of 0..1000; the loop stops here, 998 iterations unchecked");
   // A body that fails in its first iteration of millions is checked once.
   c = compile_text("value w[2] 1 MiB at pinned\nfor i in 0..4000000 { ensure w[i] at cuda:0 }\n", "test.fhr");
   REQUIRE(c.source->diagnostics().size() == 1);
@@ -154,7 +156,8 @@ TEST_CASE("diagnostics: a missing brace points at the brace it leaves open") {
 }
 
 TEST_CASE("diagnostics: columns count characters and carets stay under them") {
-  CompiledFile c = compile_text("plan \"\xC3\xA9t\xC3\xA9\" { enter { ensure w at cuda:0 } } # \xE2\x9C\x93\n", "t.fhr");
+  CompiledFile c =
+      compile_text("plan \"\xC3\xA9t\xC3\xA9\" { enter { ensure w at cuda:0 } } # \xE2\x9C\x93\n", "t.fhr");
   REQUIRE(c.source->diagnostics().size() == 1);
   const auto [line, column] = c.source->line_and_column(c.source->diagnostics()[0].span.begin);
   CHECK(line == 1);
@@ -179,15 +182,16 @@ TEST_CASE("sizes: decimals give whole bytes or an error naming the nearest sizes
   CHECK(diagnostic_codes("value w 0.5 at pinned") == std::vector<std::string>{"E0206"});
   CHECK(diagnostic_codes("value w 20000000.5 TiB at pinned") == std::vector<std::string>{"E0201"});
   // A range is still a range.
-  CHECK(compile_ok("value r[4] 1 MiB replicable source pageable\nensure r[0..2] at cuda:0").module.setup.size() ==
-        6);
+  CHECK(compile_ok("value r[4] 1 MiB replicable source pageable\nensure r[0..2] at cuda:0")
+            .module.setup.size() == 6);
 }
 
 TEST_CASE("warnings: unused plans, budgets at undeclared devices, overrides") {
   CompiledFile c = compile_text("plan \"a\" { }\nplan \"b\" { }\nprogram { run \"a\" }\n", "t.fhr");
   REQUIRE(c.source->diagnostics().size() == 1);
   CHECK(c.source->diagnostics()[0].message == "plan \"b\" is not run by any program");
-  CHECK(compile_text("plan \"a\" { }\n", "t.fhr").source->diagnostics().empty()); // no programs: plans are the point
+  CHECK(compile_text("plan \"a\" { }\n", "t.fhr").source->diagnostics().empty()); // no programs: plans are
+                                                                                  // the point
   c = compile_text("for i in 0..4 { plan \"l{i}\" { } }\nprogram { run \"l0\" }\n", "t.fhr");
   REQUIRE(c.source->diagnostics().size() == 1);
   CHECK(c.source->diagnostics()[0].message ==
@@ -208,7 +212,8 @@ TEST_CASE("warnings: unused plans, budgets at undeclared devices, overrides") {
   CompiledFile file = compile_text("devices 1\nbudget cuda:0 1 GiB\n", "t.fhr");
   check_overrides(file, parse_budget_overrides({"cuda:7=10GiB"}, {}));
   REQUIRE_FALSE(file.ok());
-  CHECK(file.source->diagnostics()[0].message == "--budget cuda:7=10GiB names cuda:7, but this file declares 1 device");
+  CHECK(file.source->diagnostics()[0].message ==
+        "--budget cuda:7=10GiB names cuda:7, but this file declares 1 device");
 }
 
 TEST_CASE("fmt: the canonical layout, comments kept, idempotent") {
