@@ -43,5 +43,6 @@ complete_words fhr-plan check --for | grep -qx -- '--format=' || fail "option co
 [ "$(complete_words fhr-plan check --format s)" = sarif ] || fail "value completion"
 [ "$(complete_words fhr-plan explain --format=j)" = json ] || fail "value completion after ="
 [ "$(complete_words fhr-plan completion z)" = zsh ] || fail "argument completion"
+[ "$(complete_words fhr-plan check -Werror=b)" = -Werror=bare-size ] || fail "-W completion: $(complete_words fhr-plan check -Werror=b)"
 complete_words fhr-plan check examples/infe | grep -qx examples/infeasible.fhr || fail "file completion"
 echo "install_test: ok"

@@ -97,12 +97,18 @@ void print_bash(llvm::raw_ostream &os, const std::vector<VerbInfo> &all) {
         "  case ${COMP_WORDS[1]} in\n";
   for (const VerbInfo &verb : all) {
     os << "    " << verb.name << ")\n      options='";
-    for (const OptionInfo &option : verb.options)
+    for (const OptionInfo &option : verb.options) {
+      if (option.prefix) { // -Werror, -Wno-bare-size, ...
+        for (const OptionValue &value : option.values)
+          os << '-' << option.name << value.name << ' ';
+        continue;
+      }
       os << (option.name.size() == 1 ? "-" : "--") << option.name
-         << (option.value.empty() || option.prefix ? "" : "=") << ' ';
+         << (option.value.empty() || option.name.size() == 1 ? "" : "=") << ' ';
+    }
     os << "'\n      case $prev in\n";
     for (const OptionInfo &option : verb.options)
-      if (!option.values.empty()) {
+      if (!option.values.empty() && !option.prefix) {
         os << "        --" << option.name << ")\n          values='";
         for (const OptionValue &value : option.values)
           os << value.name << ' ';
@@ -126,7 +132,7 @@ void print_bash(llvm::raw_ostream &os, const std::vector<VerbInfo> &all) {
         "    case ${COMP_WORDS[1]} in\n";
   for (const VerbInfo &verb : all)
     for (const OptionInfo &option : verb.options)
-      if (!option.values.empty()) {
+      if (!option.values.empty() && !option.prefix) {
         os << "      " << verb.name << ") [ \"$option\" = --" << option.name
            << " ] && COMPREPLY=($(compgen -W '";
         for (const OptionValue &value : option.values)
@@ -166,7 +172,10 @@ void print_zsh(llvm::raw_ostream &os, const std::vector<VerbInfo> &all) {
     for (const OptionInfo &option : verb.options) {
       const std::string dashes = option.name.size() == 1 || option.prefix ? "-" : "--";
       std::string spec = dashes + option.name;
-      if (!option.value.empty() && !option.prefix) spec += option.name.size() == 1 ? "+" : "=";
+      if (option.prefix)
+        spec += "-"; // the value follows in the same word: -Werror
+      else if (!option.value.empty())
+        spec += option.name.size() == 1 ? "+" : "=";
       spec += "[" + zsh_text(option.description) + "]";
       if (!option.value.empty()) {
         spec += ":" + zsh_text(option.value) + ":";

@@ -10,6 +10,8 @@
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <memory>
+
 namespace cl = llvm::cl;
 
 namespace {
@@ -116,6 +118,16 @@ fhr::cli::Reference reference() {
   out.values[&explain_format] = values_of(explain_format);
   out.values[&check_format] = values_of(check_format);
   out.values[&run_backend] = values_of(run_backend);
+  std::vector<fhr::cli::OptionValue> warnings{{"error", "every warning is an error"},
+                                              {"none", "no warnings"}};
+  for (fhr::DiagCode code : fhr::all_diag_codes())
+    if (fhr::diag_code_is_warning(code)) {
+      const std::string flag = fhr::warning_flag(code).str();
+      warnings.push_back({flag, fhr::diag_code_summary(code).str()});
+      warnings.push_back({"no-" + flag, "no " + fhr::diag_code_summary(code).str()});
+      warnings.push_back({"error=" + flag, fhr::diag_code_summary(code).str() + " is an error"});
+    }
+  out.values[std::addressof(warning_flags)] = warnings; // cl::list overloads operator&
   out.values_per_verb["completion"] = {{"bash", "bash completion"}, {"zsh", "zsh completion"}};
   return out;
 }
