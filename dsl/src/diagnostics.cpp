@@ -230,13 +230,17 @@ void SourceFile::report(Diagnostic diagnostic) {
   const std::uint64_t what = llvm::hash_combine(static_cast<unsigned>(diagnostic.code), diagnostic.message);
   auto [entry, inserted] = seen_.try_emplace({where, what}, diagnostics_.size());
   if (!inserted) {
-    ++diagnostics_[entry->second].occurrences;
-    return;
+    Diagnostic &seen = diagnostics_[entry->second];
+    if (seen.code == diagnostic.code && seen.message == diagnostic.message) {
+      ++seen.occurrences;
+      return;
+    }
+    // A hash collision: a different diagnostic at the same place.
   }
   if (diagnostic.severity == Severity::Error) {
     if (options_.error_limit != 0 && error_count_ == options_.error_limit) {
       stopped_ = true;
-      seen_.erase(entry);
+      if (inserted) seen_.erase(entry);
       Diagnostic limit;
       limit.code = DiagCode::TooManyErrors;
       limit.span = diagnostic.span;

@@ -71,6 +71,8 @@ public:
 
 private:
   const ast::Stmt &stmt(ast::StmtId id) const { return file_.statements[id]; }
+  /// The statement's `{` and `}` (begin, end), or kNone for a statement without a block.
+  ast::Span braces(ast::StmtId id) const { return ast::block_braces(stmt(id)); }
   std::span<const ast::StmtId> children(const ast::Stmt &s) const {
     return {file_.children.data() + s.first_child, s.child_count};
   }
@@ -249,15 +251,16 @@ private:
   }
 
   /// The whole statement on one line (a block written on one line).
-  std::string inline_text(const ast::Stmt &s) const {
+  std::string inline_text(ast::StmtId id) const {
+    const ast::Stmt &s = stmt(id);
     std::string out = header(s);
-    if (s.open_brace == ast::kNone) return out;
+    if (braces(id).begin == ast::kNone) return out;
     if (s.child_count == 0) return out + " { }";
     out += " {";
     bool first = true;
     for (ast::StmtId child : children(s)) {
       out += first ? " " : "  ";
-      out += inline_text(stmt(child));
+      out += inline_text(child);
       first = false;
     }
     return out + " }";
@@ -268,25 +271,25 @@ private:
     if (flush_trivia(s.span.begin, indent, first_in_block)) blank_line();
     new_line(indent);
     has_code_ = true;
-    const bool block = s.open_brace != ast::kNone;
-    const bool one_line = !block || same_line(s.open_brace, s.close_brace) ||
-                          (s.child_count == 0 && !trivia_between(s.open_brace, s.close_brace));
+    const ast::Span block = braces(id);
+    const bool one_line = block.begin == ast::kNone || same_line(block.begin, block.end) ||
+                          (s.child_count == 0 && !trivia_between(block.begin, block.end));
     if (one_line) {
-      lines_.back() += inline_text(s);
+      lines_.back() += inline_text(id);
       cursor_ = s.span.end;
       return;
     }
     lines_.back() += header(s) + " {";
-    cursor_ = s.open_brace + 1;
+    cursor_ = block.begin + 1;
     bool first = true;
     for (ast::StmtId child : children(s)) {
       item(child, indent + 1, first);
       first = false;
     }
-    flush_trivia(s.close_brace, indent + 1, first);
+    flush_trivia(block.end, indent + 1, first);
     new_line(indent);
     lines_.back() += "}";
-    cursor_ = s.close_brace + 1;
+    cursor_ = block.end + 1;
   }
 
   bool trivia_between(std::uint32_t a, std::uint32_t b) const {

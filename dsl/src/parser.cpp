@@ -133,11 +133,11 @@ public:
 
   /// A block's `{` was read: the innermost open statement has it.
   void open_brace(std::uint32_t at) {
-    top().open_brace = at;
+    top().alias_span.begin = at; // blocks take no `as`: see ast::block_braces
     braces_.push_back(at);
   }
   void close_brace(std::uint32_t at) {
-    top().close_brace = at;
+    top().alias_span.end = at;
     if (!braces_.empty()) braces_.pop_back();
   }
   /// The innermost `{` still open, if any.
@@ -188,7 +188,7 @@ private:
   ast::ExprId device_expression_ = ast::kNone;
   unsigned depth_ = 0;
   bool error_reported_ = false;
-  std::vector<std::uint32_t> braces_;
+  std::vector<std::uint32_t> braces_; ///< unclosed `{` offsets, innermost last
 };
 
 std::string suggest_unit(llvm::StringRef word) {
@@ -352,28 +352,29 @@ struct action<grammar::number> {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
-    __extension__ using wide = unsigned __int128;
     std::string_view text = in.string_view();
     std::size_t i = 0;
-    // Integer part and fraction as one integer `mantissa` with `decimals`
-    // digits after the point; exact up to 36 digits.
-    wide mantissa = 0;
-    unsigned digits = 0, decimals = 0;
-    bool overflow = false, in_fraction = false;
-    for (; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_' || text[i] == '.'); ++i) {
+    std::uint64_t value = 0;
+    bool overflow = false;
+    for (; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_'); ++i) {
       if (text[i] == '_') continue;
-      if (text[i] == '.') {
-        in_fraction = true;
-        continue;
-      }
-      if (digits == 36) {
-        overflow = overflow || !in_fraction || text[i] != '0';
-        continue;
-      }
-      mantissa = mantissa * 10 + static_cast<unsigned>(text[i] - '0');
-      ++digits;
-      decimals += in_fraction;
+      overflow |= __builtin_mul_overflow(value, 10u, &value);
+      overflow |= __builtin_add_overflow(value, static_cast<unsigned>(text[i] - '0'), &value);
     }
+    // A fraction: its digits as an integer `part` over 10^decimals, exact
+    // with 128-bit arithmetic (25 digits; more must be zeros).
+    __extension__ using wide = unsigned __int128;
+    wide part = 0, scale = 1;
+    if (i < text.size() && text[i] == '.')
+      for (++i; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_'); ++i) {
+        if (text[i] == '_') continue;
+        if (scale >= (wide{1} << 84)) { // part * 2^40 must stay below 2^128
+          expression.number_inexact = expression.number_inexact || text[i] != '0';
+          continue;
+        }
+        part = part * 10 + static_cast<unsigned>(text[i] - '0');
+        scale *= 10;
+      }
     while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
       ++i;
     std::uint64_t multiplier = 1;
@@ -381,16 +382,17 @@ struct action<grammar::number> {
       multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
       expression.has_unit = true;
     }
-    wide scale = 1;
-    for (unsigned d = 0; d < decimals; ++d)
-      scale *= 10;
-    const wide whole = mantissa / scale, part = mantissa % scale;
-    const wide part_bytes = part * multiplier; // < 10^36 * 2^40 < 2^128
-    wide bytes = whole * multiplier + part_bytes / scale;
-    overflow = overflow || whole > UINT64_MAX || bytes > UINT64_MAX;
-    expression.number = overflow ? 0 : static_cast<std::uint64_t>(bytes);
+    overflow |= __builtin_mul_overflow(value, multiplier, &value);
+    if (scale > 1 && !overflow) {
+      const wide part_bytes = part * multiplier; // < 10^36 * 2^40 < 2^128
+      const wide whole_bytes = part_bytes / scale;
+      overflow = whole_bytes > UINT64_MAX - value;
+      value += static_cast<std::uint64_t>(whole_bytes);
+      expression.number_inexact = expression.number_inexact || part_bytes % scale != 0;
+    }
+    expression.number = overflow ? 0 : value;
     expression.number_overflow = overflow;
-    expression.number_inexact = !overflow && part_bytes % scale != 0;
+    expression.number_inexact = expression.number_inexact && !overflow;
     b.push(expression);
   }
 };

@@ -92,6 +92,8 @@ struct Stmt {
   Span text_span;
   bool has_text = false;
   std::string_view alias; ///< `as NAME`
+  /// `as NAME`. A statement with a block takes no `as`: there it holds the
+  /// offsets of the block's `{` (begin) and `}` (end), see block_braces().
   Span alias_span;
   ExprId exprs[3] = {kNone, kNone, kNone}; ///< see the grammar for each kind
   LocationRef locations[2];                ///< [1] is `from` of a move
@@ -103,9 +105,23 @@ struct Stmt {
   bool family = false;    ///< Value: declared as name[count]
   bool pending = false;   ///< Lease: `pending`
   bool exclusive = false; ///< Value: `exclusive` written
-  /// Blocks: byte offsets of `{` and `}` (kNone when the statement has none).
-  std::uint32_t open_brace = kNone, close_brace = kNone;
 };
+
+/// The offsets of a block statement's `{` and `}`: {kNone, kNone} without a
+/// block. (Kept in alias_span, unused by blocks, so statements stay small.)
+inline Span block_braces(const Stmt &s) {
+  switch (s.kind) {
+  case StmtKind::Plan:
+  case StmtKind::Reclaim:
+  case StmtKind::Enter:
+  case StmtKind::Exit:
+  case StmtKind::Program:
+  case StmtKind::Scope:
+  case StmtKind::Actions:
+  case StmtKind::For: return s.alias_span;
+  default: return {kNone, kNone};
+  }
+}
 
 struct File {
   std::vector<Stmt> statements;

@@ -23,7 +23,8 @@ struct comment : seq<one<'#'>, until<eolf>> {};
 struct line_number : plus<digit> {};
 struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, line_number, star<blank>, eolf> {
 };
-struct separator : sor<ascii::space, comment, line_directive> {};
+/// Runs of blanks are one match (indentation is most of the whitespace).
+struct separator : sor<plus<ascii::space>, comment, line_directive> {};
 struct ws : star<separator> {};
 
 struct kw_const : TAO_PEGTL_KEYWORD("const") {};
