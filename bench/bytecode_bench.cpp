@@ -1,11 +1,14 @@
 // Compiles one .fhr file to bytecode and measures, on one thread: compile
-// time (parse + sema + lowering), module size per action, and load + verify
-// throughput of the module (best of REPEATS).
+// time (parse + sema, lowering through the bytecode writer), module size per
+// action, and load + verify throughput of the module (best of REPEATS).
 //
 // usage: bytecode_bench FILE [REPEATS=5]
 #include "fhr/bytecode/module.hpp"
-#include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/lower.hpp"
+#include "fhr/compiler/sema.hpp"
+#include "fhr/dsl/parser.hpp"
+
+#include <llvm/Support/MemoryBuffer.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,22 +28,31 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+  auto buffer = llvm::MemoryBuffer::getFile(argv[1], false, false);
+  if (!buffer) {
+    std::fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 2;
+  }
   auto start = Clock::now();
-  llvm::Expected<fhr::CompiledFile> compiled = fhr::compile_file(argv[1]);
-  if (!compiled || !compiled->ok()) {
+  fhr::SourceFile source(std::move(*buffer));
+  const fhr::ast::File syntax = fhr::parse(source);
+  const fhr::ir::Module ir = fhr::analyze(syntax, source);
+  if (source.has_errors()) {
     std::fprintf(stderr, "cannot compile %s\n", argv[1]);
     return 2;
   }
   const double front_end = seconds_since(start);
   start = Clock::now();
-  const std::vector<char> bytes = fhr::lower_module(compiled->module, *compiled->source);
+  const std::vector<char> bytes = fhr::lower_module(ir, source);
   const double lowering = seconds_since(start);
 
   std::size_t actions = 0;
-  for (const fhr::ir::Plan &plan : compiled->module.plans)
-    actions += plan.reclaim.size() + plan.enter.size() + plan.exit.size();
-  for (const fhr::ir::SetupStep &step : compiled->module.setup)
-    actions += step.kind == fhr::ir::SetupKind::Action;
+  for (const fhr::ir::Plan &plan : ir.plans)
+    for (const fhr::ir::ActionList *list : {&plan.reclaim, &plan.enter, &plan.exit})
+      for (const fhr::ir::ActionRange &action : list->actions)
+        actions += action.count;
+  for (const fhr::ir::SetupStep &step : ir.setup)
+    if (step.kind == fhr::ir::SetupKind::Action) actions += step.action.count;
 
   double best_load = 1e9;
   std::size_t instructions = 0;

@@ -4,6 +4,11 @@
 // Prints the median of `rounds` rounds of each measurement.
 //
 //   ./build-release/bench/runtime_bench [rounds]
+//
+// `runtime_bench ops noop|lease|pinned N` only performs one operation N
+// times (a pinned ensure with the drop that undoes it), for counting
+// instructions under valgrind, which a loaded machine does not disturb:
+// the count for N minus the count for 0, divided by N.
 #include "fhr/runtime/manager.hpp"
 
 #include <algorithm>
@@ -12,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 using namespace fhr;
@@ -46,7 +52,32 @@ Handle adopt_value(Manager &manager, Location at = Location::pageable()) {
 
 } // namespace
 
+/// The `ops` mode: `n` times one operation on a fresh manager.
+int count_operations(const std::string &operation, int n) {
+  Manager manager;
+  const Handle value = adopt_value(manager);
+  const Handle handles[] = {value};
+  manager.ensure(value, Location::pinned()); // warm the pinned pool and the trace
+  manager.drop(value, Location::pinned());
+  for (int i = 0; i < n; ++i) {
+    if (operation == "noop") {
+      manager.ensure(value, Location::pageable());
+    } else if (operation == "lease") {
+      Lease lease = manager.acquire(handles, Location::pageable());
+      lease.release();
+    } else if (operation == "pinned") {
+      manager.ensure(value, Location::pinned());
+      manager.drop(value, Location::pinned());
+    } else {
+      std::fprintf(stderr, "runtime_bench ops: unknown operation '%s'\n", operation.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && std::string(argv[1]) == "ops") return count_operations(argv[2], std::atoi(argv[3]));
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
   Manager manager;
   const Handle value = adopt_value(manager);

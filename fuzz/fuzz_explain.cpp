@@ -1,5 +1,6 @@
-// libFuzzer target: any bytes through the parser, sema, the explain pass and
-// every output format. A finding is a crash, a sanitizer report or a hang.
+// libFuzzer target: any bytes through the parser, sema, lowering, the
+// verifier, the interpreter's explain pass and every output format. A
+// finding is a crash, a sanitizer report or a hang.
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/diagnostic_output.hpp"
 #include "fhr/compiler/frontend.hpp"
@@ -21,9 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     sink << fhr::json_text(fhr::check_sarif({}, diagnostics, "fuzz"));
     return 0;
   }
-  fhr::Analysis analysis = fhr::analyze_module(compiled.module);
-  std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.source, compiled.module, analysis)};
-  fhr::print_explain_text(sink, *compiled.source, compiled.module, analysis);
+  fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
+  std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.lowered, analysis)};
+  fhr::print_explain_text(sink, *compiled.lowered, analysis);
   sink << fhr::json_text(fhr::explain_json(reports));
   fhr::print_check_text(sink, reports);
   fhr::print_check_github(sink, reports);

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs what fhr needs on a fresh Debian 12 machine (as root, or with sudo).
-# Pass --fuzz to also install clang and its sanitizer runtimes for libFuzzer.
+# Pass --fuzz to also install clang and its sanitizer runtimes for libFuzzer,
+# --browser to install Chromium for the pictures' browser test.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config tao-pegtl-dev llvm-14-dev nlohmann-json3-dev doctest-dev
           libxxhash-dev zlib1g-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev)
-[ "${1:-}" = "--fuzz" ] && packages+=(clang-14 libclang-rt-14-dev)
+for option in "$@"; do
+  case "$option" in
+  --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+  --browser) packages+=(chromium) ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

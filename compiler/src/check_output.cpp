@@ -15,8 +15,8 @@ void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
   for (const FileReport &report : reports)
     for (const ReportUnit &unit : report.units) {
       if (!unit.failure) continue;
-      const auto [line, column] = report.source->line_and_column(unit.steps[*unit.failure].span.begin);
-      f(report, unit, line, column);
+      const SourceSpan &span = unit.steps[*unit.failure].span;
+      f(report, unit, span.line, span.column);
     }
 }
 
@@ -68,7 +68,7 @@ nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports,
     result["message"] = json{{"text", failure_summary(unit)}};
     result["locations"] = json::array(
         {json{{"physicalLocation", json{{"artifactLocation", sarif::artifact_location(report.file)},
-                                        {"region", sarif::region(*report.source, step.span)}}}}});
+                                        {"region", sarif::region(step.span, unit.failure_excerpt)}}}}});
     result["partialFingerprints"] =
         json{{"fhrFailure/v1",
               sarif::fingerprint({std::string(error_class_id(step.error)), unit.name, step.text})}};

@@ -194,6 +194,22 @@ json region(const SourceFile &source, ast::Span span) {
   return out;
 }
 
+json region(const SourceSpan &span, std::string_view line_text) {
+  // 1-based byte column -> 1-based code-point column (continuation bytes
+  // 10xxxxxx start no character).
+  auto code_points = [&](std::uint32_t byte_column) {
+    std::uint32_t column = 1;
+    const std::size_t end = std::min<std::size_t>(byte_column == 0 ? 0 : byte_column - 1, line_text.size());
+    for (std::size_t i = 0; i < end; ++i)
+      if ((static_cast<unsigned char>(line_text[i]) & 0xC0) != 0x80) ++column;
+    return column + static_cast<std::uint32_t>(
+                        byte_column - 1 > line_text.size() ? byte_column - 1 - line_text.size() : 0);
+  };
+  json out{{"startLine", span.line}, {"startColumn", code_points(span.column)}};
+  out["endColumn"] = code_points(std::max(span.end_column, span.column));
+  return out;
+}
+
 std::string fingerprint(const std::vector<std::string> &parts) {
   std::string joined;
   for (const std::string &part : parts) {

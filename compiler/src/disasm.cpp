@@ -11,7 +11,10 @@ using bytecode::Opcode;
 
 class Disassembler {
 public:
-  explicit Disassembler(const bytecode::Module &module) : module_(module) {}
+  /// With `spans`, records where each instruction's statement is printed
+  /// (and builds no text); without, builds the text.
+  explicit Disassembler(const bytecode::Module &module, SpanTable *spans = nullptr)
+      : module_(module), spans_(spans) {}
 
   std::string run(const std::string &origin) {
     raw("# fhr bytecode v" + std::to_string(bytecode::kFormatVersion) + ", disassembled from " + origin);
@@ -30,12 +33,23 @@ public:
 private:
   /// Writes one physical line that carries no instruction.
   void raw(const std::string &line) {
-    text_ += line;
-    text_ += '\n';
+    if (!spans_) {
+      text_ += line;
+      text_ += '\n';
+    }
     ++next_line_;
   }
-  /// Writes a line that must count as source line `line`.
-  void at(std::uint32_t line, unsigned indent, const std::string &content) {
+  /// Writes a line that must count as source line `line`: the statement of
+  /// instructions [first, first + count).
+  void at(std::uint32_t line, unsigned indent, const std::string &content, std::uint32_t first,
+          std::uint32_t count) {
+    if (spans_) {
+      const auto column = static_cast<std::uint32_t>(indent * 2 + 1);
+      for (std::uint32_t i = first; i < first + count; ++i)
+        spans_->instructions[i] =
+            SourceSpan{line, column, column + static_cast<std::uint32_t>(content.size())};
+      return;
+    }
     if (line != next_line_) {
       text_ += std::string(indent * 2, ' ') + "@line " + std::to_string(line) + "\n";
       next_line_ = line;
@@ -65,6 +79,17 @@ private:
     return out + d.location.name();
   }
 
+public:
+  /// The statement instruction i prints as (an item: its list's statement).
+  std::string statement_text(std::uint32_t i) const {
+    while (module_.code[i].opcode == Opcode::Item)
+      --i;
+    const Instruction &in = module_.code[i];
+    if (in.opcode == Opcode::Declare) return declaration(module_.declarations[in.index()]);
+    return render(i);
+  }
+
+private:
   /// Fills an opcode's syntax template.
   std::string render(std::uint32_t i) const {
     const Instruction &in = module_.code[i];
@@ -116,13 +141,9 @@ private:
   /// Prints the instruction at `i` (and its items); returns the next index.
   std::uint32_t statement(std::uint32_t i, unsigned indent) {
     const Instruction &in = module_.code[i];
-    switch (in.opcode) {
-    case Opcode::Declare: at(in.line, indent, declaration(module_.declarations[in.index()])); return i + 1;
-    case Opcode::Hold:
-    case Opcode::Lease:
-    case Opcode::Acquire: at(in.line, indent, render(i)); return i + in.index() + 1;
-    default: at(in.line, indent, render(i)); return i + 1;
-    }
+    const std::uint32_t count = bytecode::has_items(in.opcode) ? in.index() + 1 : 1;
+    at(in.line, indent, statement_text(i), i, count);
+    return i + count;
   }
 
   void block(const char *keyword, bytecode::InstructionRange range) {
@@ -134,7 +155,10 @@ private:
   }
 
   void plan(const bytecode::PlanEntry &plan) {
-    at(plan.line, 0, "plan " + string_literal(module_.strings[plan.name]) + " {");
+    const std::string name = string_literal(module_.strings[plan.name]);
+    if (spans_) // the plan's position is its name's, after `plan `
+      spans_->plans.push_back(SourceSpan{plan.line, 6, 6 + static_cast<std::uint32_t>(name.size())});
+    at(plan.line, 0, "plan " + name + " {", 0, 0);
     block("reclaim", plan.reclaim);
     for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end;)
       i = statement(i, 1);
@@ -144,12 +168,16 @@ private:
   }
 
   void program(const bytecode::ProgramEntry &program) {
-    at(program.line, 0, "program " + string_literal(module_.strings[program.name]) + " {");
+    if (spans_) // the position of the `program` keyword
+      spans_->programs.push_back(SourceSpan{program.line, 1, 8});
+    at(program.line, 0, "program " + string_literal(module_.strings[program.name]) + " {", 0, 0);
     unsigned depth = 1;
     for (std::uint32_t i = program.body.begin; i < program.body.end;) {
       const Instruction &in = module_.code[i];
       if (in.opcode == Opcode::End) {
         --depth;
+        if (spans_) // never a step's position; the closing brace's
+          spans_->instructions[i] = SourceSpan{in.line, depth * 2 + 1, depth * 2 + 2};
         raw(std::string(depth * 2, ' ') + "}");
         ++i;
         continue;
@@ -161,6 +189,7 @@ private:
   }
 
   const bytecode::Module &module_;
+  SpanTable *spans_;
   std::string text_;
   std::uint32_t next_line_ = 1;
 };
@@ -169,6 +198,27 @@ private:
 
 std::string disassemble(const bytecode::Module &module, const std::string &origin) {
   return Disassembler(module).run(origin);
+}
+
+SpanTable module_spans(std::shared_ptr<const bytecode::Module> module, const std::string &file) {
+  SpanTable layout;
+  layout.instructions.resize(module->code.size());
+  Disassembler(*module, &layout).run(file);
+  auto indents = std::make_shared<std::vector<std::uint32_t>>();
+  indents->reserve(layout.instructions.size());
+  for (const SourceSpan &span : layout.instructions)
+    indents->push_back(span.column == 0 ? 0 : span.column - 1);
+  // An excerpt is the statement as the disassembly prints it, indented:
+  // rendered when a message shows it, not for every instruction.
+  SpanTable spans(file, [module, indents](std::uint32_t i) {
+    if (i >= module->code.size()) return std::string();
+    if (module->code[i].opcode == Opcode::End) return std::string((*indents)[i], ' ') + "}";
+    return std::string((*indents)[i], ' ') + Disassembler(*module).statement_text(i);
+  });
+  spans.instructions = std::move(layout.instructions);
+  spans.plans = std::move(layout.plans);
+  spans.programs = std::move(layout.programs);
+  return spans;
 }
 
 } // namespace fhr

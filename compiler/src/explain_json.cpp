@@ -32,23 +32,20 @@ std::string_view unit_kind(ReportUnit::Kind kind) {
   return "plan";
 }
 
-json position(const SourceFile &source, ast::Span span) {
-  const auto [line, column] = source.line_and_column(span.begin);
-  return json{{"line", line}, {"column", column}};
-}
+json position(const SourceSpan &span) { return json{{"line", span.line}, {"column", span.column}}; }
 
-json unit_json(const FileReport &report, const ReportUnit &unit) {
+json unit_json(const ReportUnit &unit) {
   json out;
   out["kind"] = unit_kind(unit.kind);
   out["name"] = unit.name;
-  out["position"] = position(*report.source, unit.span);
+  out["position"] = position(unit.span);
   out["feasible"] = unit.feasible;
   json steps = json::array();
   for (const ReportStep &s : unit.steps) {
     json step;
     step["phase"] = s.context;
     step["step"] = s.text;
-    step["position"] = position(*report.source, s.span);
+    step["position"] = position(s.span);
     step["source"] = optional_location(s.source);
     step["destination"] = optional_location(s.destination);
     step["logical_bytes"] = s.logical_bytes;
@@ -100,7 +97,7 @@ json explain_json(const std::vector<FileReport> &reports) {
     file["setup_steps"] = report.setup_steps;
     json units = json::array();
     for (const ReportUnit &unit : report.units)
-      units.push_back(unit_json(report, unit));
+      units.push_back(unit_json(unit));
     file["units"] = std::move(units);
     files.push_back(std::move(file));
     feasible = feasible && report.feasible;

@@ -58,14 +58,13 @@ std::string headroom(const LocationPrediction &p) {
 
 } // namespace
 
-void print_explain_text(llvm::raw_ostream &os, const SourceFile &source, const ir::Module &module,
-                        const Analysis &analysis) {
+void print_explain_text(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis) {
   const bool feasible = analysis.feasible();
   const std::size_t setup_steps = analysis.setup.steps;
-  os << "file " << source.name() << ": " << setup_steps << " setup step" << (setup_steps == 1 ? "" : "s")
+  os << "file " << module.spans.file << ": " << setup_steps << " setup step" << (setup_steps == 1 ? "" : "s")
      << ", " << (feasible ? "all feasible" : "INFEASIBLE") << '\n';
   for_each_unit(module, analysis, ReportDetail::AllSteps, [&](const ReportUnit &unit) {
-    const auto [line, column] = source.line_and_column(unit.span.begin);
+    const std::uint32_t line = unit.span.line;
     os << '\n';
     if (unit.kind == ReportUnit::Kind::Setup)
       os << "setup: FAILED (line " << line << ")\n";
@@ -93,8 +92,8 @@ void print_explain_text(llvm::raw_ostream &os, const SourceFile &source, const i
     }
     if (unit.failure) {
       os << '\n';
-      source.print_message(os, unit.steps[*unit.failure].span, llvm::SourceMgr::DK_Error,
-                           failure_summary(unit), false);
+      module.spans.print_message(os, unit.steps[*unit.failure].instruction, llvm::SourceMgr::DK_Error,
+                                 failure_summary(unit), false);
     }
   });
 }

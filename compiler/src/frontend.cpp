@@ -1,6 +1,8 @@
 #include "fhr/compiler/frontend.hpp"
 
+#include "fhr/bytecode/writer.hpp"
 #include "fhr/compiler/disasm.hpp"
+#include "fhr/compiler/lower.hpp"
 #include "fhr/compiler/sema.hpp"
 #include "fhr/dsl/parser.hpp"
 
@@ -9,16 +11,7 @@
 namespace fhr {
 
 namespace {
-CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer, const CompileOptions &options) {
-  CompiledFile compiled;
-  compiled.source = std::make_unique<SourceFile>(std::move(buffer), options.diagnostics);
-  compiled.syntax = parse(*compiled.source);
-  compiled.module = analyze(compiled.syntax, *compiled.source);
-  return compiled;
-}
-} // namespace
 
-namespace {
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef path,
                                                                llvm::StringRef stdin_name = "<stdin>") {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
@@ -31,15 +24,40 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef p
   return std::move(*buffer);
 }
 
-llvm::Expected<bytecode::Module> load_buffer(const llvm::MemoryBuffer &buffer) {
+llvm::Expected<bytecode::Module> load_bytes(llvm::StringRef bytes, llvm::StringRef name) {
   try {
-    return bytecode::load_module(std::as_bytes(std::span(buffer.getBufferStart(), buffer.getBufferSize())));
+    return bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
   } catch (const bytecode::ModuleError &error) {
     return llvm::createStringError(std::errc::invalid_argument, "[%s] '%s' is not a valid module: %s",
-                                   diag_code_text(DiagCode::InvalidModule).data(),
-                                   buffer.getBufferIdentifier().str().c_str(), error.what());
+                                   diag_code_text(DiagCode::InvalidModule).data(), name.str().c_str(),
+                                   error.what());
   }
 }
+
+/// Parse, sema and, without errors, lowering and verification.
+CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer, const CompileOptions &options) {
+  CompiledFile compiled;
+  compiled.name = buffer->getBufferIdentifier().str();
+  compiled.source = std::make_unique<SourceFile>(std::move(buffer), options.diagnostics);
+  compiled.syntax = parse(*compiled.source);
+  compiled.module = analyze(compiled.syntax, *compiled.source);
+  if (!compiled.ok()) return compiled;
+  Lowered lowered = lower(compiled.module, *compiled.source);
+  VerifiedModule verified;
+  verified.bytes = bytecode::write_module(lowered.module);
+  // Explain runs what the runtime would load: the module as it verifies.
+  try {
+    verified.module = std::make_shared<const bytecode::Module>(
+        bytecode::load_module(std::as_bytes(std::span(verified.bytes.data(), verified.bytes.size()))));
+  } catch (const bytecode::ModuleError &error) {
+    // Lowering writes what the verifier accepts; anything else is a bug here.
+    throw std::logic_error(std::string("lowering produced a module that does not verify: ") + error.what());
+  }
+  verified.spans = std::move(lowered.spans);
+  compiled.lowered = std::move(verified);
+  return compiled;
+}
+
 } // namespace
 
 bool is_module(llvm::StringRef bytes) { return bytes.startswith(llvm::StringRef(bytecode::kMagic, 4)); }
@@ -51,17 +69,28 @@ llvm::Expected<bytecode::Module> load_module_file(llvm::StringRef path) {
     return llvm::createStringError(std::errc::invalid_argument,
                                    "[%s] '%s' is not a bytecode module (no FHRB magic)",
                                    diag_code_text(DiagCode::InvalidModule).data(), path.str().c_str());
-  return load_buffer(**buffer);
+  return load_bytes((*buffer)->getBuffer(), (*buffer)->getBufferIdentifier());
+}
+
+llvm::Expected<CompiledFile> compile_module_bytes(llvm::StringRef bytes, llvm::StringRef name) {
+  llvm::Expected<bytecode::Module> module = load_bytes(bytes, name);
+  if (!module) return module.takeError();
+  CompiledFile compiled;
+  compiled.name = name.str();
+  VerifiedModule verified;
+  verified.module = std::make_shared<const bytecode::Module>(std::move(*module));
+  // What `compile` writes for a module file: the same module, re-encoded.
+  verified.bytes = bytecode::write_module(*verified.module);
+  verified.spans = module_spans(verified.module, compiled.name);
+  compiled.lowered = std::move(verified);
+  return compiled;
 }
 
 llvm::Expected<CompiledFile> compile_file(llvm::StringRef path, const CompileOptions &options) {
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path, options.stdin_name);
   if (!buffer) return buffer.takeError();
   if (!is_module((*buffer)->getBuffer())) return compile_buffer(std::move(*buffer), options);
-  llvm::Expected<bytecode::Module> module = load_buffer(**buffer);
-  if (!module) return module.takeError();
-  const std::string name = (*buffer)->getBufferIdentifier().str();
-  return compile_buffer(llvm::MemoryBuffer::getMemBufferCopy(disassemble(*module, name), name), options);
+  return compile_module_bytes((*buffer)->getBuffer(), (*buffer)->getBufferIdentifier());
 }
 
 CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name, const CompileOptions &options) {

@@ -1,462 +1,379 @@
 #include "fhr/compiler/lower.hpp"
 
-#include "fhr/bytecode/format.hpp"
-#include "fhr/bytecode/module.hpp"
+#include "fhr/bytecode/writer.hpp"
 
 #include <llvm/ADT/StringMap.h>
-#include <llvm/Support/EndianStream.h>
-#include <llvm/Support/LEB128.h>
-#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
 
 namespace fhr {
 
 namespace {
 
+using bytecode::Instruction;
 using bytecode::Opcode;
 
-/// One instruction before encoding; operands as the opcode table orders them.
-struct Encoded {
-  Opcode opcode = Opcode::End;
-  Location location, from;
-  std::uint32_t value = 0, count = 0, index = 0, alias = 0;
-  std::uint64_t size = 0;
-  bool flag = false;
-  std::uint32_t line = 0;
-};
-
-class Lowering {
+/// Lines and columns of byte offsets of one source. Lowering visits the
+/// statements of each section in file order, so the cursor counts the line
+/// breaks between the previous offset and the next (backwards too: a loop
+/// body's statements come round again). A file with `@line` directives asks
+/// SourceFile::line_and_column, which applies them.
+class LineCursor {
 public:
-  Lowering(const ir::Module &module, const SourceFile &source) : module_(module), source_(source) {}
+  explicit LineCursor(const SourceFile &source)
+      : source_(source), text_(source.text()), renumbered_(has_line_directive(text_)) {}
 
-  std::vector<char> run() {
-    declarations();
-    setup();
-    setup_end_ = static_cast<std::uint32_t>(code_.size());
-    for (const ir::Plan &plan : module_.plans)
-      this->plan(plan);
-    for (const ir::Program &program : module_.programs)
-      this->program(program);
-    return assemble();
+  struct Position {
+    std::uint32_t line = 1, column = 1;
+    std::uint32_t line_start = 0; ///< offset of the physical line's first byte
+  };
+
+  Position at(std::uint32_t offset) {
+    offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
+    const char *data = text_.data();
+    if (renumbered_) {
+      const auto [line, column] = source_.line_and_column(offset);
+      return Position{line, column, offset - (column - 1)};
+    }
+    if (offset >= offset_) {
+      for (const char *p = data + offset_, *end = data + offset;
+           (p = static_cast<const char *>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) !=
+           nullptr;
+           ++p) {
+        ++line_;
+        line_start_ = static_cast<std::uint32_t>(p - data) + 1;
+      }
+    } else {
+      line_ -= static_cast<std::uint32_t>(std::count(data + offset, data + offset_, '\n'));
+      const void *previous = offset == 0 ? nullptr : ::memrchr(data, '\n', offset);
+      line_start_ = previous ? static_cast<std::uint32_t>(static_cast<const char *>(previous) - data) + 1 : 0;
+    }
+    offset_ = offset;
+    return Position{line_, offset - line_start_ + 1, line_start_};
   }
 
 private:
-  std::uint32_t line(ast::Span span) const { return source_.line_and_column(span.begin).first; }
-
-  std::uint32_t intern(const std::string &text) {
-    auto [it, inserted] = string_index_.try_emplace(text, static_cast<std::uint32_t>(strings_.size()));
-    if (inserted) strings_.push_back(text);
-    return it->second;
+  /// Whether `@line` occurs anywhere (a comment holding it only costs the
+  /// fast path). '@' is rare in plans, so memchr skips most of the text.
+  static bool has_line_directive(llvm::StringRef text) {
+    for (const char *p = text.begin(), *end = text.end();
+         (p = static_cast<const char *>(std::memchr(p, '@', static_cast<std::size_t>(end - p)))) != nullptr;
+         ++p)
+      if (llvm::StringRef(p, static_cast<std::size_t>(end - p)).startswith("@line")) return true;
+    return false;
   }
 
-  std::uint32_t emit(Encoded in) {
-    code_.push_back(in);
-    return static_cast<std::uint32_t>(code_.size() - 1);
+  const SourceFile &source_;
+  llvm::StringRef text_;
+  bool renumbered_;
+  std::uint32_t offset_ = 0, line_ = 1, line_start_ = 0;
+};
+
+Opcode opcode_of(const ir::ActionRange &action) {
+  switch (action.kind) {
+  case ActionKind::Ensure: return Opcode::Ensure;
+  case ActionKind::Copy: return Opcode::Copy;
+  case ActionKind::Move: return action.from ? Opcode::MoveFrom : Opcode::Move;
+  case ActionKind::Drop: return Opcode::Drop;
+  case ActionKind::Discard: return Opcode::Discard;
+  }
+  return Opcode::Ensure;
+}
+
+class Lowering {
+public:
+  Lowering(const ir::Module &module, const SourceFile &source)
+      : ir_(module), source_(source), cursor_(source) {}
+
+  Lowered run() {
+    reserve_instructions();
+    out_.module.device_count = ir_.device_count;
+    out_.module.budgets = ir_.budgets;
+    declarations();
+    setup();
+    out_.module.setup = {0, size()};
+    for (const ir::Plan &plan : ir_.plans)
+      this->plan(plan);
+    for (const ir::Program &program : ir_.programs)
+      this->program(program);
+    // The excerpt of an instruction is its physical source line.
+    out_.spans = SpanTable(source_.name().str(),
+                           [text = source_.text(), starts = std::make_shared<std::vector<std::uint32_t>>(
+                                                       std::move(line_starts_))](std::uint32_t i) {
+                             if (i >= starts->size()) return std::string();
+                             llvm::StringRef rest = text.substr((*starts)[i]);
+                             return rest.take_until([](char c) { return c == '\n' || c == '\r'; }).str();
+                           });
+    out_.spans.instructions = std::move(instruction_spans_);
+    out_.spans.plans = std::move(plan_spans_);
+    out_.spans.programs = std::move(program_spans_);
+    return std::move(out_);
+  }
+
+private:
+  std::uint32_t size() const { return static_cast<std::uint32_t>(out_.module.code.size()); }
+
+  /// Room for about as many instructions as the IR has statements (items
+  /// and ends aside), so that a million of them are not copied as they grow.
+  void reserve_instructions() {
+    std::size_t count = ir_.setup.size();
+    for (const ir::Plan &plan : ir_.plans)
+      count += plan.reclaim.size() + plan.reservations.size() + plan.enter.size() + plan.exit.size();
+    for (const ir::Program &program : ir_.programs)
+      count += program.items.size();
+    out_.module.code.reserve(count);
+    instruction_spans_.reserve(count);
+    line_starts_.reserve(count);
+  }
+
+  SourceSpan span_of(ast::Span span, std::uint32_t *line_start = nullptr) {
+    const LineCursor::Position begin = cursor_.at(span.begin);
+    if (line_start) *line_start = begin.line_start;
+    // The range stops at the end of the first line.
+    const llvm::StringRef text = source_.text();
+    const std::uint32_t end_offset =
+        std::min<std::uint32_t>(span.end, static_cast<std::uint32_t>(text.size()));
+    std::uint32_t end = begin.column;
+    if (end_offset > span.begin) {
+      const char *first = text.data() + span.begin;
+      const auto *line_end = static_cast<const char *>(std::memchr(first, '\n', end_offset - span.begin));
+      end += static_cast<std::uint32_t>((line_end ? line_end : text.data() + end_offset) - first);
+    }
+    return SourceSpan{begin.line, begin.column, end};
+  }
+
+  std::uint32_t intern(const std::string &text) {
+    auto [it, inserted] =
+        string_index_.try_emplace(text, static_cast<std::uint32_t>(out_.module.strings.size()));
+    if (inserted) out_.module.strings.push_back(text);
+    return it->second;
+  }
+  std::uint32_t alias(const std::string &name) { return name.empty() ? 0 : intern(name) + 1; }
+
+  std::uint32_t emit(Instruction in, ast::Span span) {
+    std::uint32_t line_start = 0;
+    const SourceSpan where = span_of(span, &line_start);
+    in.line = where.line;
+    out_.module.code.push_back(in);
+    instruction_spans_.push_back(where);
+    line_starts_.push_back(line_start);
+    return size() - 1;
   }
 
   void declarations() {
-    for (std::size_t v = 0; v < module_.values.size();) {
-      const ir::Value &value = module_.values[v];
-      const bool family = value.family != ir::kNoFamily;
-      const std::uint32_t count = family ? module_.families[value.family].count : 1;
-      decl_of_value_.insert(decl_of_value_.end(), count, static_cast<std::uint32_t>(decl_names_.size()));
-      decl_names_.push_back(intern(family ? module_.families[value.family].name : value.name));
-      decl_family_sizes_.push_back(family ? count : 0);
-      v += count;
+    std::uint32_t value = 0;
+    while (value < ir_.values.size()) {
+      const ir::Value &v = ir_.values[value];
+      const bool family = v.family != ir::kNoFamily;
+      bytecode::Declaration d;
+      d.family_size = family ? ir_.families[v.family].count : 0;
+      d.name = intern(family ? ir_.families[v.family].name : v.name);
+      d.spec = v.spec;
+      d.location = v.location;
+      d.first_value = value;
+      value += d.value_count();
+      out_.module.declarations.push_back(d);
     }
+    out_.module.value_count = value;
+  }
+
+  std::uint32_t emit_action(const ir::ActionRange &action, ast::Span span) {
+    Instruction in;
+    in.opcode = opcode_of(action);
+    in.value = action.value;
+    in.count = action.count;
+    in.location = action.location;
+    if (action.from) in.from = *action.from;
+    return emit(in, span);
+  }
+
+  void actions(const ir::ActionList &list) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      emit_action(list.actions[i], list.spans[i]);
   }
 
   bool same_family(ValueId a, ValueId b) const {
-    return module_.values[a].family != ir::kNoFamily && module_.values[a].family == module_.values[b].family;
+    return ir_.values[a].family != ir::kNoFamily && ir_.values[a].family == ir_.values[b].family;
   }
 
-  static Opcode opcode_of(const Action &action) {
-    switch (action.kind) {
-    case ActionKind::Ensure: return Opcode::Ensure;
-    case ActionKind::Copy: return Opcode::Copy;
-    case ActionKind::Move: return action.from ? Opcode::MoveFrom : Opcode::Move;
-    case ActionKind::Drop: return Opcode::Drop;
-    case ActionKind::Discard: return Opcode::Discard;
-    }
-    return Opcode::Ensure;
-  }
-
-  /// Emits actions, folding runs that one statement wrote over consecutive
-  /// members of a family into one range instruction.
-  void actions(std::span<const Action> list, std::span<const ast::Span> spans) {
-    for (std::size_t i = 0; i < list.size();) {
-      std::size_t run = 1;
-      while (i + run < list.size() && spans[i + run].begin == spans[i].begin &&
-             list[i + run].kind == list[i].kind && list[i + run].location == list[i].location &&
-             list[i + run].from == list[i].from && list[i + run].value == list[i].value + run &&
-             same_family(list[i].value, list[i + run].value))
-        ++run;
-      Encoded in;
-      in.opcode = opcode_of(list[i]);
-      in.location = list[i].location;
-      if (list[i].from) in.from = *list[i].from;
-      in.value = list[i].value;
-      in.count = static_cast<std::uint32_t>(run);
-      in.line = line(spans[i]);
-      emit(in);
-      i += run;
-    }
-  }
-
-  /// A hold/lease/acquire header followed by its items (runs of one family).
-  void value_list(Encoded header, const std::vector<ValueId> &values) {
-    std::vector<Encoded> items;
+  /// A hold/lease/acquire header followed by its items: maximal runs of
+  /// consecutive members of one family.
+  std::uint32_t value_list(Instruction header, const std::vector<ValueId> &values, ast::Span span) {
+    std::vector<std::pair<ValueId, std::uint32_t>> runs;
     for (std::size_t i = 0; i < values.size();) {
-      std::size_t run = 1;
+      std::uint32_t run = 1;
       while (i + run < values.size() && values[i + run] == values[i] + run &&
              same_family(values[i], values[i + run]))
         ++run;
-      Encoded item;
-      item.opcode = Opcode::Item;
-      item.value = values[i];
-      item.count = static_cast<std::uint32_t>(run);
-      item.line = header.line;
-      items.push_back(item);
+      runs.emplace_back(values[i], run);
       i += run;
     }
-    header.index = static_cast<std::uint32_t>(items.size());
-    emit(header);
-    for (const Encoded &item : items)
-      emit(item);
+    header.set_index(static_cast<std::uint32_t>(runs.size()));
+    const std::uint32_t at = emit(header, span);
+    for (const auto &[first, count] : runs) {
+      Instruction item;
+      item.opcode = Opcode::Item;
+      item.value = first;
+      item.count = count;
+      emit(item, span);
+    }
+    return at;
   }
 
-  std::uint32_t alias(const std::string &name) { return name.empty() ? 0 : intern(name) + 1; }
-
-  Encoded reserve(Location location, std::uint64_t nbytes, const std::string &label, const std::string &name,
-                  ast::Span span) {
-    Encoded in;
+  Instruction reserve(Location location, std::uint64_t nbytes, const std::string &label,
+                      const std::string &name) {
+    Instruction in;
     in.opcode = Opcode::Reserve;
     in.location = location;
     in.size = nbytes;
-    in.index = intern(label);
-    in.alias = alias(name);
-    in.line = line(span);
+    in.set_index(intern(label));
+    in.set_alias(alias(name));
     return in;
   }
 
   void setup() {
-    std::vector<std::uint32_t> instruction_of_step(module_.setup.size(), 0);
-    for (std::size_t s = 0; s < module_.setup.size();) {
-      const ir::SetupStep &step = module_.setup[s];
+    std::vector<std::uint32_t> instruction_of_step(ir_.setup.size(), 0);
+    for (std::size_t s = 0; s < ir_.setup.size(); ++s) {
+      const ir::SetupStep &step = ir_.setup[s];
       switch (step.kind) {
       case ir::SetupKind::Adopt:
       case ir::SetupKind::RegisterSource: {
-        const ir::Value &value = module_.values[step.value];
-        if (value.family == ir::kNoFamily || value.family_index == 0) {
-          Encoded in;
-          in.opcode = Opcode::Declare;
-          in.index = decl_of_value_[step.value];
-          in.line = line(step.span);
-          emit(in);
-        }
-        ++s;
-        continue;
+        const ir::Value &value = ir_.values[step.value];
+        if (value.family != ir::kNoFamily && value.family_index != 0) break; // the family's one declare
+        Instruction in;
+        in.opcode = Opcode::Declare;
+        in.set_index(declaration_of_value(step.value));
+        emit(in, step.span);
+        break;
       }
-      case ir::SetupKind::Action: {
-        std::size_t end = s;
-        std::vector<Action> run;
-        std::vector<ast::Span> spans;
-        while (end < module_.setup.size() && module_.setup[end].kind == ir::SetupKind::Action) {
-          run.push_back(module_.setup[end].action);
-          spans.push_back(module_.setup[end].span);
-          ++end;
-        }
-        actions(run, spans);
-        s = end;
-        continue;
-      }
+      case ir::SetupKind::Action: emit_action(step.action, step.span); break;
       case ir::SetupKind::Hold:
       case ir::SetupKind::Lease: {
-        Encoded header;
+        Instruction header;
         header.opcode = step.kind == ir::SetupKind::Hold ? Opcode::Hold : Opcode::Lease;
         header.location = step.location;
-        header.alias = alias(step.alias);
+        header.set_alias(alias(step.alias));
         header.flag = step.pending;
-        header.line = line(step.span);
-        instruction_of_step[s] = static_cast<std::uint32_t>(code_.size());
-        value_list(header, step.values);
+        instruction_of_step[s] = value_list(header, step.values, step.span);
         break;
       }
       case ir::SetupKind::Reserve:
-        instruction_of_step[s] = emit(reserve(step.location, step.nbytes, step.label, step.alias, step.span));
+        instruction_of_step[s] = emit(reserve(step.location, step.nbytes, step.label, step.alias), step.span);
         break;
       case ir::SetupKind::Release: {
-        Encoded in;
+        Instruction in;
         in.opcode = Opcode::Release;
-        in.index = instruction_of_step[step.target];
-        in.line = line(step.span);
-        emit(in);
+        in.set_index(instruction_of_step[step.target]);
+        emit(in, step.span);
         break;
       }
       }
-      ++s;
     }
+  }
+
+  std::uint32_t declaration_of_value(ValueId value) {
+    // Declarations are in value order: the last one starting at or before `value`.
+    while (next_declaration_ < out_.module.declarations.size() &&
+           out_.module.declarations[next_declaration_].first_value <= value)
+      ++next_declaration_;
+    return static_cast<std::uint32_t>(next_declaration_ - 1);
   }
 
   void plan(const ir::Plan &plan) {
-    PlanRecord record{intern(plan.name), line(plan.span), static_cast<std::uint32_t>(code_.size()), {}};
-    std::size_t start = code_.size();
-    actions(plan.reclaim.actions, plan.reclaim.spans);
-    record.counts[0] = static_cast<std::uint32_t>(code_.size() - start);
-    start = code_.size();
-    for (std::size_t i = 0; i < plan.reservations.size(); ++i) {
-      const Reservation &r = plan.reservations[i];
-      emit(reserve(r.location, r.nbytes, r.label, {}, plan.reservation_spans[i]));
-    }
-    record.counts[1] = static_cast<std::uint32_t>(code_.size() - start);
-    start = code_.size();
-    actions(plan.enter.actions, plan.enter.spans);
-    record.counts[2] = static_cast<std::uint32_t>(code_.size() - start);
-    start = code_.size();
-    actions(plan.exit.actions, plan.exit.spans);
-    record.counts[3] = static_cast<std::uint32_t>(code_.size() - start);
-    plans_.push_back(record);
+    bytecode::PlanEntry entry;
+    entry.name = intern(plan.name);
+    const SourceSpan where = span_of(plan.span);
+    entry.line = where.line;
+    plan_spans_.push_back(where);
+    auto range = [&](auto &&emit_all) {
+      const std::uint32_t begin = size();
+      emit_all();
+      return bytecode::InstructionRange{begin, size()};
+    };
+    entry.reclaim = range([&] { actions(plan.reclaim); });
+    entry.reserve = range([&] {
+      for (std::size_t i = 0; i < plan.reservations.size(); ++i) {
+        const Reservation &r = plan.reservations[i];
+        emit(reserve(r.location, r.nbytes, r.label, {}), plan.reservation_spans[i]);
+      }
+    });
+    entry.enter = range([&] { actions(plan.enter); });
+    entry.exit = range([&] { actions(plan.exit); });
+    out_.module.plans.push_back(entry);
+  }
+
+  static Instruction end_of_block() {
+    Instruction end;
+    end.opcode = Opcode::End;
+    return end;
   }
 
   void program_items(const std::vector<ir::ProgramItem> &items) {
-    for (std::size_t i = 0; i < items.size();) {
-      const ir::ProgramItem &item = items[i];
-      Encoded in;
-      in.line = line(item.span);
+    for (const ir::ProgramItem &item : items) {
+      Instruction in;
       switch (item.kind) {
       case ir::ProgramItemKind::Scope:
-        in.opcode = Opcode::Scope;
-        in.index = item.plan;
-        emit(in);
-        program_items(item.body);
-        in.opcode = Opcode::End;
-        in.index = 0;
-        emit(in);
-        break;
       case ir::ProgramItemKind::Run:
-        in.opcode = Opcode::Run;
-        in.index = item.plan;
-        emit(in);
+        in.opcode = item.kind == ir::ProgramItemKind::Scope ? Opcode::Scope : Opcode::Run;
+        in.set_index(item.plan);
+        emit(in, item.span);
+        if (item.kind == ir::ProgramItemKind::Run) break;
+        program_items(item.body);
+        emit(end_of_block(), item.span);
         break;
       case ir::ProgramItemKind::Actions:
         in.opcode = Opcode::Actions;
-        in.index = intern(item.name);
-        emit(in);
-        actions(item.actions.actions, item.actions.spans);
-        in.opcode = Opcode::End;
-        in.index = 0;
-        emit(in);
+        in.set_index(intern(item.name));
+        emit(in, item.span);
+        actions(item.actions);
+        emit(end_of_block(), item.span);
         break;
       case ir::ProgramItemKind::Acquire:
       case ir::ProgramItemKind::Hold:
         in.opcode = item.kind == ir::ProgramItemKind::Acquire ? Opcode::Acquire : Opcode::Hold;
         in.location = item.location;
-        value_list(in, item.values);
+        value_list(in, item.values, item.span);
         break;
       case ir::ProgramItemKind::Reserve:
-        emit(reserve(item.location, item.reservation.nbytes, item.reservation.label, {}, item.span));
+        emit(reserve(item.location, item.reservation.nbytes, item.reservation.label, {}), item.span);
         break;
-      case ir::ProgramItemKind::Direct: {
-        // Consecutive direct actions fold like any action list.
-        std::vector<Action> run;
-        std::vector<ast::Span> spans;
-        while (i < items.size() && items[i].kind == ir::ProgramItemKind::Direct) {
-          run.push_back(items[i].actions.actions[0]);
-          spans.push_back(items[i].actions.spans[0]);
-          ++i;
-        }
-        actions(run, spans);
-        continue;
+      case ir::ProgramItemKind::Direct: actions(item.actions); break;
       }
-      }
-      ++i;
     }
   }
 
   void program(const ir::Program &program) {
-    const auto start = static_cast<std::uint32_t>(code_.size());
+    bytecode::ProgramEntry entry;
+    const std::uint32_t begin = size();
     program_items(program.items);
-    programs_.push_back(ProgramRecord{intern(program.name), line(program.span), start,
-                                      static_cast<std::uint32_t>(code_.size()) - start});
+    entry.body = {begin, size()};
+    // Interned after the body's strings: the string table's order is part
+    // of the canonical bytes.
+    entry.name = intern(program.name);
+    const SourceSpan where = span_of(program.span);
+    entry.line = where.line;
+    program_spans_.push_back(where);
+    out_.module.programs.push_back(entry);
   }
 
-  // ---- encoding --------------------------------------------------------------
-  using Buffer = llvm::SmallVector<char, 0>;
-
-  static void leb(llvm::raw_ostream &os, std::uint64_t value) { llvm::encodeULEB128(value, os); }
-  static void byte(llvm::raw_ostream &os, std::uint8_t value) { os << static_cast<char>(value); }
-
-  void encode_instruction(llvm::raw_ostream &os, const Encoded &in) {
-    byte(os, static_cast<std::uint8_t>(in.opcode));
-    bool first_location = true;
-    for (const char *kind = bytecode::info(in.opcode).operands; *kind; ++kind) {
-      switch (*kind) {
-      case 'L':
-        byte(os, static_cast<std::uint8_t>((first_location ? in.location : in.from).index()));
-        first_location = false;
-        break;
-      case 'V':
-        leb(os, in.value);
-        leb(os, in.count);
-        break;
-      case 'S': leb(os, in.size); break;
-      case 'A': leb(os, in.alias); break;
-      case 'F': byte(os, in.flag ? 1 : 0); break;
-      default: leb(os, in.index); break; // D P R N T
-      }
-    }
-  }
-
-  /// STRINGS: count, then (length, bytes) per string.
-  void write_strings(llvm::raw_ostream &os) {
-    leb(os, strings_.size());
-    for (const std::string &s : strings_) {
-      leb(os, s.size());
-      os << s;
-    }
-  }
-
-  /// MACHINE: devices + 1, budgets, setup end.
-  void write_machine(llvm::raw_ostream &os) {
-    leb(os, module_.device_count ? *module_.device_count + 1 : 0);
-    leb(os, module_.budgets.size());
-    for (const auto &[location, budget] : module_.budgets) {
-      byte(os, static_cast<std::uint8_t>(location.index()));
-      byte(os, budget ? 1 : 0);
-      if (budget) leb(os, *budget);
-    }
-    leb(os, setup_end_);
-  }
-
-  /// DECLS: one record per single value or family.
-  void write_declarations_section(llvm::raw_ostream &os) {
-    leb(os, decl_names_.size());
-    std::size_t v = 0;
-    for (std::size_t d = 0; d < decl_names_.size(); ++d) {
-      const ir::Value &value = module_.values[v];
-      leb(os, decl_names_[d]);
-      leb(os, decl_family_sizes_[d]);
-      leb(os, value.spec.logical_nbytes);
-      leb(os, value.spec.storage_nbytes);
-      byte(os,
-           static_cast<std::uint8_t>(
-               (value.spec.replica_mode == ReplicaMode::Replicable ? bytecode::kDeclReplicable : 0) |
-               (value.spec.recoverability == Recoverability::Reconstructible ? bytecode::kDeclReconstructible
-                                                                             : 0)));
-      byte(os, static_cast<std::uint8_t>(value.location.index()));
-      v += decl_family_sizes_[d] == 0 ? 1 : decl_family_sizes_[d];
-    }
-  }
-
-  /// CODE: count, then the instructions.
-  void write_code(llvm::raw_ostream &os) {
-    leb(os, code_.size());
-    for (const Encoded &in : code_)
-      encode_instruction(os, in);
-  }
-
-  /// PLANS: name, line, first instruction and the four phase counts.
-  void write_plans(llvm::raw_ostream &os) {
-    leb(os, plans_.size());
-    for (const PlanRecord &p : plans_) {
-      leb(os, p.name);
-      leb(os, p.line);
-      leb(os, p.start);
-      for (std::uint32_t c : p.counts)
-        leb(os, c);
-    }
-  }
-
-  /// PROGRAMS: name, line, first instruction and length.
-  void write_programs(llvm::raw_ostream &os) {
-    leb(os, programs_.size());
-    for (const ProgramRecord &p : programs_) {
-      leb(os, p.name);
-      leb(os, p.line);
-      leb(os, p.start);
-      leb(os, p.length);
-    }
-  }
-
-  /// LINES: zigzag deltas of each instruction's line.
-  void write_lines(llvm::raw_ostream &os) {
-    leb(os, code_.size());
-    std::int64_t previous = 0;
-    for (const Encoded &in : code_) {
-      const std::int64_t delta = static_cast<std::int64_t>(in.line) - previous;
-      leb(os, (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63));
-      previous = in.line;
-    }
-  }
-
-  std::vector<char> assemble() {
-    Buffer sections[bytecode::kSectionCount];
-    auto fill = [](Buffer &buffer, auto &&write) {
-      llvm::raw_svector_ostream os(buffer);
-      write(os);
-    };
-    fill(sections[0], [&](llvm::raw_ostream &os) { write_strings(os); });
-    fill(sections[1], [&](llvm::raw_ostream &os) { write_machine(os); });
-    fill(sections[2], [&](llvm::raw_ostream &os) { write_declarations_section(os); });
-    fill(sections[3], [&](llvm::raw_ostream &os) { write_code(os); });
-    fill(sections[4], [&](llvm::raw_ostream &os) { write_plans(os); });
-    fill(sections[5], [&](llvm::raw_ostream &os) { write_programs(os); });
-    fill(sections[6], [&](llvm::raw_ostream &os) { write_lines(os); });
-
-    Buffer file;
-    llvm::raw_svector_ostream os(file);
-    llvm::support::endian::Writer out(os, llvm::support::little);
-    os.write(bytecode::kMagic, 4);
-    out.write<std::uint16_t>(bytecode::kFormatVersion);
-    out.write<std::uint16_t>(0);
-    out.write<std::uint32_t>(bytecode::kSectionCount);
-    std::size_t payload = bytecode::kSectionCount * bytecode::kSectionEntrySize;
-    for (const Buffer &s : sections)
-      payload += s.size();
-    out.write<std::uint32_t>(static_cast<std::uint32_t>(payload));
-    const std::size_t checksum_at = file.size();
-    out.write<std::uint64_t>(0); // patched below
-    out.write<std::uint64_t>(0);
-    std::uint32_t offset = bytecode::kHeaderSize + bytecode::kSectionCount * bytecode::kSectionEntrySize;
-    for (std::uint32_t i = 0; i < bytecode::kSectionCount; ++i) {
-      out.write<std::uint32_t>(i + 1);
-      out.write<std::uint32_t>(offset);
-      out.write<std::uint32_t>(static_cast<std::uint32_t>(sections[i].size()));
-      out.write<std::uint32_t>(0);
-      offset += static_cast<std::uint32_t>(sections[i].size());
-    }
-    for (const Buffer &s : sections)
-      os.write(s.data(), s.size());
-    const std::uint64_t sum = bytecode::checksum(
-        std::as_bytes(std::span(file.data() + bytecode::kHeaderSize, file.size() - bytecode::kHeaderSize)));
-    llvm::support::endian::write64le(file.data() + checksum_at, sum);
-    return std::vector<char>(file.begin(), file.end());
-  }
-
-  struct PlanRecord {
-    std::uint32_t name, line, start;
-    std::uint32_t counts[4];
-  };
-  struct ProgramRecord {
-    std::uint32_t name, line, start, length;
-  };
-
-  const ir::Module &module_;
+  const ir::Module &ir_;
   const SourceFile &source_;
-  std::vector<std::string> strings_;
+  LineCursor cursor_;
+  Lowered out_;
   llvm::StringMap<std::uint32_t> string_index_;
-  std::vector<std::uint32_t> decl_of_value_;
-  std::vector<std::uint32_t> decl_names_;
-  std::vector<std::uint32_t> decl_family_sizes_;
-  std::vector<Encoded> code_;
-  std::uint32_t setup_end_ = 0;
-  std::vector<PlanRecord> plans_;
-  std::vector<ProgramRecord> programs_;
+  std::size_t next_declaration_ = 0;
+  std::vector<SourceSpan> instruction_spans_, plan_spans_, program_spans_;
+  std::vector<std::uint32_t> line_starts_;
 };
 
 } // namespace
 
+Lowered lower(const ir::Module &module, const SourceFile &source) { return Lowering(module, source).run(); }
+
 std::vector<char> lower_module(const ir::Module &module, const SourceFile &source) {
-  return Lowering(module, source).run();
+  return bytecode::write_module(lower(module, source).module);
 }
 
 } // namespace fhr

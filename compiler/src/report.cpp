@@ -32,17 +32,24 @@ std::string string_literal(const std::string &text) {
 
 namespace {
 
+using bytecode::Instruction;
+using bytecode::Opcode;
+
 class Builder {
 public:
-  Builder(const ir::Module &module, ReportDetail detail) : module_(module), detail_(detail) {}
+  Builder(const VerifiedModule &module, ReportDetail detail)
+      : module_(*module.module), spans_(module.spans), detail_(detail) {}
 
-  /// Whether step `index` of a unit whose first failure is `failure` is shown.
+  /// Whether step `index` of a unit of `count` steps is shown.
   bool shows(std::size_t index, std::size_t count, bool feasible) const {
     return detail_ == ReportDetail::AllSteps || (!feasible && index + 1 == count);
   }
 
   std::string value_name(ValueId id) const {
-    return id < module_.values.size() ? module_.values[id].name : "#" + std::to_string(id);
+    if (id >= module_.value_count) return "#" + std::to_string(id);
+    const bytecode::Declaration &d = module_.declaration_of(id);
+    const std::string &name = module_.strings[d.name];
+    return d.family_size == 0 ? name : name + "[" + std::to_string(id - d.first_value) + "]";
   }
 
   std::string action_text(const Action &a) const {
@@ -58,43 +65,41 @@ public:
     return {};
   }
 
+  static Reservation reservation_of(const bytecode::Module &module, const Instruction &in) {
+    return Reservation{in.location, in.size, module.strings[in.index()]};
+  }
+
   std::string reservation_text(const Reservation &r) const {
     return "reserve " + r.location.name() + " " + format_size(r.nbytes) + " " + string_literal(r.label);
   }
 
-  /// Lists values as written: runs of one family become `rk[0..8]` or `rk[*]`.
-  std::string values_text(const std::vector<ValueId> &values) const {
+  /// A value range as written: `rk[0..8]`, `rk[*]`, `rk[3]` or `weight`.
+  std::string range_text(ValueId first, std::uint32_t count) const {
+    const bytecode::Declaration &d = module_.declaration_of(first);
+    const std::string &name = module_.strings[d.name];
+    if (d.family_size == 0) return name;
+    const std::uint32_t index = first - d.first_value;
+    if (count == d.family_size) return name + "[*]";
+    if (count == 1) return name + "[" + std::to_string(index) + "]";
+    return name + "[" + std::to_string(index) + ".." + std::to_string(index + count) + "]";
+  }
+
+  /// The value list of a hold, lease or acquire at `header`.
+  std::string items_text(std::uint32_t header) const {
     std::string out;
-    for (std::size_t i = 0; i < values.size();) {
-      std::size_t run = 1;
-      const ValueId first = values[i];
-      const bool in_family = first < module_.values.size() && module_.values[first].family != ir::kNoFamily;
-      if (in_family)
-        while (i + run < values.size() && values[i + run] == first + run &&
-               module_.values[values[i + run]].family == module_.values[first].family)
-          ++run;
-      if (!out.empty()) out += ", ";
-      if (run == 1) {
-        out += value_name(first);
-      } else {
-        const ir::Family &family = module_.families[module_.values[first].family];
-        const std::uint32_t begin = module_.values[first].family_index;
-        out += family.name + (run == family.count
-                                  ? std::string("[*]")
-                                  : "[" + std::to_string(begin) + ".." + std::to_string(begin + run) + "]");
-      }
-      i += run;
-    }
+    for (std::uint32_t k = header + 1; k <= header + module_.code[header].index(); ++k)
+      out += (out.empty() ? "" : ", ") + range_text(module_.code[k].value, module_.code[k].count);
     return out;
   }
 
-  ReportStep step_for(std::string context, std::string text, ast::Span span, const Outcome &outcome,
-                      const ValueSpec *spec, const MessageContext &message,
+  ReportStep step_for(std::string context, std::string text, std::uint32_t instruction,
+                      const Outcome &outcome, const ValueSpec *spec, const MessageContext &message,
                       const FailureDetail *detail) const {
     ReportStep step;
     step.context = std::move(context);
     step.text = std::move(text);
-    step.span = span;
+    step.instruction = instruction;
+    if (instruction < spans_.instructions.size()) step.span = spans_.instructions[instruction];
     step.source = outcome.source;
     step.destination = outcome.destination;
     // Handle failures carry no spec figures (§10.3).
@@ -109,28 +114,42 @@ public:
     return step;
   }
 
-  ReportStep action_step(std::string context, const Action &action, ast::Span span, const Outcome &outcome,
-                         const FailureDetail *detail) const {
+  ReportStep action_step(std::string context, const Action &action, std::uint32_t instruction,
+                         const Outcome &outcome, const FailureDetail *detail) const {
     const std::string name = value_name(action.value);
-    return step_for(std::move(context), action_text(action), span, outcome,
-                    action.value < module_.values.size() ? &module_.values[action.value].spec : nullptr,
+    const ValueSpec *spec =
+        action.value < module_.value_count ? &module_.declaration_of(action.value).spec : nullptr;
+    return step_for(std::move(context), action_text(action), instruction, outcome, spec,
                     MessageContext{name, {}}, detail);
   }
 
-  ReportStep reservation_step(std::string context, const Reservation &r, ast::Span span,
-                              const Outcome &outcome, const FailureDetail *detail) const {
-    ReportStep step = step_for(std::move(context), reservation_text(r), span, outcome, nullptr,
+  ReportStep reservation_step(std::string context, std::uint32_t instruction, const Outcome &outcome,
+                              const FailureDetail *detail) const {
+    const Reservation r = reservation_of(module_, module_.code[instruction]);
+    ReportStep step = step_for(std::move(context), reservation_text(r), instruction, outcome, nullptr,
                                MessageContext{{}, r.label}, detail);
     step.storage_bytes = step.logical_bytes = r.nbytes;
     return step;
   }
 
-  ReportUnit plan(const PlanExplanation &report) const {
-    const ir::Plan &plan = *report.plan;
+  /// A step of a scope's plan, a plan unit's simulated step or a preflight.
+  ReportStep plan_step(std::string context, StepKind phase, std::uint32_t instruction, ValueId value,
+                       const Outcome &outcome, const FailureDetail *detail) const {
+    if (phase == StepKind::Reserve) return reservation_step(std::move(context), instruction, outcome, detail);
+    return action_step(std::move(context), bytecode_action(instruction, value), instruction, outcome, detail);
+  }
+
+  Action bytecode_action(std::uint32_t instruction, ValueId value) const {
+    return action_of(module_.code[instruction], value);
+  }
+
+  ReportUnit plan(const PlanExplanation &report) {
+    expand_plan(module_, report.plan, plan_);
+    const PlanSteps &plan = plan_;
     ReportUnit unit;
     unit.kind = ReportUnit::Kind::Plan;
-    unit.name = plan.name;
-    unit.span = plan.span;
+    unit.name = report.name;
+    unit.span = spans_.plans[report.plan];
     unit.feasible = report.explanation.feasible;
     unit.locations = report.explanation.locations;
     const FailureDetail *detail = &report.explanation.failure_detail;
@@ -138,66 +157,70 @@ public:
     for (std::size_t n = 0; n < simulated.size(); ++n) {
       if (!shows(n, simulated.size(), unit.feasible)) continue;
       const SimulatedStep &s = simulated[n];
-      const std::string context(phase_name(s.phase));
-      if (s.phase == Phase::Reserve) {
-        unit.steps.push_back(reservation_step(context, plan.reservations[s.index],
-                                              plan.reservation_spans[s.index], s.outcome, detail));
-        continue;
-      }
-      const ir::ActionList &list = s.phase == Phase::Reclaim ? plan.reclaim
-                                   : s.phase == Phase::Enter ? plan.enter
-                                                             : plan.exit;
-      unit.steps.push_back(
-          action_step(context, list.actions[s.index], list.spans[s.index], s.outcome, detail));
+      const StepKind phase = step_kind(s.phase);
+      const ValueId value = phase == StepKind::Reserve ? 0 : plan.phase(phase).actions[s.index].value;
+      unit.steps.push_back(plan_step(std::string(step_kind_name(phase)), phase,
+                                     plan.instruction_of(phase, s.index), value, s.outcome, detail));
     }
     if (!unit.feasible) unit.failure = unit.steps.size() - 1;
     return unit;
   }
 
+  /// The name of the action list whose `actions` instruction is `header`.
+  const std::string &list_name(std::uint32_t header) const {
+    return module_.strings[module_.code[header].index()];
+  }
+
+  ReportStep program_step(const StepRecord &row, const FailureDetail *detail) const {
+    const Instruction &in = module_.code[row.instruction];
+    switch (row.kind) {
+    case StepKind::Acquire:
+    case StepKind::Hold: {
+      const std::string keyword(step_kind_name(row.kind));
+      const std::string name = value_name(row.value);
+      return step_for(keyword, keyword + " " + items_text(row.instruction) + " at " + in.location.name(),
+                      row.instruction, row.outcome, nullptr, MessageContext{name, {}}, detail);
+    }
+    case StepKind::BodyReserve: return reservation_step("reserve", row.instruction, row.outcome, detail);
+    case StepKind::Direct:
+      return action_step("direct", bytecode_action(row.instruction, row.value), row.instruction, row.outcome,
+                         detail);
+    case StepKind::Execute:
+      return action_step(list_name(row.container) + "/execute", bytecode_action(row.instruction, row.value),
+                         row.instruction, row.outcome, detail);
+    case StepKind::Preflight:
+      if (is_list_step(row))
+        return action_step(list_name(row.container) + "/preflight",
+                           bytecode_action(row.instruction, row.value), row.instruction, row.outcome, detail);
+      return plan_step(plan_name(row.container) + "/preflight:" + std::string(step_kind_name(row.phase)),
+                       row.phase, row.instruction, row.value, row.outcome, detail);
+    default: // a scope's reclaim, reserve, enter or exit
+      return plan_step(plan_name(row.container) + "/" + std::string(step_kind_name(row.kind)), row.kind,
+                       row.instruction, row.value, row.outcome, detail);
+    }
+  }
+
+  const std::string &plan_name(std::uint32_t plan) const { return module_.strings[module_.plans[plan].name]; }
+
+  /// Whether a preflight refused an action list (whose actions lie in a
+  /// program) rather than a scope (whose steps lie in its plan).
+  bool is_list_step(const StepRecord &row) const {
+    return !module_.programs.empty() && row.instruction >= module_.programs.front().body.begin;
+  }
+
   ReportUnit program(const ProgramReport &report) const {
     ReportUnit unit;
     unit.kind = ReportUnit::Kind::Program;
-    unit.name = report.program->name;
-    unit.span = report.program->span;
+    unit.name = report.name;
+    unit.span = spans_.programs[report.program];
     unit.feasible = report.feasible;
     unit.locations = report.locations;
-    const FailureDetail *detail = &report.detail;
-    for (std::size_t n = 0; n < report.rows.size(); ++n) {
-      if (!shows(n, report.rows.size(), unit.feasible)) continue;
-      const ProgramRow &row = report.rows[n];
-      const ir::ProgramItem &item = *row.item;
-      ReportStep step;
-      if (row.part == ProgramPart::Acquire || row.part == ProgramPart::Hold) {
-        const std::string keyword = row.part == ProgramPart::Acquire ? "acquire" : "hold";
-        const std::string name = value_name(row.failed_value);
-        step = step_for(keyword, keyword + " " + values_text(item.values) + " at " + item.location.name(),
-                        item.span, row.outcome, nullptr, MessageContext{name, {}}, detail);
-      } else if (row.part == ProgramPart::BodyReserve) {
-        step = reservation_step("reserve", item.reservation, item.span, row.outcome, detail);
-      } else if (row.part == ProgramPart::Direct) {
-        step = action_step("direct", item.actions.actions[0], item.actions.spans[0], row.outcome, detail);
-      } else if (row.part == ProgramPart::Execute ||
-                 (row.part == ProgramPart::Preflight && item.kind == ir::ProgramItemKind::Actions)) {
-        const std::string context =
-            item.name + (row.part == ProgramPart::Preflight ? "/preflight" : "/execute");
-        step = action_step(context, item.actions.actions[row.index], item.actions.spans[row.index],
-                           row.outcome, detail);
-      } else {
-        const ir::Plan &plan = module_.plans[item.plan];
-        std::string context = plan.name + "/" + std::string(phase_name(row.phase));
-        if (row.part == ProgramPart::Preflight)
-          context = plan.name + "/preflight:" + std::string(phase_name(row.phase));
-        if (row.phase == Phase::Reserve) {
-          step = reservation_step(context, plan.reservations[row.index], plan.reservation_spans[row.index],
-                                  row.outcome, detail);
-        } else {
-          const ir::ActionList &list = row.phase == Phase::Reclaim ? plan.reclaim
-                                       : row.phase == Phase::Enter ? plan.enter
-                                                                   : plan.exit;
-          step = action_step(context, list.actions[row.index], list.spans[row.index], row.outcome, detail);
-        }
-      }
-      step.raised = row.raised;
+    const FailureDetail *detail = &report.run.failure_detail;
+    const std::vector<StepRecord> &rows = report.run.steps;
+    for (std::size_t n = 0; n < rows.size(); ++n) {
+      if (!shows(n, rows.size(), unit.feasible)) continue;
+      ReportStep step = program_step(rows[n], detail);
+      step.raised = rows[n].failed() ? rows[n].raised : ErrorClass::None;
       unit.steps.push_back(std::move(step));
     }
     if (!unit.feasible) unit.failure = unit.steps.size() - 1;
@@ -209,39 +232,44 @@ public:
     unit.kind = ReportUnit::Kind::Setup;
     unit.name = "setup";
     unit.feasible = false;
-    const ir::SetupStep &s = module_.setup[*report.failed_step];
-    unit.span = s.span;
+    const StepRecord &failed = *report.run.failure();
+    const Instruction &in = module_.code[failed.instruction];
+    unit.span = spans_.instructions[failed.instruction];
     const FailureDetail *detail = &report.detail;
-    switch (s.kind) {
-    case ir::SetupKind::Adopt:
-    case ir::SetupKind::RegisterSource: {
-      const ir::Value &v = module_.values[s.value];
-      const std::string text = "value " + v.name + " " + format_size(v.spec.logical_nbytes) +
-                               (v.adopted() ? " at " : " source ") + v.location.name();
-      unit.steps.push_back(
-          step_for("setup", text, s.span, report.failure, &v.spec, MessageContext{v.name, {}}, detail));
+    switch (in.opcode) {
+    case Opcode::Declare: {
+      const bytecode::Declaration &d = module_.declarations[in.index()];
+      const std::string name = value_name(failed.value);
+      const bool adopted = d.spec.recoverability == Recoverability::MustPreserve;
+      const std::string text = "value " + name + " " + format_size(d.spec.logical_nbytes) +
+                               (adopted ? " at " : " source ") + d.location.name();
+      unit.steps.push_back(step_for("setup", text, failed.instruction, failed.outcome, &d.spec,
+                                    MessageContext{name, {}}, detail));
       break;
     }
-    case ir::SetupKind::Action:
-      unit.steps.push_back(action_step("setup", s.action, s.span, report.failure, detail));
-      break;
-    case ir::SetupKind::Hold:
-    case ir::SetupKind::Lease: {
-      const std::string keyword = s.kind == ir::SetupKind::Hold ? "hold" : "lease";
-      const std::string name = value_name(report.failed_value);
+    case Opcode::Hold:
+    case Opcode::Lease: {
+      const std::string keyword = in.opcode == Opcode::Hold ? "hold" : "lease";
+      const std::string name = value_name(failed.value);
       unit.steps.push_back(step_for("setup",
-                                    keyword + " " + values_text(s.values) + " at " + s.location.name() +
-                                        (s.pending ? " pending" : ""),
-                                    s.span, report.failure, nullptr, MessageContext{name, {}}, detail));
+                                    keyword + " " + items_text(failed.instruction) + " at " +
+                                        in.location.name() + (in.flag ? " pending" : ""),
+                                    failed.instruction, failed.outcome, nullptr, MessageContext{name, {}},
+                                    detail));
       break;
     }
-    case ir::SetupKind::Reserve:
-      unit.steps.push_back(reservation_step("setup", Reservation{s.location, s.nbytes, s.label}, s.span,
-                                            report.failure, detail));
+    case Opcode::Reserve:
+      unit.steps.push_back(reservation_step("setup", failed.instruction, failed.outcome, detail));
       break;
-    case ir::SetupKind::Release:
-      unit.steps.push_back(step_for("setup", "release " + s.alias, s.span, report.failure, nullptr,
-                                    MessageContext{{}, s.alias}, detail));
+    case Opcode::Release: {
+      const std::string alias = module_.strings[module_.code[in.index()].alias() - 1];
+      unit.steps.push_back(step_for("setup", "release " + alias, failed.instruction, failed.outcome, nullptr,
+                                    MessageContext{{}, alias}, detail));
+      break;
+    }
+    default:
+      unit.steps.push_back(action_step("setup", bytecode_action(failed.instruction, failed.value),
+                                       failed.instruction, failed.outcome, detail));
       break;
     }
     unit.failure = 0;
@@ -249,27 +277,31 @@ public:
   }
 
 private:
-  const ir::Module &module_;
+  const bytecode::Module &module_;
+  const SpanTable &spans_;
   ReportDetail detail_;
+  PlanSteps plan_; ///< the plan of the unit being built
 };
 
 } // namespace
 
-void for_each_unit(const ir::Module &module, const Analysis &analysis, ReportDetail detail,
+void for_each_unit(const VerifiedModule &module, const Analysis &analysis, ReportDetail detail,
                    const std::function<void(const ReportUnit &)> &sink) {
   Builder builder(module, detail);
-  if (analysis.setup.failed_step) sink(builder.setup(analysis.setup));
+  auto emit = [&](ReportUnit unit) {
+    if (unit.failure) unit.failure_excerpt = module.spans.excerpt(unit.steps[*unit.failure].instruction);
+    sink(unit);
+  };
+  if (analysis.setup.failed_step) emit(builder.setup(analysis.setup));
   for (const PlanExplanation &plan : analysis.plans)
-    sink(builder.plan(plan));
+    emit(builder.plan(plan));
   for (const ProgramReport &program : analysis.programs)
-    sink(builder.program(program));
+    emit(builder.program(program));
 }
 
-FileReport build_report(const SourceFile &source, const ir::Module &module, const Analysis &analysis,
-                        ReportDetail detail) {
+FileReport build_report(const VerifiedModule &module, const Analysis &analysis, ReportDetail detail) {
   FileReport report;
-  report.file = source.name().str();
-  report.source = &source;
+  report.file = module.spans.file;
   report.setup_steps = analysis.setup.steps;
   report.feasible = analysis.feasible();
   for_each_unit(module, analysis, detail, [&](const ReportUnit &unit) { report.units.push_back(unit); });

@@ -93,8 +93,10 @@ private:
   std::string_view source_text(ast::Span span) const {
     return std::string_view(source_.text()).substr(span.begin, span.end - span.begin);
   }
-  bool count_expansion(ast::Span span) {
-    if (++expanded_ <= kMaxExpandedItems) return true;
+  /// Counts `items` more values and unrolled statements against the limit.
+  bool count_expansion(ast::Span span, std::uint64_t items = 1) {
+    expanded_ += items;
+    if (expanded_ <= kMaxExpandedItems) return true;
     if (!expansion_reported_)
       error(DiagCode::TooManyValues,
             "the file expands to more than " + std::to_string(kMaxExpandedItems) + " values and statements",
@@ -117,9 +119,11 @@ private:
   // ---- pieces --------------------------------------------------------------
   std::optional<Location> location(const ast::LocationRef &ref);
   std::optional<std::string> text(const ast::Stmt &s);
+  std::optional<std::uint64_t> index_value(ast::ExprId expression);
+  bool operand_range(const ast::Operand &operand, ValueId &first, std::uint32_t &count);
   bool operand_values(const ast::Operand &operand, std::vector<ValueId> &out);
   bool operand_list(const ast::Stmt &s, std::vector<ValueId> &out);
-  bool actions_of(const ast::Stmt &s, std::vector<std::pair<Action, ast::Span>> &out);
+  bool action_of(const ast::Stmt &s, ir::ActionRange &out);
   void action_items(std::span<const ast::StmtId> items, ir::ActionList &out);
   template <typename F>
   void for_each_iteration(const ast::Stmt &s, F &&body);
@@ -389,7 +393,15 @@ std::optional<std::string> Analyzer::text(const ast::Stmt &s) {
   return out;
 }
 
-bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> &out) {
+/// A family index: most are literals, which need none of evaluate's
+/// machinery (a million `w[123]` operands cost it more than lowering).
+std::optional<std::uint64_t> Analyzer::index_value(ast::ExprId expression) {
+  const ast::Expr &e = file_.exprs[expression];
+  if (e.kind == ExprKind::Number && !e.number_overflow) return e.number;
+  return evaluate(expression);
+}
+
+bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, std::uint32_t &count) {
   auto it = values_.find(operand.name);
   if (it == values_.end()) {
     const ast::Span name_span{operand.span.begin,
@@ -406,7 +418,8 @@ bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> 
             "write " + name + "[i], " + name + "[a..b] or " + name + "[*]");
       return false;
     }
-    out.push_back(value.first);
+    first_value = value.first;
+    count = 1;
     return true;
   }
   if (!value.family) {
@@ -415,12 +428,12 @@ bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> 
   }
   std::uint64_t first = 0, last = value.count;
   if (operand.kind != ast::OperandKind::All) {
-    std::optional<std::uint64_t> index = evaluate(operand.first);
+    std::optional<std::uint64_t> index = index_value(operand.first);
     if (!index) return false;
     first = *index;
     last = first + 1;
     if (operand.kind == ast::OperandKind::Range) {
-      std::optional<std::uint64_t> end = evaluate(operand.last);
+      std::optional<std::uint64_t> end = index_value(operand.last);
       if (!end) return false;
       last = *end;
       if (first >= last) {
@@ -439,8 +452,17 @@ bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> 
       return false;
     }
   }
-  for (std::uint64_t i = first; i < last; ++i)
-    out.push_back(value.first + static_cast<ValueId>(i));
+  first_value = value.first + static_cast<ValueId>(first);
+  count = static_cast<std::uint32_t>(last - first);
+  return true;
+}
+
+bool Analyzer::operand_values(const ast::Operand &operand, std::vector<ValueId> &out) {
+  ValueId first = 0;
+  std::uint32_t count = 0;
+  if (!operand_range(operand, first, count)) return false;
+  for (std::uint32_t i = 0; i < count; ++i)
+    out.push_back(first + i);
   return true;
 }
 
@@ -456,8 +478,8 @@ bool Analyzer::operand_list(const ast::Stmt &s, std::vector<ValueId> &out) {
   return ok;
 }
 
-bool Analyzer::actions_of(const ast::Stmt &s, std::vector<std::pair<Action, ast::Span>> &out) {
-  Action action;
+bool Analyzer::action_of(const ast::Stmt &s, ir::ActionRange &out) {
+  ir::ActionRange action;
   switch (s.kind) {
   case StmtKind::Ensure: action.kind = ActionKind::Ensure; break;
   case StmtKind::Copy: action.kind = ActionKind::Copy; break;
@@ -476,14 +498,9 @@ bool Analyzer::actions_of(const ast::Stmt &s, std::vector<std::pair<Action, ast:
       action.from = from;
     }
   }
-  std::vector<ValueId> values;
-  ok = operand_values(file_.operands[s.first_operand], values) && ok;
-  if (!ok) return false;
-  for (ValueId value : values) {
-    if (!count_expansion(s.span)) return false;
-    action.value = value;
-    out.emplace_back(action, s.span);
-  }
+  ok = operand_range(file_.operands[s.first_operand], action.value, action.count) && ok;
+  if (!ok || !count_expansion(s.span, action.count)) return false;
+  out = action;
   return true;
 }
 
@@ -629,17 +646,14 @@ void Analyzer::run_deferred_programs() {
 }
 
 void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList &out) {
-  std::vector<std::pair<Action, ast::Span>> expanded;
   for (ast::StmtId id : items) {
     const ast::Stmt &s = stmt(id);
     if (s.kind == StmtKind::For) {
       for_each_iteration(s, [&] { action_items(children(s), out); });
       continue;
     }
-    expanded.clear();
-    if (actions_of(s, expanded))
-      for (const auto &[action, span] : expanded)
-        out.add(action, span);
+    ir::ActionRange action;
+    if (action_of(s, action)) out.add(action, s.span);
   }
 }
 
@@ -692,15 +706,11 @@ void Analyzer::top_statement(ast::StmtId id) {
   case StmtKind::Move:
   case StmtKind::Drop:
   case StmtKind::Discard: {
-    std::vector<std::pair<Action, ast::Span>> actions;
-    if (!actions_of(s, actions)) break;
-    for (const auto &[action, span] : actions) {
-      ir::SetupStep step;
-      step.kind = ir::SetupKind::Action;
-      step.action = action;
-      step.span = span;
-      module_.setup.push_back(std::move(step));
-    }
+    ir::SetupStep step;
+    if (!action_of(s, step.action)) break;
+    step.kind = ir::SetupKind::Action;
+    step.span = s.span;
+    module_.setup.push_back(std::move(step));
     break;
   }
   case StmtKind::Hold:
@@ -955,16 +965,11 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
     }
     case StmtKind::For: for_each_iteration(s, [&] { program_items(children(s), out); }); continue;
     default: { // a direct primitive
-      std::vector<std::pair<Action, ast::Span>> actions;
-      if (!actions_of(s, actions)) continue;
-      for (const auto &[action, span] : actions) {
-        ir::ProgramItem direct;
-        direct.kind = ir::ProgramItemKind::Direct;
-        direct.span = span;
-        direct.actions.add(action, span);
-        out.push_back(std::move(direct));
-      }
-      continue;
+      ir::ActionRange action;
+      if (!action_of(s, action)) continue;
+      item.kind = ir::ProgramItemKind::Direct;
+      item.actions.add(action, s.span);
+      break;
     }
     }
     out.push_back(std::move(item));

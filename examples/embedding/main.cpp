@@ -31,14 +31,15 @@ int main() {
   const Handle key = manager.register_source(
       ValueSpec{kKeyBytes, kKeyBytes, ReplicaMode::Replicable, Recoverability::Reconstructible},
       make_file_source(key_file.string()));
+  // The ciphertext's bytes are heap memory: adopt infers the location (pageable).
   auto *ciphertext = static_cast<std::byte *>(std::calloc(kCiphertextBytes, 1));
-  const Handle ct = manager.adopt(ciphertext, kCiphertextBytes, Location::pageable(), std::free);
+  const Handle ct = manager.adopt(ciphertext, kCiphertextBytes, kCiphertextBytes, std::nullopt, std::free);
 
   // Check the stage before running it, then run it.
   const std::vector<ActionSpec> stage = {{ActionKind::Ensure, key, Location::pinned(), {}},
                                          {ActionKind::Move, ct, Location::pinned(), {}}};
   PlanSpec plan{"stage-in", {}, {}, stage, {}};
-  const Explanation preview = manager.explain(plan, manager.state_version());
+  const ExplainedPlan preview = manager.explain(plan, manager.state_version());
   std::printf("stage-in is %s; pinned peak %llu bytes\n", preview.feasible ? "feasible" : "infeasible",
               static_cast<unsigned long long>(preview.locations.front().peak_charged));
   const PlanReport report = manager.execute_actions(stage, "stage-in");

@@ -39,10 +39,14 @@ grep -q "cuda:0 is not available in this process (--backend sim stands in for CU
   fail "host backend: message"
 
 # A run that would need more host memory than the machine has is refused
-# before anything is allocated.
-run --backend sim examples/infeasible.fhr
-[ "$code" = 2 ] || fail "infeasible: exit $code, expected 2"
-grep -q "predicted peaks add up to" "$work/err" || fail "infeasible: message"
+# before anything is allocated (the prediction runs first, on the model).
+cat >"$work/huge.fhr" <<'FHR'
+value keys 1 TiB replicable source pageable
+plan "load" { enter { ensure keys at pinned } }
+FHR
+run --backend sim "$work/huge.fhr"
+[ "$code" = 2 ] || fail "huge: exit $code, expected 2"
+grep -q "predicted peaks add up to 2 TiB" "$work/err" || fail "huge: message"
 
 # A predicted failure: the run stops where the simulator said, exit 1.
 cat >"$work/stops.fhr" <<'FHR'

@@ -6,6 +6,7 @@
 #include "../unit/runtime_support.hpp"
 
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/harness/cuda_test_helpers.hpp"
 #include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -25,8 +26,8 @@ namespace {
 constexpr std::size_t kValueBytes = 3 * (1 << 20) + 4096; // not a power of two
 
 struct Gpu {
-  explicit Gpu(std::shared_ptr<Backend> with = make_cuda_backend()) : backend(std::move(with)) {}
-  std::shared_ptr<Backend> backend;
+  explicit Gpu(BackendInterfaces with = make_cuda_backend()) : backend(std::move(with)) {}
+  BackendInterfaces backend;
   Manager manager{[this] {
     ManagerOptions options;
     options.backend = backend;
@@ -270,7 +271,7 @@ struct OverlapStage {
   std::vector<std::uint64_t> checksums;
   std::vector<ActionSpec> actions;
 
-  explicit OverlapStage(std::shared_ptr<Backend> backend = make_cuda_backend()) : gpu(std::move(backend)) {
+  explicit OverlapStage(BackendInterfaces backend = make_cuda_backend()) : gpu(std::move(backend)) {
     const Location homes[] = {gpu0, pinned, pageable, pinned};
     for (unsigned i = 0; i < 4; ++i) {
       std::uint64_t checksum = 0;
@@ -324,7 +325,7 @@ TEST_CASE("gpu: overlap: an eviction and prefetches copy together and commit in 
   stage.check_books_and_bytes();
 }
 
-TEST_CASE("gpu: fault injection through the backend hooks: every failure leaves the exact partial report") {
+TEST_CASE("gpu: fault injection through the fault adaptors: every failure leaves the exact partial report") {
   using Op = BackendOperation;
   cudaMemPool_t pool = nullptr;
   REQUIRE(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
@@ -336,13 +337,13 @@ TEST_CASE("gpu: fault injection through the backend hooks: every failure leaves 
   };
   std::uint64_t counts[5] = {};
   {
-    auto faulty = std::make_shared<FaultInjectingBackend>(make_cuda_backend());
-    OverlapStage clean(faulty);
-    const std::uint64_t before[5] = {faulty->faults().count(Op::Allocate), faulty->faults().count(Op::Copy),
-                                     0, 0, faulty->faults().count(Op::CopyCompletion)};
+    auto faults = std::make_shared<FaultPlan>();
+    OverlapStage clean(inject_faults(make_cuda_backend(), faults));
+    const std::uint64_t before[5] = {faults->count(Op::Allocate), faults->count(Op::Copy), 0, 0,
+                                     faults->count(Op::CopyCompletion)};
     clean.gpu.manager.execute_actions(clean.actions, "stage");
     for (Op op : {Op::Allocate, Op::Copy, Op::CopyCompletion})
-      counts[static_cast<unsigned>(op)] = faulty->faults().count(op) - before[static_cast<unsigned>(op)];
+      counts[static_cast<unsigned>(op)] = faults->count(op) - before[static_cast<unsigned>(op)];
   }
   CHECK(counts[static_cast<unsigned>(Op::Allocate)] == 4);
   CHECK(counts[static_cast<unsigned>(Op::CopyCompletion)] >= 1);
@@ -352,9 +353,9 @@ TEST_CASE("gpu: fault injection through the backend hooks: every failure leaves 
     for (std::uint64_t k = 1; k <= counts[static_cast<unsigned>(op)]; ++k) {
       CAPTURE(static_cast<unsigned>(op));
       CAPTURE(k);
-      auto faulty = std::make_shared<FaultInjectingBackend>(make_cuda_backend());
-      OverlapStage stage(faulty);
-      faulty->faults().fail_on(op, k);
+      auto faults = std::make_shared<FaultPlan>();
+      OverlapStage stage(inject_faults(make_cuda_backend(), faults));
+      faults->fail_on(op, k);
       std::size_t failed_at = stage.actions.size();
       try {
         stage.gpu.manager.execute_actions(stage.actions, "stage");
@@ -402,6 +403,125 @@ TEST_CASE("gpu: snapshots show the device pool and the driver's free memory besi
   CHECK(*at(gpu0).pool_idle_bytes >= kValueBytes); // kept by the pool, not returned to the driver
   MESSAGE("cuda:0 pool in use " << *at(gpu0).pool_in_use_bytes << ", idle " << *at(gpu0).pool_idle_bytes
                                 << ", driver free " << *at(gpu0).driver_free_bytes);
+}
+
+namespace {
+
+/// `nbytes` of cudaMallocHost memory holding the pattern of `seed`.
+std::byte *pinned_pattern(std::size_t nbytes, unsigned seed) {
+  void *block = nullptr;
+  REQUIRE(cudaMallocHost(&block, nbytes) == cudaSuccess);
+  fill_pattern({static_cast<std::byte *>(block), nbytes}, seed);
+  return static_cast<std::byte *>(block);
+}
+
+/// `nbytes` of cudaMalloc memory on `device` holding the pattern of `seed`.
+DeviceBuffer device_pattern(Location device, std::size_t nbytes, unsigned seed) {
+  std::vector<std::byte> bytes(nbytes);
+  fill_pattern(bytes, seed);
+  return copy_to_device(device, bytes);
+}
+
+void free_pinned(std::byte *data) { cudaFreeHost(data); }
+
+} // namespace
+
+TEST_CASE("gpu: adopt infers the location from the memory: device, pinned, pageable") {
+  Gpu gpu;
+  constexpr std::size_t n = 64 * KiB;
+  std::vector<std::byte> expected(n);
+  fill_pattern(expected, 31);
+  const DeviceBuffer device = device_pattern(gpu0, n, 31);
+  const Handle on_device = gpu.manager.adopt(device.data, n, n, std::nullopt, device.release);
+  CHECK(gpu.manager.replicas(on_device) == std::vector<Location>{gpu0});
+  CHECK(gpu.manager.content_checksum(on_device, gpu0) == checksum_of(expected));
+  const Handle in_pinned = gpu.manager.adopt(pinned_pattern(n, 31), n, n, std::nullopt, free_pinned);
+  CHECK(gpu.manager.replicas(in_pinned) == std::vector<Location>{pinned});
+  auto *heap = static_cast<std::byte *>(std::malloc(n));
+  fill_pattern({heap, n}, 31);
+  const Handle in_pageable = gpu.manager.adopt(heap, n, n, std::nullopt, std::free);
+  CHECK(gpu.manager.replicas(in_pageable) == std::vector<Location>{pageable});
+  CHECK(gpu.manager.account(gpu0).used_bytes == n);
+  CHECK(gpu.manager.account(pinned).used_bytes == n);
+  // A view smaller than its device block: the block is charged, the view copied.
+  const DeviceBuffer block = device_pattern(gpu0, 2 * n, 32);
+  std::vector<std::byte> first_half(n);
+  fill_pattern(first_half, 32);
+  const Handle view =
+      gpu.manager.adopt(block.data, n, 2 * n, std::nullopt, block.release, ReplicaMode::Replicable);
+  CHECK(gpu.manager.account(gpu0).used_bytes == 3 * n);
+  const Snapshot s = gpu.manager.snapshot();
+  CHECK(s.values.back().materializations[0].storage_nbytes == 2 * n);
+  CHECK(s.values.back().materializations[0].charged_nbytes == 2 * n);
+  CHECK(gpu.manager.ensure(view, pageable).storage_nbytes == 2 * n);
+  CHECK(gpu.manager.content_checksum(view, pageable) == checksum_of(first_half));
+  CHECK(gpu.manager.account(pageable).used_bytes == n + 2 * n); // every replica is charged the spec
+  if (cuda_device_count() > 1) {
+    const DeviceBuffer other = device_pattern(gpu1, n, 33);
+    const Handle h = gpu.manager.adopt(other.data, n, n, std::nullopt, other.release);
+    CHECK(gpu.manager.replicas(h) == std::vector<Location>{gpu1});
+  }
+}
+
+TEST_CASE("gpu: adopt refuses memory whose kind contradicts `at`, and a second view of an owned block") {
+  Gpu gpu;
+  constexpr std::size_t n = 16 * KiB;
+  const std::uint64_t version = gpu.manager.state_version();
+  const DeviceBuffer device = device_pattern(gpu0, n, 1);
+  std::byte *pinned_block = pinned_pattern(n, 2);
+  auto *heap = static_cast<std::byte *>(std::malloc(n));
+  struct Case {
+    std::byte *data;
+    Location at;
+    const char *message;
+  };
+  const Case cases[] = {
+      {device.data, pinned, "adopt at pinned: the buffer is memory of cuda:0, not pinned host memory"},
+      {device.data, pageable, "adopt at pageable: the buffer is memory of cuda:0, not pageable host memory"},
+      {pinned_block, pageable, "adopt at pageable: the buffer unexpectedly uses pinned storage"},
+      {pinned_block, gpu0, "adopt at cuda:0: the buffer is pinned host memory, not memory of cuda:0"},
+      {heap, pinned, "adopt at pinned: the buffer is not fully pinned (it is pageable host memory)"},
+      {heap, gpu0, "adopt at cuda:0: the buffer is pageable host memory, not memory of cuda:0"},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.message);
+    try {
+      gpu.manager.adopt(c.data, n, n, c.at, [](std::byte *) { FAIL("a refused buffer was freed"); });
+      FAIL("adopted");
+    } catch (const ResidencyMaterializationError &error) {
+      CHECK(std::string(error.what()) == c.message);
+    }
+  }
+  if (cuda_device_count() > 1) {
+    const DeviceBuffer other = device_pattern(gpu1, n, 3);
+    CHECK_THROWS_WITH_AS(gpu.manager.adopt(other.data, n, n, gpu0, other.release),
+                         "adopt at cuda:0: the buffer is memory of cuda:1, not memory of cuda:0",
+                         ResidencyMaterializationError);
+    other.release(other.data);
+  }
+  CHECK(gpu.manager.state_version() == version); // nothing registered, nothing charged
+  CHECK(gpu.manager.snapshot().values.empty());
+  // A second view of a block the manager owns would be freed twice (§2.7).
+  const Handle h = gpu.manager.adopt(device.data, n, n, gpu0, device.release, ReplicaMode::Replicable);
+  const std::uint64_t adopted = gpu.manager.state_version();
+  CHECK_THROWS_WITH_AS(
+      gpu.manager.adopt(device.data + n / 2, n / 4, n / 4, std::nullopt, [](std::byte *) { FAIL("freed"); }),
+      "an adopted value must own independent backing storage: the buffer overlaps the replica of value #1 at "
+      "cuda:0",
+      ResidencyOwnershipError);
+  gpu.manager.ensure(h, pinned); // manager-made storage is indexed too
+  const Handle handles[] = {h};
+  {
+    Lease lease = gpu.manager.acquire(handles, pinned);
+    auto *leased = const_cast<std::byte *>(lease.value(h).data());
+    CHECK_THROWS_AS(gpu.manager.adopt(leased, n, pinned, [](std::byte *) { FAIL("freed"); }),
+                    ResidencyOwnershipError);
+  }
+  // pinned registered and the replica installed, the lease and its release
+  CHECK(gpu.manager.state_version() == adopted + 4);
+  CHECK(gpu.manager.account(gpu0).used_bytes == n);
+  cudaFreeHost(pinned_block);
+  std::free(heap);
 }
 
 int main(int argc, char **argv) {

@@ -9,13 +9,17 @@ TEST_CASE("grammar/families: index, half-open range, star") {
   CHECK(c.module.values[5].name == "rk[5]");
   REQUIRE(c.module.families.size() == 1);
   CHECK(c.module.families[0].count == 32);
+  // Each statement stays one action over its range of the family.
   const ir::Plan &p = c.module.plans[0];
-  REQUIRE(p.enter.size() == 1 + 8 + 32);
+  REQUIRE(p.enter.size() == 3);
   CHECK(p.enter.actions[0].value == 3);
+  CHECK(p.enter.actions[0].count == 1);
   CHECK(p.enter.actions[1].value == 0);
-  CHECK(p.enter.actions[8].value == 7);
-  CHECK(p.enter.actions[8].location == Location::cuda(1));
-  CHECK(p.enter.actions[40].value == 31);
+  CHECK(p.enter.actions[1].count == 8);
+  CHECK(p.enter.actions[1].location == Location::cuda(1));
+  CHECK(p.enter.actions[2].kind == ActionKind::Drop);
+  CHECK(p.enter.actions[2].value == 0);
+  CHECK(p.enter.actions[2].count == 32);
 }
 TEST_CASE("grammar/families: errors") {
   const std::string decl = "value rk[4] 1 MiB replicable source pageable\nvalue one 1 MiB at pinned\n";

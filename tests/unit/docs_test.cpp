@@ -3,9 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,13 +53,26 @@ std::vector<std::filesystem::path> source_files() {
 TEST_CASE("every section reference names a section of docs/semantics.md") {
   const std::string semantics = read_file(FHR_SOURCE_DIR "/docs/semantics.md");
   REQUIRE(!semantics.empty());
-  const std::regex reference("\xC2\xA7([0-9]+(\\.[0-9]+)?)");
+  // "\xC2\xA7" is the UTF-8 section sign; a reference is it followed by N or N.M.
+  const std::string sign = "\xC2\xA7";
   std::size_t references = 0;
   for (const std::filesystem::path &path : source_files()) {
     const std::string text = read_file(path);
-    for (auto match = std::sregex_iterator(text.begin(), text.end(), reference);
-         match != std::sregex_iterator(); ++match) {
-      const std::string section = (*match)[1].str();
+    for (std::size_t at = text.find(sign); at != std::string::npos; at = text.find(sign, at + 1)) {
+      std::size_t end = at + sign.size();
+      auto digits = [&] {
+        const std::size_t begin = end;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])))
+          ++end;
+        return end > begin;
+      };
+      if (!digits()) continue;
+      if (end + 1 < text.size() && text[end] == '.' &&
+          std::isdigit(static_cast<unsigned char>(text[end + 1]))) {
+        ++end;
+        digits();
+      }
+      const std::string section = text.substr(at + sign.size(), end - at - sign.size());
       const bool top = section.find('.') == std::string::npos;
       const std::string heading = top ? "\n## " + section + ". " : "\n### " + section + " ";
       ++references;

@@ -9,24 +9,64 @@
 #include "test_support.hpp"
 
 #include "fhr/compiler/frontend.hpp"
-#include "fhr/compiler/lower.hpp"
 #include "fhr/executor/module_runner.hpp"
+#include "fhr/executor/scaled_module.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
+#include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #include <doctest/doctest.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 using namespace fhr;
 using namespace fhr::test;
 
 namespace {
 
-using Op = SimulatedBackend::Operation;
+using Op = BackendOperation;
 constexpr std::uint64_t kScaleDown = 1024;
+
+/// Synthetic values whose sources count and fail their loads through
+/// `faults` (FaultInjectingSource in front of each).
+class FaultySourceBinder final : public ValueBinder {
+public:
+  explicit FaultySourceBinder(std::shared_ptr<FaultPlan> faults) : faults_(std::move(faults)) {}
+  Handle bind(Manager &manager, const DeclaredValue &value) override {
+    if (value.spec.recoverability != Recoverability::Reconstructible) return synthetic_.bind(manager, value);
+    return manager.register_source(
+        value.spec,
+        std::make_shared<FaultInjectingSource>(std::make_shared<PatternSource>(value.value_id), faults_),
+        value.location);
+  }
+  /// What every replica of the value must hold.
+  std::uint64_t expected_checksum(const DeclaredValue &value) {
+    if (value.spec.recoverability != Recoverability::Reconstructible)
+      return synthetic_.expected_checksum(value.value_id);
+    std::vector<std::byte> bytes(value.spec.logical_nbytes);
+    fill_synthetic(bytes, value.value_id, 0);
+    return XXH64(bytes.data(), bytes.size(), 0);
+  }
+
+private:
+  class PatternSource final : public Source {
+  public:
+    explicit PatternSource(std::uint32_t value_id) : value_id_(value_id) {}
+    void load(std::span<std::byte> destination) override { fill_synthetic(destination, value_id_, 0); }
+
+  private:
+    std::uint32_t value_id_;
+  };
+  SyntheticBinder synthetic_;
+  std::shared_ptr<FaultPlan> faults_;
+};
 
 struct Run {
   std::shared_ptr<SimulatedBackend> backend;
+  std::shared_ptr<FaultPlan> faults = std::make_shared<FaultPlan>();
   std::unique_ptr<Manager> manager;
-  SyntheticBinder binder;
+  FaultySourceBinder binder{faults};
   std::unique_ptr<ModuleRunner> runner;
   RunResult setup, result;
 };
@@ -37,19 +77,18 @@ std::unique_ptr<Run> execute(const bytecode::Module &module, std::uint32_t index
   auto run = std::make_unique<Run>();
   run->backend = std::make_shared<SimulatedBackend>(module.device_count.value_or(8));
   ManagerOptions options;
-  options.budgets = ModuleRunner::budgets(module, kScaleDown);
-  options.backend = run->backend;
+  options.budgets = module.budgets;
+  options.backend = inject_faults(run->backend, run->faults);
   options.warning_handler = [](std::string_view) {}; // scopes left by a failure release with a warning
   run->manager = std::make_unique<Manager>(std::move(options));
   RunnerOptions runner_options;
-  runner_options.scale_down = kScaleDown;
   runner_options.consumer_stream = [backend = run->backend](Location device) {
     return backend->create_stream(device);
   };
   run->runner = std::make_unique<ModuleRunner>(*run->manager, module, run->binder, std::move(runner_options));
   run->setup = run->runner->run_setup();
   REQUIRE(run->setup.completed);
-  if (fail) run->backend->fail_on(fail->first, fail->second);
+  if (fail) run->faults->fail_on(fail->first, fail->second);
   run->result = program ? run->runner->run_program(index) : run->runner->run_plan(index);
   return run;
 }
@@ -76,7 +115,7 @@ void check_consistent(Run &run) {
     const bool discarded = s.values[h.handle_id - 1].discarded;
     if (value.spec.recoverability == Recoverability::MustPreserve && !discarded) CHECK_FALSE(at.empty());
     for (Location l : at)
-      CHECK(m.content_checksum(h, l) == run.binder.expected_checksum(value.value_id));
+      CHECK(m.content_checksum(h, l) == run.binder.expected_checksum(value));
   }
   m.close(/*wait=*/true, /*force=*/true);
   for (unsigned i = 0; i < Location::kCount; ++i)
@@ -84,9 +123,9 @@ void check_consistent(Run &run) {
   CHECK(run.backend->live_events() == 0);
 }
 
-bool same_step(const ExecutedStep &a, const ExecutedStep &b) {
-  return a.kind == b.kind && a.index == b.index && a.failed == b.failed && a.line == b.line &&
-         (a.transition && a.transition->no_op) == (b.transition && b.transition->no_op);
+bool same_step(const StepRecord &a, const StepRecord &b) {
+  return a.kind == b.kind && a.index == b.index && a.instruction == b.instruction && a.value == b.value &&
+         a.outcome.verdict == b.outcome.verdict;
 }
 
 } // namespace
@@ -97,17 +136,15 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
     CAPTURE(path);
     CompiledFile compiled = compile_text(read_file(path), path);
     REQUIRE(compiled.ok());
-    const std::vector<char> bytes = lower_module(compiled.module, *compiled.source);
-    const bytecode::Module module =
-        bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    const bytecode::Module module = scaled_module(*compiled.lowered->module, kScaleDown);
     const bool programs = !module.programs.empty();
     const std::size_t count = programs ? module.programs.size() : module.plans.size();
     for (std::uint32_t index = 0; index < count; ++index) {
       CAPTURE(index);
       // The clean run, and how many operations of each kind it performed.
       std::unique_ptr<Run> clean = execute(module, index, programs, std::nullopt);
-      const std::uint64_t before[3] = {clean->backend->count(Op::Allocate), clean->backend->count(Op::Copy),
-                                       clean->backend->count(Op::Load)};
+      const std::uint64_t before[3] = {clean->faults->count(Op::Allocate), clean->faults->count(Op::Copy),
+                                       clean->faults->count(Op::Load)};
       // Faults are armed after setup, so the k-th operation is the run's
       // own; the totals (setup included) bound how far k can go.
       for (Op op : {Op::Allocate, Op::Copy, Op::Load}) {
@@ -122,13 +159,12 @@ TEST_CASE("fault sweep: every allocation, copy and load of every example fails i
             break;
           }
           ++faulty_runs;
-          const ExecutedStep &failed = *faulty->result.failure();
-          const bool injected = failed.message.find("injected failure") != std::string::npos;
+          const bool injected = faulty->result.failure_message.find("injected failure") != std::string::npos;
           if (!clean->result.completed && !injected) { // the predicted failure came first
             check_consistent(*faulty);
             break;
           }
-          CHECK_MESSAGE(injected, failed.message);
+          CHECK_MESSAGE(injected, faulty->result.failure_message);
           const std::size_t prefix = faulty->result.steps.size() - 1;
           REQUIRE(prefix <= clean->result.steps.size());
           for (std::size_t i = 0; i < prefix; ++i)

@@ -21,8 +21,8 @@ TEST_CASE("fuzz regressions go through parse, sema, explain and every output") {
       CHECK_FALSE(compiled.source->diagnostics().empty());
       continue;
     }
-    fhr::Analysis analysis = fhr::analyze_module(compiled.module);
-    std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.source, compiled.module, analysis)};
+    fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
+    std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.lowered, analysis)};
     CHECK_FALSE(fhr::json_text(fhr::explain_json(reports)).empty());
   }
   CHECK(files >= 2);

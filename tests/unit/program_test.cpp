@@ -18,12 +18,12 @@ TEST_CASE("a pipeline is feasible only thanks to reclaim between stages") {
   REQUIRE(e.analysis.programs.size() == 2);
   const ProgramReport &good = e.analysis.programs[0];
   CHECK(good.feasible);
-  CHECK(good.rows.size() == 6);
+  CHECK(good.run.steps.size() == 6);
   const ProgramReport &bad = e.analysis.programs[1];
   CHECK_FALSE(bad.feasible);
-  CHECK(bad.rows.back().part == ProgramPart::Preflight);
-  CHECK(bad.rows.back().raised == ErrorClass::Plan);
-  CHECK(bad.rows.back().outcome.error == ErrorClass::Budget);
+  CHECK(bad.run.steps.back().kind == StepKind::Preflight);
+  CHECK(bad.run.steps.back().raised == ErrorClass::Plan);
+  CHECK(bad.run.steps.back().outcome.error == ErrorClass::Budget);
   // Each plan alone is feasible from the setup state.
   for (const PlanExplanation &plan : e.analysis.plans)
     CHECK(plan.explanation.feasible);
@@ -44,13 +44,13 @@ TEST_CASE("a scope body's acquire protects until the body ends, then exit may ev
     })");
   const ProgramReport &p = e.analysis.programs[0];
   CHECK(p.feasible);
-  REQUIRE(p.rows.size() == 4);
-  CHECK(p.rows[1].part == ProgramPart::Acquire);
-  CHECK(p.rows[2].part == ProgramPart::BodyReserve);
-  CHECK(p.rows[3].part == ProgramPart::Exit);
+  REQUIRE(p.run.steps.size() == 4);
+  CHECK(p.run.steps[1].kind == StepKind::Acquire);
+  CHECK(p.run.steps[2].kind == StepKind::BodyReserve);
+  CHECK(p.run.steps[3].kind == StepKind::Exit);
   CHECK(p.locations.back().location == Location::cuda(0));
   CHECK(p.locations.back().peak_charged == 94 * MiB);
-  CHECK(e.analysis.programs[0].program->name == "program-1");
+  CHECK(e.analysis.programs[0].name == "program-1");
 }
 
 TEST_CASE("an exit that the body made impossible fails as plan-execution") {
@@ -76,9 +76,9 @@ TEST_CASE("an exit that the body made impossible fails as plan-execution") {
     })");
   const ProgramReport &p = stuck.analysis.programs[0];
   CHECK_FALSE(p.feasible);
-  CHECK(p.rows.back().part == ProgramPart::Exit);
-  CHECK(p.rows.back().raised == ErrorClass::PlanExecution);
-  CHECK(p.rows.back().outcome.error == ErrorClass::Ownership);
+  CHECK(p.run.steps.back().kind == StepKind::Exit);
+  CHECK(p.run.steps.back().raised == ErrorClass::PlanExecution);
+  CHECK(p.run.steps.back().outcome.error == ErrorClass::Ownership);
 }
 
 TEST_CASE("direct primitives in a program fail with their own class; actions lists with plan") {
@@ -86,9 +86,9 @@ TEST_CASE("direct primitives in a program fail with their own class; actions lis
     value a 1 MiB at pinned
     program "direct" { drop a at pinned }
     program "list" { actions "evict" { drop a at pinned } })");
-  CHECK(e.analysis.programs[0].rows.back().raised == ErrorClass::Ownership);
-  CHECK(e.analysis.programs[1].rows.back().raised == ErrorClass::Plan);
-  CHECK(e.analysis.programs[1].rows.back().part == ProgramPart::Preflight);
+  CHECK(e.analysis.programs[0].run.steps.back().raised == ErrorClass::Ownership);
+  CHECK(e.analysis.programs[1].run.steps.back().raised == ErrorClass::Plan);
+  CHECK(e.analysis.programs[1].run.steps.back().kind == StepKind::Preflight);
 }
 
 TEST_CASE("acquire of a value that is not resident names it") {
@@ -98,7 +98,7 @@ TEST_CASE("acquire of a value that is not resident names it") {
     program { acquire a, b at pinned })");
   const ProgramReport &p = e.analysis.programs[0];
   CHECK_FALSE(p.feasible);
-  CHECK(p.rows[0].outcome.error == ErrorClass::Unavailable);
+  CHECK(p.run.steps[0].outcome.error == ErrorClass::Unavailable);
   CHECK(e.report.units[0].steps[0].reason == "value 'b' is not resident at pinned");
   CHECK(e.report.units[0].steps[0].text == "acquire a, b at pinned");
 }

@@ -9,8 +9,6 @@ using namespace fhr::test;
 
 namespace {
 
-using Op = SimulatedBackend::Operation;
-
 SnapshotMaterialization materialization(const Snapshot &s, std::uint64_t handle_id, Location at) {
   for (const SnapshotValue &v : s.values)
     if (v.handle_id == handle_id)
@@ -182,7 +180,7 @@ TEST_CASE("CUDA lease: release(wait) synchronises the consumer streams") {
   lease.release(/*wait=*/true);
   CHECK(f.manager->state_version() == version + 2); // pending, then completed
   CHECK(f.backend->live_events() == 0);
-  CHECK(f.backend->count(Op::RecordEvent) == 2);
+  CHECK(f.faults->count(Op::RecordEvent) == 2);
   CHECK_NOTHROW(f.manager->drop(h, gpu1));
   lease.release(); // idempotent
   CHECK_THROWS_AS(lease.add_consumer_stream(a), ResidencyLifetimeClosedError);
@@ -267,7 +265,7 @@ TEST_CASE("an event that cannot be recorded: the streams are synchronised and th
   Fixture f;
   const DeviceValue v = device_value(f, gpu0);
   const Handle h = v.handle;
-  f.backend->fail_on(Op::RecordEvent, 1);
+  f.faults->fail_on(Op::RecordEvent, 1);
   read_and_release(f, v, gpu0);
   REQUIRE(f.warnings->size() == 1);
   CHECK(f.warnings->front().find("could not record a completion event") != std::string::npos);

@@ -18,27 +18,38 @@ using namespace fhr::test;
 
 namespace {
 
-/// A heap buffer filled with a pattern, for adopt; counts its frees.
+/// A buffer filled with a pattern, for adopt; adopt() counts its frees.
 struct Buffer {
   std::byte *data;
   std::size_t size;
   std::uint64_t checksum;
+  Storage::Release release = std::free;
 };
 int g_freed = 0;
 
+/// Heap (pageable) memory.
 Buffer pattern(std::size_t size, unsigned seed) {
   auto *data = static_cast<std::byte *>(std::malloc(size == 0 ? 1 : size));
   fill_pattern({data, size}, seed);
   return Buffer{data, size, checksum_of({data, size})};
 }
 
-void free_counted(std::byte *data) {
-  ++g_freed;
-  std::free(data);
+/// A block of `manager`'s memory resource at `at` (pinned memory must be
+/// pinned to be adopted there, §2.6).
+Buffer pattern(Manager &manager, Location at, std::size_t size, unsigned seed) {
+  auto [data, release] = manager.backend().memory->allocate(at, size).detach();
+  fill_pattern({data, size}, seed);
+  return Buffer{data, size, checksum_of({data, size}), std::move(release)};
 }
 
 Handle adopt(Manager &manager, const Buffer &buffer, Location at, ReplicaMode mode = ReplicaMode::Exclusive) {
-  return manager.adopt(buffer.data, buffer.size, at, free_counted, mode);
+  return manager.adopt(
+      buffer.data, buffer.size, at,
+      [release = buffer.release](std::byte *data) {
+        ++g_freed;
+        release(data);
+      },
+      mode);
 }
 
 /// A source that writes a pattern, or fails on demand.
@@ -124,7 +135,7 @@ TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the
 
 TEST_CASE("manager: exclusive values move, never replicate") {
   Manager manager;
-  const Buffer ct = pattern(4 * KiB, 1);
+  const Buffer ct = pattern(manager, pinned, 4 * KiB, 1);
   const Handle h = adopt(manager, ct, pinned);
   CHECK_THROWS_AS(manager.ensure(h, pageable), ResidencyOwnershipError);
   CHECK(manager.ensure(h, pinned).no_op);
@@ -139,7 +150,7 @@ TEST_CASE("manager: exclusive values move, never replicate") {
 TEST_CASE("manager: budgets refuse with the figures and leave everything as it was") {
   g_freed = 0;
   Manager manager(budgeted(pinned, 10 * KiB));
-  const Buffer a = pattern(6 * KiB, 1), b = pattern(6 * KiB, 2);
+  const Buffer a = pattern(manager, pinned, 6 * KiB, 1), b = pattern(manager, pinned, 6 * KiB, 2);
   const Handle ha = adopt(manager, a, pinned);
   try {
     adopt(manager, b, pinned);
@@ -151,7 +162,7 @@ TEST_CASE("manager: budgets refuse with the figures and leave everything as it w
     CHECK(error.requested_bytes() == 6 * KiB);
   }
   CHECK(g_freed == 0); // a failed adopt leaves the buffer with the caller
-  std::free(b.data);
+  b.release(b.data);
   const Buffer c = pattern(6 * KiB, 3);
   const Handle hc = adopt(manager, c, pageable, ReplicaMode::Replicable);
   const std::uint64_t version = manager.state_version();
@@ -220,7 +231,7 @@ TEST_CASE("manager: the built-in file source reads the value's bytes from a file
 
 TEST_CASE("manager: handles and locations are checked") {
   Manager one, two;
-  const Buffer a = pattern(64, 1);
+  const Buffer a = pattern(one, pinned, 64, 1);
   const Handle h = adopt(one, a, pinned);
   CHECK_THROWS_AS(two.ensure(h, pinned), ResidencyHandleError);
   CHECK_THROWS_AS(one.ensure(Handle{one.id(), 999}, pinned), ResidencyHandleError);
@@ -331,7 +342,7 @@ TEST_CASE("manager: the trace keeps the last N completed transitions") {
 
 TEST_CASE("manager: a lease exposes the bytes and protects until released") {
   Manager manager;
-  const Buffer a = pattern(4 * KiB, 3), b = pattern(4 * KiB, 4);
+  const Buffer a = pattern(4 * KiB, 3), b = pattern(manager, pinned, 4 * KiB, 4);
   const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
   const Handle hb = adopt(manager, b, pinned);
   const Handle both[] = {ha, ha};
@@ -409,7 +420,7 @@ TEST_CASE("manager: reservations count against budgets and release their headroo
 
 TEST_CASE("manager: snapshot lists values, replicas, tokens, locations and reservations") {
   Manager manager(budgeted(pinned, 64 * KiB));
-  const Buffer a = pattern(4 * KiB, 1), b = pattern(2 * KiB, 2);
+  const Buffer a = pattern(4 * KiB, 1), b = pattern(manager, pinned, 2 * KiB, 2);
   const Handle ha = adopt(manager, a, pageable, ReplicaMode::Replicable);
   const Handle hb = adopt(manager, b, pinned);
   const Handle key = manager.register_source(

@@ -9,8 +9,6 @@
 using namespace fhr;
 using namespace fhr::test;
 
-using Op = SimulatedBackend::Operation;
-
 namespace {
 
 /// Three values: a ciphertext on device 0 (to evict), a key in pinned
@@ -79,7 +77,7 @@ TEST_CASE("overlap: independent actions copy together and commit in plan order, 
 
 TEST_CASE("overlap: a copy that fails on completion leaves the exact partial report and undoes the rest") {
   Stage stage(true);
-  stage.f.backend->fail_on(Op::CopyCompletion, 2); // the prefetch's copy
+  stage.f.faults->fail_on(Op::CopyCompletion, 2); // the prefetch's copy
   const auto details = stage.failed_run();
   CHECK(details.failed_action_index == 1);
   CHECK(details.detail == "injected failure of copy completion 2");
@@ -99,12 +97,12 @@ TEST_CASE("overlap: a copy that fails on completion leaves the exact partial rep
 
 TEST_CASE("overlap: a copy that cannot start stops the plan there; the copies before it commit") {
   Stage stage(true);
-  stage.f.backend->fail_on(Op::Copy, 2);
+  stage.f.faults->fail_on(Op::Copy, 2);
   const auto details = stage.failed_run();
   CHECK(details.failed_action_index == 1);
   CHECK(details.detail == "injected failure of copy 2");
   CHECK(outline(details.partial_report) == std::vector<std::string>{"move #0 cuda:0 -> pinned"});
-  CHECK(stage.f.backend->count(Op::Copy) == 2); // the third action never started
+  CHECK(stage.f.faults->count(Op::Copy) == 2); // the third action never started
   CHECK(stage.f.backend->allocated_bytes(gpu0) == 0);
   stage.f.check_invariants();
 }
@@ -112,16 +110,16 @@ TEST_CASE("overlap: a copy that cannot start stops the plan there; the copies be
 TEST_CASE("overlap: an allocation that fails while copies are in flight is retried once they commit") {
   SUBCASE("not the first of its window: the plan completes") {
     Stage stage(true);
-    stage.f.backend->fail_on(Op::Allocate, 2);
+    stage.f.faults->fail_on(Op::Allocate, 2);
     const PlanReport report = stage.f.manager->execute_actions(stage.actions, "stage");
     CHECK(report.transitions.size() == 3);
-    CHECK(stage.f.backend->count(Op::Allocate) == 4);    // three, and the one refused
+    CHECK(stage.f.faults->count(Op::Allocate) == 4);     // three, and the one refused
     CHECK(stage.f.backend->max_copies_in_flight() == 2); // the retry opened a new window
     stage.f.check_invariants();
   }
   SUBCASE("the first of its window: the failure is its own") {
     Stage stage(true);
-    stage.f.backend->fail_on(Op::Allocate, 1);
+    stage.f.faults->fail_on(Op::Allocate, 1);
     const auto details = stage.failed_run();
     CHECK(details.failed_action_index == 0);
     CHECK(details.partial_report.transitions.empty());
@@ -182,9 +180,8 @@ TEST_CASE("overlap: scope phases overlap too, and the option turns it off") {
     Manager manager(std::move(options));
     std::vector<Handle> keys;
     for (unsigned i = 0; i < 4; ++i) {
-      auto *data = static_cast<std::byte *>(std::malloc(16 * KiB));
-      fill_pattern({data, 16 * KiB}, i);
-      keys.push_back(manager.adopt(data, 16 * KiB, pinned, std::free, ReplicaMode::Replicable));
+      auto [data, release] = f.buffer(16 * KiB, i, pinned);
+      keys.push_back(manager.adopt(data, 16 * KiB, pinned, std::move(release), ReplicaMode::Replicable));
     }
     PlanSpec plan;
     plan.name = "keys";

@@ -8,8 +8,6 @@
 using namespace fhr;
 using namespace fhr::test;
 
-using Op = SimulatedBackend::Operation;
-
 TEST_CASE("simulated backend: cuda:N below the device count are real locations") {
   Fixture f;
   const Handle h = f.adopt(8 * KiB, 1, pageable, ReplicaMode::Replicable);
@@ -33,7 +31,7 @@ TEST_CASE("simulated backend: a failed allocation, copy or load changes nothing"
   for (Case c : {Case{Op::Allocate, "allocation"}, Case{Op::Copy, "copy"}}) {
     CAPTURE(c.what);
     const std::uint64_t version = f.manager->state_version();
-    f.backend->fail_on(c.operation, 1);
+    f.faults->fail_on(c.operation, 1);
     CHECK_THROWS_AS(f.manager->ensure(h, gpu0), BackendError);
     CHECK(f.manager->state_version() == version);
     CHECK(f.manager->replicas(h) == std::vector<Location>{pageable});
@@ -45,8 +43,8 @@ TEST_CASE("simulated backend: a failed allocation, copy or load changes nothing"
   };
   const Handle key = f.manager->register_source(
       ValueSpec{4 * KiB, 4 * KiB, ReplicaMode::Replicable, Recoverability::Reconstructible},
-      std::make_shared<Key>());
-  f.backend->fail_on(Op::Load, 1);
+      f.faulty(std::make_shared<Key>()));
+  f.faults->fail_on(Op::Load, 1);
   CHECK_THROWS_AS(f.manager->ensure(key, gpu0), BackendError);
   CHECK(f.manager->account(pageable).reserved_bytes == 0);
   CHECK(f.backend->allocated_bytes(pageable) == 0);
@@ -71,7 +69,7 @@ TEST_CASE("simulated backend: failing each action of a plan in turn gives exact 
         {ActionKind::Ensure, key, gpu0, {}},      {ActionKind::Move, query, gpu0, pinned},
         {ActionKind::Move, previous, pinned, {}}, {ActionKind::Ensure, key, gpu1, {}}};
     REQUIRE(stage.size() == kActions);
-    f.backend->fail_on(Op::Copy, static_cast<std::uint64_t>(failing));
+    f.faults->fail_on(Op::Copy, static_cast<std::uint64_t>(failing));
     try {
       f.manager->execute_actions(stage, "stage");
       FAIL("no failure");
@@ -95,7 +93,7 @@ TEST_CASE("simulated backend: allocation failures inside a scope's entry release
   plan.name = "prefetch";
   plan.reservations = {Reservation{gpu0, 16 * KiB, "workspace"}};
   plan.enter = {{ActionKind::Ensure, a, gpu0, {}}, {ActionKind::Ensure, b, gpu0, {}}};
-  f.backend->fail_on(Op::Allocate, 2);
+  f.faults->fail_on(Op::Allocate, 2);
   Scope scope = f.manager->scope(plan);
   try {
     scope.enter();
@@ -111,15 +109,17 @@ TEST_CASE("simulated backend: allocation failures inside a scope's entry release
 
 TEST_CASE(
     "fault injection wraps any backend: the host backend fails the armed operation and nothing changes") {
-  auto faulty = std::make_shared<FaultInjectingBackend>(make_host_backend());
+  const BackendInterfaces host = make_host_backend();
+  auto faults = std::make_shared<FaultPlan>();
   ManagerOptions options;
-  options.backend = faulty;
+  options.backend = inject_faults(host, faults);
   Manager manager(std::move(options));
   auto *data = static_cast<std::byte *>(std::malloc(8 * KiB));
   fill_pattern({data, 8 * KiB}, 4);
   const Handle h = manager.adopt(data, 8 * KiB, pageable, std::free, ReplicaMode::Replicable);
-  CHECK_FALSE(faulty->overlaps_copies()); // forwarded: the host backend copies on the calling thread
-  faulty->faults().fail_on(BackendOperation::Copy, 2);
+  CHECK_FALSE(
+      manager.backend().copies->overlaps_copies()); // forwarded: the host copies on the calling thread
+  faults->fail_on(Op::Copy, 2);
   manager.ensure(h, pinned);
   CHECK(manager.replicas(h) == std::vector<Location>{pageable, pinned});
   manager.drop(h, pinned);
@@ -132,8 +132,42 @@ TEST_CASE(
   }
   CHECK(manager.state_version() == version);
   CHECK(manager.replicas(h) == std::vector<Location>{pageable});
-  CHECK(faulty->faults().count(BackendOperation::Copy) == 2);
-  CHECK(faulty->faults().count(BackendOperation::Allocate) == 2);
-  CHECK(faulty->pool_figures(pinned)->in_use_bytes == 0); // the half-made replica went back
-  CHECK_NOTHROW(manager.ensure(h, pinned));               // disarmed after firing
+  CHECK(faults->count(Op::Copy) == 2);
+  CHECK(faults->count(Op::Allocate) == 2);
+  CHECK(host.memory->pool_figures(pinned)->in_use_bytes == 0); // the half-made replica went back
+  CHECK_NOTHROW(manager.ensure(h, pinned));                    // disarmed after firing
+}
+
+TEST_CASE("fault adaptors wrap only their interface: an unwrapped interface never fails") {
+  // Only the copy engine is wrapped: armed allocations and event
+  // recordings are counted nowhere and never fail.
+  auto simulated = std::make_shared<SimulatedBackend>(1);
+  auto faults = std::make_shared<FaultPlan>();
+  BackendInterfaces interfaces = simulated;
+  interfaces.copies = std::make_shared<FaultInjectingCopies>(interfaces.copies, faults);
+  ManagerOptions options;
+  options.backend = interfaces;
+  Manager manager(std::move(options));
+  auto *data = static_cast<std::byte *>(std::malloc(4 * KiB));
+  fill_pattern({data, 4 * KiB}, 1);
+  const Handle h = manager.adopt(data, 4 * KiB, pageable, std::free, ReplicaMode::Replicable);
+  faults->fail_on(Op::Allocate, 1);
+  faults->fail_on(Op::RecordEvent, 1);
+  manager.ensure(h, gpu0);
+  const Stream stream = simulated->create_stream(gpu0);
+  const Handle handles[] = {h};
+  Lease lease = manager.acquire(handles, gpu0, stream);
+  simulated->launch(stream);
+  lease.release();
+  CHECK(faults->count(Op::Allocate) == 0);
+  CHECK(faults->count(Op::RecordEvent) == 0);
+  CHECK(faults->count(Op::Copy) == 1);
+  CHECK(simulated->live_events() == 1); // recorded: the release is pending on the reader
+  CHECK_THROWS_AS(manager.drop(h, gpu0), ResidencyInUseError);
+  simulated->finish(stream);
+  CHECK_FALSE(manager.drop(h, gpu0).no_op);
+  // Half-wrapped interfaces are refused.
+  ManagerOptions partial;
+  partial.backend.memory = simulated;
+  CHECK_THROWS_AS(Manager(std::move(partial)), std::invalid_argument);
 }

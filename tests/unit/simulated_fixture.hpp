@@ -1,8 +1,10 @@
 #pragma once
-// A manager on the simulated device backend (two devices), with adopted
-// values of known content and the invariant check the runtime tests share.
+// A manager on the simulated device backend (two devices) behind the fault
+// adaptors, with adopted values of known content and the invariant check
+// the runtime tests share.
 #include "runtime_support.hpp"
 
+#include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/manager.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
@@ -16,8 +18,14 @@
 
 namespace fhr::test {
 
+using Op = BackendOperation;
+
 struct Fixture {
   std::shared_ptr<SimulatedBackend> backend;
+  /// Arms and counts the faults of every allocation, copy and event
+  /// recording of the manager, and of the loads of sources wrapped by
+  /// faulty().
+  std::shared_ptr<FaultPlan> faults = std::make_shared<FaultPlan>();
   std::unique_ptr<Manager> manager;
 
   /// Warnings the manager reported, in order (read them once the threads
@@ -31,7 +39,7 @@ struct Fixture {
       : backend(std::make_shared<SimulatedBackend>(2, overlap)) {
     ManagerOptions options;
     options.budgets = std::move(budgets);
-    options.backend = backend;
+    options.backend = inject_faults(backend, faults);
     options.warning_handler = [sink = warnings, mutex = warnings_mutex](std::string_view message) {
       std::lock_guard lock(*mutex);
       sink->emplace_back(message);
@@ -39,11 +47,29 @@ struct Fixture {
     manager = std::make_unique<Manager>(std::move(options));
   }
 
+  /// `source` behind the fixture's fault plan (Op::Load).
+  std::shared_ptr<Source> faulty(std::shared_ptr<Source> source) const {
+    return std::make_shared<FaultInjectingSource>(std::move(source), faults);
+  }
+
+  /// A buffer of `nbytes` at `at` filled with the pattern of `seed`: heap
+  /// memory for pageable, a block of the backend's otherwise (adopt refuses
+  /// memory of another kind, §2.6).
+  std::pair<std::byte *, Storage::Release> buffer(std::size_t nbytes, unsigned seed, Location at) {
+    std::pair<std::byte *, Storage::Release> out;
+    if (at == pageable) {
+      out = {static_cast<std::byte *>(std::malloc(nbytes == 0 ? 1 : nbytes)), std::free};
+    } else {
+      out = backend->allocate(at, nbytes).detach();
+    }
+    fill_pattern({out.first, nbytes}, seed);
+    return out;
+  }
+
   Handle adopt(std::size_t nbytes, unsigned seed, Location at, ReplicaMode mode) {
-    auto *data = static_cast<std::byte *>(std::malloc(nbytes));
-    fill_pattern({data, nbytes}, seed);
+    auto [data, release] = buffer(nbytes, seed, at);
     checksums.push_back(checksum_of({data, nbytes}));
-    handles.push_back(manager->adopt(data, nbytes, at, std::free, mode));
+    handles.push_back(manager->adopt(data, nbytes, at, std::move(release), mode));
     return handles.back();
   }
 

@@ -135,7 +135,7 @@ TEST_CASE("every failure reason and its error class") {
       {Reason::LocationUnavailable, ErrorClass::InvalidArgument},
   };
   for (std::size_t i = 0; i < std::size(expected); ++i) {
-    CAPTURE(e.analysis.plans[i].plan->name);
+    CAPTURE(e.analysis.plans[i].name);
     const Explanation &x = e.plan(i);
     CHECK_FALSE(x.feasible);
     CHECK(x.steps.back().outcome.reason == expected[i].reason);

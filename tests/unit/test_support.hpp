@@ -74,8 +74,8 @@ struct Explained {
 
 inline Explained explain(const std::string &text, std::vector<BudgetOverride> overrides = {}) {
   Explained out{compile_ok(text), {}, {}};
-  out.analysis = analyze_module(out.compiled.module, overrides);
-  out.report = build_report(*out.compiled.source, out.compiled.module, out.analysis);
+  out.analysis = analyze_module(*out.compiled.lowered, overrides);
+  out.report = build_report(*out.compiled.lowered, out.analysis);
   return out;
 }
 

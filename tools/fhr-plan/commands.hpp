@@ -22,12 +22,12 @@ struct CommonOptions {
   CompileOptions compile;
 };
 
-/// Compiles every file, printing diagnostics to stderr. `ok` is false when a
-/// file could not be read or had errors; `overrides` receives the parsed
-/// `--budget` options.
 /// Prints `fhr-plan: error: <message>` to stderr.
 void report_error(llvm::Error error);
 
+/// The files of a command compiled, their diagnostics printed to stderr.
+/// `ok` is false when a file could not be read or had errors; `overrides`
+/// holds the parsed `--budget` options.
 struct LoadedFiles {
   std::vector<CompiledFile> files;
   std::vector<BudgetOverride> overrides;
@@ -36,7 +36,8 @@ struct LoadedFiles {
   std::vector<InputDiagnostic> input_diagnostics;
   bool ok = true;
 };
-LoadedFiles load_files(const CommonOptions &options);
+/// Without `print_diagnostics`, a second load of the same files stays quiet.
+LoadedFiles load_files(const CommonOptions &options, bool print_diagnostics = true);
 /// Every diagnostic of `loaded`, for the machine-readable formats.
 DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded);
 /// Prints an unlocated diagnostic: `fhr-plan: error: [E0501] ...`.

@@ -1,7 +1,6 @@
 #include "commands.hpp"
 
 #include "fhr/compiler/disasm.hpp"
-#include "fhr/compiler/lower.hpp"
 
 #include <llvm/Support/FileUtilities.h>
 #include <llvm/Support/WithColor.h>
@@ -18,8 +17,7 @@ int run_compile(const CommonOptions &options, const std::string &output) {
     llvm::errs() << "fhr-plan: no module written\n";
     return kBadInput;
   }
-  const CompiledFile &file = loaded.files.front();
-  std::vector<char> bytes = lower_module(file.module, *file.source);
+  const std::vector<char> &bytes = loaded.files.front().lowered->bytes;
   // The module appears whole or not at all: written to a temporary file
   // beside the output, then renamed over it.
   llvm::Error written =

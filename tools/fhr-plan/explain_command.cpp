@@ -23,11 +23,11 @@ void print_input_diagnostic(const InputDiagnostic &diagnostic) {
       << "[" << diag_code_text(diagnostic.code) << "] " << diagnostic.message << '\n';
 }
 
-LoadedFiles load_files(const CommonOptions &options) {
+LoadedFiles load_files(const CommonOptions &options, bool print_diagnostics) {
   LoadedFiles loaded;
   ParsedOverrides overrides = parse_budget_overrides(options.budget_overrides, options.compile.diagnostics);
   for (InputDiagnostic &diagnostic : overrides.diagnostics) {
-    print_input_diagnostic(diagnostic);
+    if (print_diagnostics) print_input_diagnostic(diagnostic);
     loaded.ok = loaded.ok && diagnostic.severity != Severity::Error;
     loaded.input_diagnostics.push_back(std::move(diagnostic));
   }
@@ -37,12 +37,13 @@ LoadedFiles load_files(const CommonOptions &options) {
     if (!compiled) {
       loaded.input_diagnostics.push_back(
           input_diagnostic(path == "-" ? options.compile.stdin_name : path, compiled.takeError()));
-      print_input_diagnostic(loaded.input_diagnostics.back());
+      if (print_diagnostics) print_input_diagnostic(loaded.input_diagnostics.back());
       loaded.ok = false;
       continue;
     }
     check_overrides(*compiled, overrides);
-    if (!compiled->source->diagnostics().empty()) compiled->source->print(llvm::errs(), stderr_colors());
+    if (print_diagnostics && compiled->source && !compiled->source->diagnostics().empty())
+      compiled->source->print(llvm::errs(), stderr_colors());
     loaded.ok = loaded.ok && compiled->ok();
     loaded.files.push_back(std::move(*compiled));
   }
@@ -52,7 +53,7 @@ LoadedFiles load_files(const CommonOptions &options) {
 DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded) {
   DiagnosticInputs inputs;
   for (const CompiledFile &file : loaded.files)
-    inputs.sources.push_back(file.source.get());
+    if (file.source) inputs.sources.push_back(file.source.get()); // a module file has no text
   inputs.unlocated = loaded.input_diagnostics;
   return inputs;
 }
@@ -61,8 +62,8 @@ std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail de
   std::vector<FileReport> reports;
   for (const CompiledFile &file : loaded.files) {
     if (!file.ok()) continue;
-    Analysis analysis = analyze_module(file.module, loaded.overrides);
-    reports.push_back(build_report(*file.source, file.module, analysis, detail));
+    Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
+    reports.push_back(build_report(*file.lowered, analysis, detail));
   }
   return reports;
 }
@@ -83,8 +84,8 @@ int run_explain(const CommonOptions &options) {
       if (!file.ok()) continue;
       if (!first) llvm::outs() << '\n';
       first = false;
-      Analysis analysis = analyze_module(file.module, loaded.overrides);
-      print_explain_text(llvm::outs(), *file.source, file.module, analysis);
+      Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
+      print_explain_text(llvm::outs(), *file.lowered, analysis);
       feasible = feasible && analysis.feasible();
     }
   }

@@ -5,6 +5,7 @@
 // all generated from them.
 #include "cli_reference.hpp"
 #include "commands.hpp"
+#include "time_commands.hpp"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/WithColor.h>
@@ -25,6 +26,10 @@ cl::SubCommand disasm_command("disasm",
                               "Print bytecode modules as .fhr text that compiles to the same bytes");
 cl::SubCommand run_command("run", "Execute programs on a fresh manager with synthetic values; print each "
                                   "step's prediction beside what ran and its time");
+cl::SubCommand diff_command("diff", "Compare the plans of two files (or explain JSON documents): verdicts, "
+                                    "peaks, headroom and predicted time");
+cl::SubCommand calibrate_command("calibrate", "Measure this machine's copy links and write a link profile "
+                                              "(fhr-links/1) for explain --profile");
 cl::SubCommand fmt_command("fmt", "Print plan files in the canonical layout, comments kept");
 cl::SubCommand explain_code_command("explain-code", "Print the documentation of a diagnostic code");
 cl::SubCommand completion_command("completion", "Print a shell completion script (bash or zsh)");
@@ -37,6 +42,9 @@ cl::list<std::string> compile_input(cl::Positional, cl::ZeroOrMore, cl::desc("<f
                                     cl::sub(compile_command));
 cl::list<std::string> disasm_files(cl::Positional, cl::ZeroOrMore, cl::desc("<module.fhrb | - >..."),
                                    cl::sub(disasm_command));
+cl::list<std::string> diff_files(cl::Positional, cl::ZeroOrMore,
+                                 cl::desc("<old.fhr | old.json> <new.fhr | new.json>"),
+                                 cl::sub(diff_command));
 cl::list<std::string> fmt_files(cl::Positional, cl::ZeroOrMore, cl::desc("<file.fhr | - >..."),
                                 cl::sub(fmt_command));
 cl::list<std::string> code_argument(cl::Positional, cl::ZeroOrMore, cl::desc("<CODE>"),
@@ -50,20 +58,22 @@ cl::list<std::string> budgets("budget",
                               cl::desc("Override a budget: LOCATION=SIZE (repeatable; for one location the "
                                        "last applies, with a warning), e.g. cuda:0=40GiB"),
                               cl::value_desc("LOC=SIZE"), cl::ZeroOrMore, cl::sub(explain_command),
-                              cl::sub(check_command), cl::sub(run_command));
+                              cl::sub(check_command), cl::sub(run_command), cl::sub(diff_command));
 cl::list<std::string> warning_flags(
     "W", cl::Prefix, cl::ZeroOrMore,
     cl::desc("Warnings: -WFLAG, -Wno-FLAG, -Werror, -Werror=FLAG, -Wnone (flags: bare-size, empty-loop, "
              "unused-plan, undeclared-device, repeated-override)"),
     cl::value_desc("FLAG"), cl::sub(explain_command), cl::sub(check_command), cl::sub(compile_command),
-    cl::sub(run_command));
+    cl::sub(run_command), cl::sub(diff_command));
 cl::opt<unsigned> error_limit("error-limit", cl::desc("Stop after N errors (0: no limit)"), cl::init(20),
                               cl::value_desc("N"), cl::sub(explain_command), cl::sub(check_command),
-                              cl::sub(compile_command), cl::sub(run_command), cl::sub(fmt_command));
+                              cl::sub(compile_command), cl::sub(run_command), cl::sub(fmt_command),
+                              cl::sub(diff_command));
 cl::opt<std::string> stdin_filename("stdin-filename",
                                     cl::desc("The name of standard input (-) in diagnostics and reports"),
                                     cl::value_desc("NAME"), cl::sub(explain_command), cl::sub(check_command),
-                                    cl::sub(compile_command), cl::sub(run_command), cl::sub(fmt_command));
+                                    cl::sub(compile_command), cl::sub(run_command), cl::sub(fmt_command),
+                                    cl::sub(diff_command));
 enum class RunBackend { Host, Simulated, Cuda };
 cl::opt<RunBackend> run_backend(
     "backend", cl::desc("Where values live"), cl::init(RunBackend::Host),
@@ -82,16 +92,57 @@ cl::opt<bool> fmt_in_place("i", cl::desc("Rewrite the files in place"), cl::sub(
 // LLVM's own --version lives only at the top level; every verb takes it too.
 cl::opt<bool> verb_version("version", cl::desc("Print the version and exit"), cl::sub(explain_command),
                            cl::sub(check_command), cl::sub(compile_command), cl::sub(disasm_command),
-                           cl::sub(run_command), cl::sub(fmt_command));
+                           cl::sub(run_command), cl::sub(fmt_command), cl::sub(diff_command),
+                           cl::sub(calibrate_command));
 cl::opt<std::string> explain_code_option("explain", cl::desc("Print the documentation of a diagnostic code"),
                                          cl::value_desc("CODE"));
 
-enum class ExplainFormat { Text, Json };
-cl::opt<ExplainFormat>
-    explain_format("format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
-                   cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
-                              clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/2")),
-                   cl::sub(explain_command));
+enum class ExplainFormat { Text, Json, Html, Svg, Trace };
+cl::opt<ExplainFormat> explain_format(
+    "format", cl::desc("Output format"), cl::init(ExplainFormat::Text),
+    cl::values(clEnumValN(ExplainFormat::Text, "text", "tables for people"),
+               clEnumValN(ExplainFormat::Json, "json", "schema fhr-explain/2"),
+               clEnumValN(ExplainFormat::Html, "html", "one self-contained page: memory timelines and steps"),
+               clEnumValN(ExplainFormat::Svg, "svg", "the memory timelines as one SVG document"),
+               clEnumValN(ExplainFormat::Trace, "trace",
+                          "the predicted timeline as a Perfetto / Chrome trace")),
+    cl::sub(explain_command));
+cl::opt<std::string> picture_output("o", cl::desc("Write the html, svg or trace output here"),
+                                    cl::value_desc("FILE"), cl::sub(explain_command));
+cl::opt<std::string> link_profile("profile",
+                                  cl::desc("Predict time with this link profile (fhr-links/1; h200: the "
+                                           "shipped default)"),
+                                  cl::value_desc("FILE|h200"), cl::sub(explain_command),
+                                  cl::sub(diff_command), cl::sub(check_command));
+cl::opt<std::string> max_peak_increase("max-peak-increase",
+                                       cl::desc("Fail when a peak grows by more than this, e.g. 5%"),
+                                       cl::value_desc("PERCENT"), cl::sub(diff_command),
+                                       cl::sub(check_command));
+cl::opt<std::string> check_baseline("baseline",
+                                    cl::desc("Also compare with the files of the same name in this directory "
+                                             "(plans or explain JSON)"),
+                                    cl::value_desc("DIR"), cl::sub(check_command));
+enum class DiffFormat { Text, Json, Markdown };
+cl::opt<DiffFormat> diff_format("format", cl::desc("Output format"), cl::init(DiffFormat::Text),
+                                cl::values(clEnumValN(DiffFormat::Text, "text", "one line per change"),
+                                           clEnumValN(DiffFormat::Json, "json", "schema fhr-diff/1"),
+                                           clEnumValN(DiffFormat::Markdown, "markdown",
+                                                      "a pull-request comment: headline and one table")),
+                                cl::sub(diff_command));
+enum class CalibrateBackend { Cuda, Simulated };
+cl::opt<CalibrateBackend> calibrate_backend(
+    "backend", cl::desc("What to measure"), cl::init(CalibrateBackend::Cuda),
+    cl::values(clEnumValN(CalibrateBackend::Cuda, "cuda", "this machine's GPUs"),
+               clEnumValN(CalibrateBackend::Simulated, "sim",
+                          "the simulated device backend on a simulated clock (tests the pipeline)")),
+    cl::sub(calibrate_command));
+cl::opt<std::string> calibrate_output("o", cl::desc("Write the profile here"), cl::value_desc("links.json"),
+                                      cl::Required, cl::sub(calibrate_command));
+cl::opt<unsigned> calibrate_repetitions("repetitions", cl::desc("Copies timed per size (the median is kept)"),
+                                        cl::init(5), cl::sub(calibrate_command));
+cl::opt<std::string> calibrate_max_bytes("max-bytes", cl::desc("Largest copy measured (default 1GiB)"),
+                                         cl::value_desc("SIZE"), cl::init("1GiB"),
+                                         cl::sub(calibrate_command));
 enum class CheckFormat { Text, Github, Sarif };
 cl::opt<CheckFormat>
     check_format("format", cl::desc("Output format"), cl::init(CheckFormat::Text),
@@ -118,6 +169,8 @@ fhr::cli::Reference reference() {
   out.values[&explain_format] = values_of(explain_format);
   out.values[&check_format] = values_of(check_format);
   out.values[&run_backend] = values_of(run_backend);
+  out.values[&diff_format] = values_of(diff_format);
+  out.values[&calibrate_backend] = values_of(calibrate_backend);
   std::vector<fhr::cli::OptionValue> warnings{{"error", "every warning is an error"},
                                               {"none", "no warnings"}};
   for (fhr::DiagCode code : fhr::all_diag_codes())
@@ -191,18 +244,28 @@ int main(int argc, char **argv) {
     fhr::cli::print_man_page(llvm::outs(), reference(), FHR_VERSION);
     return fhr::cli::kFeasible;
   }
+  if (calibrate_command) {
+    fhr::cli::CalibrateOptions calibrate;
+    calibrate.backend = calibrate_backend == CalibrateBackend::Simulated ? "sim" : "cuda";
+    calibrate.output = calibrate_output;
+    calibrate.repetitions = calibrate_repetitions;
+    if (!fhr::cli::parse_size_option("--max-bytes", calibrate_max_bytes, calibrate.max_bytes))
+      return fhr::cli::kBadInput;
+    return fhr::cli::run_calibrate(calibrate);
+  }
 
   const char *verb = explain_command   ? "explain"
                      : check_command   ? "check"
                      : compile_command ? "compile"
                      : run_command     ? "run"
                      : fmt_command     ? "fmt"
+                     : diff_command    ? "diff"
                                        : "disasm";
-  const bool any_verb =
-      explain_command || check_command || compile_command || disasm_command || run_command || fmt_command;
+  const bool any_verb = explain_command || check_command || compile_command || disasm_command ||
+                        run_command || fmt_command || diff_command;
   if (!any_verb) {
-    llvm::errs() << "fhr-plan: missing command (explain, check, run, compile, disasm, fmt, explain-code, "
-                    "completion or man); see fhr-plan --help\n";
+    llvm::errs() << "fhr-plan: missing command (explain, check, diff, run, compile, disasm, fmt, calibrate, "
+                    "explain-code, completion or man); see fhr-plan --help\n";
     return fhr::cli::kBadInput;
   }
   fhr::cli::CommonOptions options;
@@ -212,6 +275,8 @@ int main(int argc, char **argv) {
     options.files.assign(disasm_files.begin(), disasm_files.end());
   else if (fmt_command)
     options.files.assign(fmt_files.begin(), fmt_files.end());
+  else if (diff_command)
+    options.files.assign(diff_files.begin(), diff_files.end());
   else
     options.files.assign(explain_files.begin(), explain_files.end());
   if (options.files.empty()) {
@@ -228,14 +293,38 @@ int main(int argc, char **argv) {
       return fhr::cli::kBadInput;
     }
   if (!stdin_filename.empty()) options.compile.stdin_name = stdin_filename;
+  fhr::cli::DiffOptions diff;
+  diff.profile = link_profile;
+  if (!max_peak_increase.empty()) {
+    diff.max_peak_increase_percent = fhr::cli::parse_percent(max_peak_increase);
+    if (!diff.max_peak_increase_percent) return fhr::cli::kBadInput;
+  }
   if (explain_command) {
-    options.format = explain_format == ExplainFormat::Json ? "json" : "text";
+    options.format = explain_format == ExplainFormat::Json    ? "json"
+                     : explain_format == ExplainFormat::Html  ? "html"
+                     : explain_format == ExplainFormat::Svg   ? "svg"
+                     : explain_format == ExplainFormat::Trace ? "trace"
+                                                              : "text";
+    if (options.format == "html" || options.format == "svg" || options.format == "trace" ||
+        !link_profile.empty())
+      return fhr::cli::run_explain_pictures(options, fhr::cli::TimeOptions{link_profile, picture_output});
     return fhr::cli::run_explain(options);
+  }
+  if (diff_command) {
+    if (options.files.size() != 2) {
+      llvm::errs() << "fhr-plan: diff needs two files, the old and the new; see fhr-plan diff --help\n";
+      return fhr::cli::kBadInput;
+    }
+    diff.format = diff_format == DiffFormat::Json       ? "json"
+                  : diff_format == DiffFormat::Markdown ? "markdown"
+                                                        : "text";
+    return fhr::cli::run_diff(options.files[0], options.files[1], options, diff);
   }
   if (check_command) {
     options.format = check_format == CheckFormat::Sarif    ? "sarif"
                      : check_format == CheckFormat::Github ? "github"
                                                            : "text";
+    if (!check_baseline.empty()) return fhr::cli::run_check_baseline(options, check_baseline, diff);
     return fhr::cli::run_check(options);
   }
   if (compile_command) return fhr::cli::run_compile(options, output_path);

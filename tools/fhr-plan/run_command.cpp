@@ -5,8 +5,7 @@
 #include "commands.hpp"
 
 #include "fhr/bytecode/module.hpp"
-#include "fhr/compiler/execution_check.hpp"
-#include "fhr/compiler/lower.hpp"
+#include "fhr/harness/execution_check.hpp"
 
 #include <llvm/Support/FormatVariadic.h>
 
@@ -28,38 +27,42 @@ std::string verdict_text(Verdict verdict, ErrorClass raised) {
   return "?";
 }
 
-std::string action_text(const ExecutedStep &step, const std::vector<DeclaredValue> &values) {
-  if (!step.transition) return std::string(step_kind_name(step.kind));
-  const TransitionReport &t = *step.transition;
-  std::string text = std::string(action_keyword(t.action));
-  if (step.value) text += " " + values[*step.value].display_name();
-  if (t.source) text += " from " + t.source->name();
-  if (t.destination) text += " to " + t.destination->name();
+/// The action a step ran, as the runtime resolved it: "ensure rotkey from
+/// pageable to cuda:0"; other steps by their kind.
+std::string action_text(const bytecode::Module &module, const StepRecord &step,
+                        const std::vector<DeclaredValue> &values) {
+  const bytecode::Instruction &in = module.code[step.instruction];
+  if (!bytecode::is_action(in.opcode) || step.failed() || step.kind == StepKind::Preflight)
+    return std::string(step_kind_name(step.kind));
+  std::string text = std::string(bytecode::info(in.opcode).mnemonic);
+  if (in.opcode == bytecode::Opcode::MoveFrom) text = "move";
+  if (step.value < values.size()) text += " " + values[step.value].display_name();
+  if (step.outcome.source) text += " from " + step.outcome.source->name();
+  if (step.outcome.destination) text += " to " + step.outcome.destination->name();
   return text;
 }
 
-void print_check(llvm::raw_ostream &os, const std::string &path, const ExecutionCheck &check,
-                 const std::vector<DeclaredValue> &values, const char *backend) {
+void print_check(llvm::raw_ostream &os, const std::string &path, const bytecode::Module &module,
+                 const ExecutionCheck &check, const char *backend) {
   os << path << ": " << check.kind << " " << string_literal(check.name) << " on the " << backend
      << " backend\n";
+  auto line_of = [&](const StepRecord &step) { return module.code[step.instruction].line; };
   if (!check.setup.completed) {
-    const ExecutedStep &failed = *check.setup.failure();
-    os << "  setup stopped at line " << failed.line << ": " << failed.message << "\n";
+    const StepRecord &failed = *check.setup.failure();
+    os << "  setup stopped at line " << line_of(failed) << ": " << check.setup.failure_message << "\n";
   }
   if (!check.run.steps.empty()) {
     os << llvm::formatv(kRow, "line", "step", "action", "predicted", "measured", "time");
     for (std::size_t i = 0; i < check.run.steps.size(); ++i) {
-      const ExecutedStep &step = check.run.steps[i];
-      const std::string predicted = i < check.predicted.size()
-                                        ? verdict_text(check.predicted[i].verdict, check.predicted[i].raised)
-                                        : "-";
-      const Verdict ran = step.failed                                 ? Verdict::Failed
-                          : step.transition && step.transition->no_op ? Verdict::NoOp
-                                                                      : Verdict::Ok;
+      const StepRecord &step = check.run.steps[i];
+      const std::string predicted =
+          i < check.predicted.steps.size()
+              ? verdict_text(check.predicted.steps[i].outcome.verdict, check.predicted.steps[i].raised)
+              : "-";
       std::string time = "-";
-      if (step.transition) {
-        const double us =
-            static_cast<double>(step.transition->completed_at_ns - step.transition->started_at_ns) / 1e3;
+      if (i < check.run.timings.size() && check.run.timings[i].completed_at_ns != 0) {
+        const StepTiming &t = check.run.timings[i];
+        const double us = static_cast<double>(t.completed_at_ns - t.started_at_ns) / 1e3;
         char text[32];
         std::snprintf(text, sizeof text, "%.1f us", us);
         time = text;
@@ -67,8 +70,8 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const Execution
       const std::string where = std::string(step_kind_name(step.kind)) + " " + std::to_string(step.index);
       // Strings only: LLVM 14's integer formatter trips GCC's
       // -Wmaybe-uninitialized at -O2.
-      os << llvm::formatv(kRow, std::to_string(step.line), where, action_text(step, values), predicted,
-                          verdict_text(ran, step.raised), time);
+      os << llvm::formatv(kRow, std::to_string(line_of(step)), where, action_text(module, step, check.values),
+                          predicted, verdict_text(step.outcome.verdict, step.raised), time);
     }
   }
   for (const ExecutionCheck::Peak &peak : check.peaks)
@@ -77,8 +80,8 @@ void print_check(llvm::raw_ostream &os, const std::string &path, const Execution
   if (check.warnings)
     for (const std::string &warning : *check.warnings)
       os << "  runtime warning: " << warning << "\n";
-  if (const ExecutedStep *failed = check.run.failure())
-    os << "  stopped at line " << failed->line << ": " << failed->message << "\n";
+  if (const StepRecord *failed = check.run.failure())
+    os << "  stopped at line " << line_of(*failed) << ": " << check.run.failure_message << "\n";
   if (check.agrees())
     os << "  result: " << (check.run.completed && check.setup.completed ? "completed" : "stopped")
        << " as predicted; " << check.content_checks << " content checks passed\n";
@@ -101,32 +104,25 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
   int status = kFeasible;
   bool first = true;
   for (std::size_t f = 0; f < loaded.files.size(); ++f) {
-    const CompiledFile &file = loaded.files[f];
-    const std::vector<char> bytes = lower_module(file.module, *file.source);
-    bytecode::Module module;
-    try {
-      module = bytecode::load_module(std::as_bytes(std::span(bytes.data(), bytes.size())));
-    } catch (const bytecode::ModuleError &error) {
-      llvm::WithColor::error(llvm::errs(), "fhr-plan") << options.files[f] << ": " << error.what() << '\n';
-      return kBadInput;
-    }
+    const bytecode::Module &module = *loaded.files[f].lowered->module;
+    auto name_of = [&](std::uint32_t string) -> const std::string & { return module.strings[string]; };
     std::vector<ExecutionCheck> checks;
     bool selected = false;
     try {
-      for (std::uint32_t p = 0; p < file.module.programs.size(); ++p)
-        if ((run.program.empty() && run.plan.empty()) || file.module.programs[p].name == run.program) {
-          checks.push_back(check_program(file.module, module, p, execution));
+      for (std::uint32_t p = 0; p < module.programs.size(); ++p)
+        if ((run.program.empty() && run.plan.empty()) || name_of(module.programs[p].name) == run.program) {
+          checks.push_back(check_program(module, p, execution));
           selected = true;
         }
-      for (std::uint32_t p = 0; p < file.module.plans.size(); ++p)
-        if ((run.program.empty() && run.plan.empty() && file.module.programs.empty()) ||
-            file.module.plans[p].name == run.plan) {
-          checks.push_back(check_plan(file.module, module, p, execution));
+      for (std::uint32_t p = 0; p < module.plans.size(); ++p)
+        if ((run.program.empty() && run.plan.empty() && module.programs.empty()) ||
+            name_of(module.plans[p].name) == run.plan) {
+          checks.push_back(check_plan(module, p, execution));
           selected = true;
         }
     } catch (const std::exception &error) {
       // The manager itself could not be built (a budget at a location this
-      // backend does not have, say).
+      // backend does not have, say), or the run would not fit in memory.
       llvm::WithColor::error(llvm::errs(), "fhr-plan")
           << options.files[f] << ": cannot run on the " << backend << " backend: " << error.what()
           << (execution.backend == BackendKind::Host ? " (--backend sim stands in for CUDA devices)" : "")
@@ -145,7 +141,7 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     for (const ExecutionCheck &check : checks) {
       if (!first) llvm::outs() << '\n';
       first = false;
-      print_check(llvm::outs(), options.files[f], check, check.values, backend);
+      print_check(llvm::outs(), options.files[f], module, check, backend);
       if (!check.agrees())
         status = kBadInput;
       else if (status == kFeasible && (!check.run.completed || !check.setup.completed))

@@ -250,8 +250,13 @@ private:
     Reader r = section(SectionKind::Strings);
     const std::uint32_t n = r.count("string count", 1);
     module_.strings.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t i = 0; i < n; ++i) {
       module_.strings.push_back(r.bytes(r.count("string length", 0)));
+      // No .fhr string can hold one (not even escaped), so no module may:
+      // every module that loads disassembles to text that compiles.
+      if (module_.strings.back().find('\r') != std::string::npos)
+        r.fail(ModuleErrorCode::BadOperand, "a string holds a carriage return");
+    }
     finish(r, "STRINGS");
   }
 
@@ -461,23 +466,28 @@ private:
                           info(module_.code[index].opcode).mnemonic + "): " + message);
   }
 
-  static bool is_action(Opcode op) {
-    return op == Opcode::Ensure || op == Opcode::Copy || op == Opcode::Move || op == Opcode::MoveFrom ||
-           op == Opcode::Drop || op == Opcode::Discard;
+  /// Rejects instruction i where its opcode's Contexts column does not list
+  /// `context`, and a named lifetime outside setup (elsewhere a lifetime
+  /// ends with its plan or body, so a name could never be released).
+  void require_context(std::uint32_t i, Context context) const {
+    const Instruction &in = module_.code[i];
+    if (!allowed_in(in.opcode, context))
+      fail_at(i, ModuleErrorCode::BadStructure, std::string("not allowed in ") + context_name(context));
+    if (context != Context::Setup && has_alias(in.opcode) && in.alias() != 0)
+      fail_at(i, ModuleErrorCode::BadStructure, std::string("a name in ") + context_name(context));
   }
 
   /// Checks that instruction i+1..i+n are items; returns the index after them.
-  std::uint32_t items(std::uint32_t i, std::uint32_t end) {
+  std::uint32_t items(std::uint32_t i, std::uint32_t end) const {
     const Instruction &in = module_.code[i];
     if (in.index() == 0) fail_at(i, ModuleErrorCode::BadOperand, "empty value list");
     if (in.index() > end - i - 1) fail_at(i, ModuleErrorCode::BadStructure, "value list runs past its range");
     for (std::uint32_t k = i + 1; k <= i + in.index(); ++k)
-      if (module_.code[k].opcode != Opcode::Item)
-        fail_at(k, ModuleErrorCode::BadStructure, "expected an item");
+      require_context(k, Context::Items);
     return i + in.index() + 1;
   }
 
-  void check_values_declared(std::uint32_t i, std::uint32_t declared_values) {
+  void check_values_declared(std::uint32_t i, std::uint32_t declared_values) const {
     const Instruction &in = module_.code[i];
     if (in.value + in.count > declared_values)
       fail_at(i, ModuleErrorCode::BadStructure, "uses a value before its declaration");
@@ -487,44 +497,34 @@ private:
     std::uint32_t declared = 0, declared_values = 0;
     std::vector<std::uint8_t> released(module_.setup.end, 0);
     for (std::uint32_t i = module_.setup.begin; i < module_.setup.end;) {
+      require_context(i, Context::Setup);
       const Instruction &in = module_.code[i];
-      switch (in.opcode) {
-      case Opcode::Declare:
-        if (in.index() != declared)
-          fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
-        declared_values += module_.declarations[declared].value_count();
-        ++declared;
-        ++i;
-        break;
-      case Opcode::Hold:
-      case Opcode::Lease: {
+      if (has_items(in.opcode)) {
         const std::uint32_t next = items(i, module_.setup.end);
         for (std::uint32_t k = i + 1; k < next; ++k)
           check_values_declared(k, declared_values);
         i = next;
-        break;
+        continue;
       }
-      case Opcode::Reserve: ++i; break;
-      case Opcode::Release: {
+      if (in.opcode == Opcode::Declare) {
+        if (in.index() != declared)
+          fail_at(i, ModuleErrorCode::BadStructure, "declarations must come in table order");
+        declared_values += module_.declarations[declared].value_count();
+        ++declared;
+      } else if (in.opcode == Opcode::Release) {
         if (in.index() >= i)
           fail_at(i, ModuleErrorCode::BadIndex, "release target is not an earlier instruction");
         const Instruction &target = module_.code[in.index()];
-        if ((target.opcode != Opcode::Hold && target.opcode != Opcode::Lease &&
-             target.opcode != Opcode::Reserve) ||
+        if (info(target.opcode).kind != OpcodeKind::Lifetime || !has_alias(target.opcode) ||
             target.alias() == 0)
           fail_at(i, ModuleErrorCode::BadStructure,
                   "release target is not a named hold, lease or reservation");
         if (released[in.index()]) fail_at(i, ModuleErrorCode::BadStructure, "released twice");
         released[in.index()] = 1;
-        ++i;
-        break;
-      }
-      default:
-        if (!is_action(in.opcode)) fail_at(i, ModuleErrorCode::BadStructure, "not allowed in setup");
+      } else if (is_action(in.opcode)) {
         check_values_declared(i, declared_values);
-        ++i;
-        break;
       }
+      ++i;
     }
     if (declared != module_.declarations.size())
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[2].begin,
@@ -532,29 +532,27 @@ private:
                             " declarations are never declared in setup");
   }
 
-  void verify_actions_only(InstructionRange range) {
+  void verify_range(InstructionRange range, Context context) const {
     for (std::uint32_t i = range.begin; i < range.end; ++i)
-      if (!is_action(module_.code[i].opcode))
-        fail_at(i, ModuleErrorCode::BadStructure, "only actions belong here");
+      require_context(i, context);
   }
 
-  void verify_plan(const PlanEntry &plan) {
-    verify_actions_only(plan.reclaim);
-    for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end; ++i)
-      if (module_.code[i].opcode != Opcode::Reserve || module_.code[i].alias() != 0)
-        fail_at(i, ModuleErrorCode::BadStructure,
-                "a plan's reservation list holds only unnamed reservations");
-    verify_actions_only(plan.enter);
-    verify_actions_only(plan.exit);
+  void verify_plan(const PlanEntry &plan) const {
+    verify_range(plan.reclaim, Context::PlanPhase);
+    verify_range(plan.reserve, Context::PlanReserve);
+    verify_range(plan.enter, Context::PlanPhase);
+    verify_range(plan.exit, Context::PlanPhase);
   }
 
-  void verify_program(const ProgramEntry &program) {
+  void verify_program(const ProgramEntry &program) const {
     std::vector<Opcode> open; // Scope or Actions
     for (std::uint32_t i = program.body.begin; i < program.body.end;) {
       const Instruction &in = module_.code[i];
-      const bool in_actions = !open.empty() && open.back() == Opcode::Actions;
-      if (in_actions && in.opcode != Opcode::End && !is_action(in.opcode))
-        fail_at(i, ModuleErrorCode::BadStructure, "an action list holds only actions");
+      require_context(i, !open.empty() && open.back() == Opcode::Actions ? Context::List : Context::Body);
+      if (has_items(in.opcode)) {
+        i = items(i, program.body.end);
+        continue;
+      }
       switch (in.opcode) {
       case Opcode::Scope:
       case Opcode::Run:
@@ -565,31 +563,15 @@ private:
             fail_at(i, ModuleErrorCode::BadStructure, "scopes nest too deep");
           open.push_back(Opcode::Scope);
         }
-        ++i;
         break;
-      case Opcode::Actions:
-        open.push_back(Opcode::Actions);
-        ++i;
-        break;
+      case Opcode::Actions: open.push_back(Opcode::Actions); break;
       case Opcode::End:
         if (open.empty()) fail_at(i, ModuleErrorCode::BadStructure, "end without scope or action list");
         open.pop_back();
-        ++i;
         break;
-      case Opcode::Acquire: i = items(i, program.body.end); break;
-      case Opcode::Hold:
-        if (in.alias() != 0) fail_at(i, ModuleErrorCode::BadStructure, "named hold inside a program");
-        i = items(i, program.body.end);
-        break;
-      case Opcode::Reserve:
-        if (in.alias() != 0) fail_at(i, ModuleErrorCode::BadStructure, "named reservation inside a program");
-        ++i;
-        break;
-      default:
-        if (!is_action(in.opcode)) fail_at(i, ModuleErrorCode::BadStructure, "not allowed in a program");
-        ++i;
-        break;
+      default: break;
       }
+      ++i;
     }
     if (!open.empty())
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].begin,

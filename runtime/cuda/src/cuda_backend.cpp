@@ -243,6 +243,35 @@ public:
     return PoolFigures{used - std::min(used, cached), (reserved > used ? reserved - used : 0) + cached, free};
   }
 
+  /// What the driver says about the first and the last byte: both must be
+  /// of one kind (cudaPointerGetAttributes: unregistered host memory is
+  /// pageable, page-locked host memory pinned, device memory its device's;
+  /// managed memory is none of these).
+  std::optional<Location> locate(const std::byte *data, std::size_t nbytes) const override {
+    const std::optional<Location> first = memory_kind(data);
+    if (!first || nbytes <= 1) return first;
+    const std::optional<Location> last = memory_kind(data + nbytes - 1);
+    return first == last ? first : std::nullopt;
+  }
+
+  static std::optional<Location> memory_kind(const void *address) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
+      cudaGetLastError(); // drivers before CUDA 11 refuse unregistered host memory
+      return Location::pageable();
+    }
+    switch (attributes.type) {
+    case cudaMemoryTypeUnregistered: return Location::pageable();
+    case cudaMemoryTypeHost: return Location::pinned();
+    case cudaMemoryTypeDevice:
+      if (attributes.device < 0 || static_cast<unsigned>(attributes.device) >= Location::kMaxCudaDevices)
+        return std::nullopt;
+      return Location::cuda(static_cast<unsigned>(attributes.device));
+    case cudaMemoryTypeManaged: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
   struct StartedCopy {
     cudaStream_t stream;
     unsigned device;
@@ -295,7 +324,7 @@ public:
   }
 
   void read(const Storage &from, std::span<std::byte> out) override {
-    if (!from.location().is_cuda()) return Backend::read(from, out);
+    if (!from.location().is_cuda()) return CopyEngine::read(from, out);
     DeviceGuard guard(from.location().device());
     check(cudaMemcpy(out.data(), from.bytes().data(), out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
@@ -457,30 +486,6 @@ unsigned cuda_device_count() {
     return 0;
   }
   return static_cast<unsigned>(count);
-}
-
-DeviceBuffer copy_to_device(Location device, std::span<const std::byte> bytes) {
-  if (!device.is_cuda()) throw BackendError(device.name() + " is not a CUDA device");
-  DeviceGuard guard(device.device());
-  void *memory = nullptr;
-  check(cudaMalloc(&memory, bytes.empty() ? 1 : bytes.size()), "cudaMalloc");
-  if (cudaError_t error = cudaMemcpy(memory, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
-      error != cudaSuccess) {
-    cudaFree(memory);
-    check(error, "cudaMemcpy");
-  }
-  return DeviceBuffer{static_cast<std::byte *>(memory), [](std::byte *data) { cudaFree(data); }};
-}
-
-void submit_waiting_reader(Stream stream, const std::atomic<bool> *done) {
-  check(cudaLaunchHostFunc(
-            native(stream),
-            [](void *flag) {
-              while (!static_cast<const std::atomic<bool> *>(flag)->load())
-                std::this_thread::yield();
-            },
-            const_cast<std::atomic<bool> *>(done)),
-        "cudaLaunchHostFunc");
 }
 
 Stream create_cuda_stream(Location device) {

@@ -9,17 +9,6 @@ ResidencyStaleStateError::ResidencyStaleStateError(std::uint64_t expected_versio
                          ErrorClass::StaleState),
       expected_version_(expected_version), actual_version_(actual_version) {}
 
-std::string_view execution_phase_name(ExecutionPhase phase) {
-  switch (phase) {
-  case ExecutionPhase::Execute: return "execute";
-  case ExecutionPhase::Reclaim: return "reclaim";
-  case ExecutionPhase::Reserve: return "reserve";
-  case ExecutionPhase::Enter: return "enter";
-  case ExecutionPhase::Exit: return "exit";
-  }
-  return "execute";
-}
-
 namespace {
 std::string execution_message(const ResidencyPlanExecutionError::Details &d) {
   const std::size_t done = d.partial_report.transitions.size();

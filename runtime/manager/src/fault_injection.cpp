@@ -28,34 +28,42 @@ std::uint64_t FaultPlan::count(BackendOperation operation) const {
   return performed_[static_cast<unsigned>(operation)];
 }
 
-Storage FaultInjectingBackend::allocate(Location location, std::size_t nbytes) {
-  faults_.step(BackendOperation::Allocate);
+Storage FaultInjectingMemory::allocate(Location location, std::size_t nbytes) {
+  faults_->step(BackendOperation::Allocate);
   return inner_->allocate(location, nbytes);
 }
 
-void FaultInjectingBackend::copy(const Storage &from, Storage &to, Stream stream) {
-  faults_.step(BackendOperation::Copy);
+void FaultInjectingCopies::copy(const Storage &from, Storage &to, Stream stream) {
+  faults_->step(BackendOperation::Copy);
   inner_->copy(from, to, stream);
 }
 
-CopyInFlight FaultInjectingBackend::begin_copy(const Storage &from, Storage &to, Stream stream) {
-  faults_.step(BackendOperation::Copy);
+CopyInFlight FaultInjectingCopies::begin_copy(const Storage &from, Storage &to, Stream stream) {
+  faults_->step(BackendOperation::Copy);
   return inner_->begin_copy(from, to, stream);
 }
 
-void FaultInjectingBackend::finish_copy(CopyInFlight copy) {
+void FaultInjectingCopies::finish_copy(CopyInFlight copy) {
   inner_->finish_copy(copy); // the copy must be over before its storage may go
-  faults_.step(BackendOperation::CopyCompletion);
+  faults_->step(BackendOperation::CopyCompletion);
 }
 
-void FaultInjectingBackend::before_load() {
-  faults_.step(BackendOperation::Load);
-  inner_->before_load();
-}
-
-Event FaultInjectingBackend::record_event(Stream stream) {
-  faults_.step(BackendOperation::RecordEvent);
+Event FaultInjectingStreams::record_event(Stream stream) {
+  faults_->step(BackendOperation::RecordEvent);
   return inner_->record_event(stream);
+}
+
+void FaultInjectingSource::load(std::span<std::byte> destination) {
+  faults_->step(BackendOperation::Load);
+  inner_->load(destination);
+}
+
+BackendInterfaces inject_faults(const BackendInterfaces &inner, std::shared_ptr<FaultPlan> faults) {
+  if (!inner.memory || !inner.copies || !inner.streams)
+    throw std::invalid_argument("inject_faults needs all three interfaces");
+  return BackendInterfaces(std::make_shared<FaultInjectingMemory>(inner.memory, faults),
+                           std::make_shared<FaultInjectingCopies>(inner.copies, faults),
+                           std::make_shared<FaultInjectingStreams>(inner.streams, faults));
 }
 
 } // namespace fhr

@@ -1,5 +1,6 @@
 // The built-in source: a value's bytes read from a file.
-#include "fhr/runtime/manager.hpp"
+#include "fhr/runtime/backend_error.hpp"
+#include "fhr/runtime/source.hpp"
 
 #include <fstream>
 

@@ -1,9 +1,11 @@
+// The host backend: pageable and pinned host memory, no devices (docs/runtime.md).
 #include "fhr/runtime/backend.hpp"
 #include "fhr/runtime/block_pool.hpp"
 
+#include "block_registry.hpp"
+
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
@@ -35,6 +37,25 @@ void unlock_block(PinnedBlock block, std::size_t rounded) {
   std::free(block.data);
 }
 
+using PinnedPool = BlockPool<PinnedBlock>;
+
+/// The pool, with every block it owns (handed out or kept) in `blocks`:
+/// registered when it is made, not on every reuse, so that locate() costs
+/// a transition nothing.
+std::shared_ptr<PinnedPool> make_pinned_pool(const std::shared_ptr<BlockRegistry> &blocks) {
+  return std::make_shared<PinnedPool>(
+      std::size_t{64} << 20,
+      [blocks](std::size_t rounded) {
+        const PinnedBlock block = lock_block(rounded);
+        blocks->add(block.data, rounded, Location::pinned());
+        return block;
+      },
+      [blocks](PinnedBlock block, std::size_t rounded) {
+        blocks->remove(block.data);
+        unlock_block(block, rounded);
+      });
+}
+
 class HostBackend final : public Backend {
 public:
   DeviceConfig devices() const override { return DeviceConfig{false, 0}; }
@@ -55,15 +76,20 @@ public:
                    [](std::byte *data) { std::free(data); });
   }
 
-  void copy(const Storage &from, Storage &to, Stream) override {
-    if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
-    if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
-  }
-
   /// Pinned blocks in use and kept (in whole pages).
   std::optional<PoolFigures> pool_figures(Location location) const override {
     if (location != Location::pinned()) return std::nullopt;
     return pinned_->figures();
+  }
+
+  /// Pinned inside a block of its pinned pool, pageable elsewhere.
+  std::optional<Location> locate(const std::byte *data, std::size_t nbytes) const override {
+    return pinned_blocks_->locate(data, nbytes);
+  }
+
+  void copy(const Storage &from, Storage &to, Stream) override {
+    if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
+    if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
   }
 
 private:
@@ -75,8 +101,8 @@ private:
   /// in and out of pinned memory do not pay for mlock, munlock and fresh
   /// page faults every time. Shared with the storages, which may outlive
   /// the backend.
-  std::shared_ptr<BlockPool<PinnedBlock>> pinned_ =
-      std::make_shared<BlockPool<PinnedBlock>>(std::size_t{64} << 20, lock_block, unlock_block);
+  std::shared_ptr<BlockRegistry> pinned_blocks_ = std::make_shared<BlockRegistry>();
+  std::shared_ptr<PinnedPool> pinned_ = make_pinned_pool(pinned_blocks_);
 };
 
 } // namespace

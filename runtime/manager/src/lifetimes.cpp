@@ -1,6 +1,9 @@
-// Leases, holds and reservations (§7, §8): protection, CUDA consumer
-// streams and their events, reaping (§7.4), abandoned lifetimes.
+// Leases, holds and reservations (§7, §8): protection, releases, abandoned
+// lifetimes. CUDA leases' streams, events and reaping: reaping.cpp.
 #include "fhr/runtime/manager.hpp"
+
+#include "fhr/model/scope_sequence.hpp"
+#include "reaping.hpp"
 
 #include <algorithm>
 
@@ -19,12 +22,23 @@ std::string_view kind_name(LifetimeKind kind) {
 
 } // namespace
 
-std::vector<ValueId> Manager::protect_values(std::span<const Handle> handles) const {
+LifetimeId Manager::protect(LifetimeKind kind, std::span<const Handle> handles, Location at) {
+  // Handles that name no value of this manager stand for a value that is
+  // never registered: the model then checks every handle in order, each
+  // for its value and its residency, and the first that fails decides.
   std::vector<ValueId> values;
   values.reserve(handles.size());
   for (const Handle &handle : handles)
-    values.push_back(resolve(handle));
-  return values;
+    values.push_back(resolve_for_plan(handle));
+  LifetimeId id = 0;
+  ValueId failed = 0;
+  if (Outcome outcome = state_.protect(kind, values, at, &id, &failed); outcome.failed()) {
+    if (outcome.reason == Reason::HandleUnknown) // foreign or unknown: say which
+      for (std::size_t i = 0; i < handles.size(); ++i)
+        if (values[i] == failed) throw ResidencyHandleError(unresolvable_message(handles[i]));
+    throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
+  }
+  return id;
 }
 
 Lease Manager::acquire(std::span<const Handle> handles, Location at, Stream consumer_stream) {
@@ -37,12 +51,8 @@ Lease Manager::acquire(std::span<const Handle> handles, Location at, Stream cons
   if (consumer_stream && !at.is_cuda())
     throw std::invalid_argument("a lease at " + at.name() + " takes no consumer stream");
   validate_stream(consumer_stream, at);
-  const std::vector<ValueId> values = protect_values(handles);
-  LifetimeId id = 0;
-  ValueId failed = 0;
-  if (Outcome outcome = state_.protect(LifetimeKind::Lease, values, at, &id, &failed); outcome.failed())
-    throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
-  if (at.is_cuda()) lease_streams_.add(id).streams.push_back(consumer_stream);
+  const LifetimeId id = protect(LifetimeKind::Lease, handles, at);
+  if (at.is_cuda()) reaper_->track(id, consumer_stream);
   std::vector<Handle> unique;
   unique.reserve(handles.size());
   for (const Handle &handle : handles)
@@ -55,12 +65,7 @@ Hold Manager::hold(std::span<const Handle> handles, Location at) {
   auto lock = open_lock();
   validate(at);
   reap_unless_unobservable();
-  const std::vector<ValueId> values = protect_values(handles);
-  LifetimeId id = 0;
-  ValueId failed = 0;
-  if (Outcome outcome = state_.protect(LifetimeKind::Hold, values, at, &id, &failed); outcome.failed())
-    throw_failure(outcome, MessageContext{value_name(failed), {}}, FailureDetail{});
-  return Hold(this, id);
+  return Hold(this, protect(LifetimeKind::Hold, handles, at));
 }
 
 ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std::string &label) {
@@ -77,9 +82,7 @@ ActiveReservation Manager::reserve(Location at, std::uint64_t nbytes, const std:
 }
 
 void Manager::release_all(std::vector<LifetimeId> &lifetimes) {
-  for (auto it = lifetimes.rbegin(); it != lifetimes.rend(); ++it)
-    state_.release(*it);
-  lifetimes.clear();
+  release_last_first(lifetimes, [&](LifetimeId id) { state_.release(id); });
 }
 
 void Manager::add_consumer_stream(LifetimeId id, Stream stream) {
@@ -91,54 +94,15 @@ void Manager::add_consumer_stream(LifetimeId id, Stream stream) {
     throw std::invalid_argument("a lease at " + lease->location.name() + " has no consumer streams");
   if (!stream) throw std::invalid_argument("a consumer stream cannot be empty");
   validate_stream(stream, lease->location);
-  std::vector<Stream> &streams = lease_streams_.find(id)->streams; // every CUDA lease has an entry
-  if (std::find(streams.begin(), streams.end(), stream) == streams.end()) streams.push_back(stream);
+  reaper_->add_stream(id, stream); // every active CUDA lease is tracked
 }
 
 std::string Manager::release_locked(LifetimeId id, bool wait) {
   const LifetimeRecord *lifetime = state_.find_lifetime(id);
   if (!lifetime || lifetime->state != LifetimeState::Active) return {}; // idempotent
-  LeaseStreams *streams = lease_streams_.find(id);
-  if (!streams) {
-    state_.release(id); // host lease, hold, reservation: tokens go at once
-    return {};
-  }
-  // §7.2: an event on every consumer stream marks the end of the reads.
-  LeaseStreams &lease = *streams;
-  try {
-    for (Stream stream : lease.streams)
-      lease.events.push_back(backend_->record_event(stream));
-  } catch (const std::exception &error) {
-    for (Event event : lease.events)
-      backend_->destroy_event(event);
-    lease.events.clear();
-    // Without events the only safe release is after the readers finished;
-    // if even that fails the lease stays active and the error propagates.
-    for (Stream stream : lease.streams)
-      backend_->synchronize_stream(stream);
-    lease_streams_.erase(lease);
-    state_.release(id);
-    return std::string("could not record a completion event (") + error.what() +
-           "); synchronised the consumer streams and released the lease";
-  }
-  state_.release(id, /*events_pending=*/true);
-  if (wait) {
-    for (Event event : lease.events)
-      backend_->synchronize(event);
-    complete_lease(id);
-  } else {
-    pending_leases_.push_back(id);
-  }
+  if (reaper_->tracks(id)) return reaper_->release(id, wait);           // a CUDA lease: events first
+  state_.release(id); // host lease, hold, reservation: tokens go at once
   return {};
-}
-
-void Manager::complete_lease(LifetimeId id) {
-  if (LeaseStreams *streams = lease_streams_.find(id)) {
-    for (Event event : streams->events)
-      backend_->destroy_event(event);
-    lease_streams_.erase(*streams);
-  }
-  state_.complete_pending(id);
 }
 
 void Manager::defer_release(LifetimeId id) {
@@ -159,79 +123,19 @@ void Manager::apply_deferred_releases() {
     (void)release_locked(id, /*wait=*/true);
 }
 
-std::vector<bool> Manager::pending_completion() const {
-  // The events of every pending lease, per stream, in the order they were
-  // recorded (pending_leases_ is in release order).
-  struct StreamEvents {
-    Stream stream;
-    std::vector<std::pair<std::size_t, Event>> events; ///< (index in pending_leases_, event)
-  };
-  std::vector<StreamEvents> streams;
-  for (std::size_t i = 0; i < pending_leases_.size(); ++i) {
-    const LeaseStreams &lease = *lease_streams_.find(pending_leases_[i]);
-    for (std::size_t k = 0; k < lease.events.size(); ++k) {
-      auto it = std::find_if(streams.begin(), streams.end(),
-                             [&](const StreamEvents &s) { return s.stream == lease.streams[k]; });
-      if (it == streams.end()) it = streams.insert(streams.end(), StreamEvents{lease.streams[k], {}});
-      it->events.emplace_back(i, lease.events[k]);
-    }
-  }
-  std::vector<bool> complete(pending_leases_.size(), true);
-  for (const StreamEvents &s : streams) {
-    // Events of one stream complete in recording order: the completed ones
-    // are a prefix, found with a few queries (the newest first: usually
-    // all are done) instead of one query per lease.
-    const std::size_t n = s.events.size();
-    std::size_t done = n;
-    if (!backend_->event_complete(s.events[n - 1].second)) {
-      std::size_t low = 0, high = n - 1; // [0, low) complete, [high, n) not
-      while (low < high) {
-        const std::size_t middle = low + (high - low) / 2;
-        if (backend_->event_complete(s.events[middle].second))
-          low = middle + 1;
-        else
-          high = middle;
-      }
-      done = low;
-    }
-    for (std::size_t j = done; j < n; ++j)
-      complete[s.events[j].first] = false;
-  }
-  return complete;
-}
-
 void Manager::reap() {
   apply_deferred_releases();
-  if (pending_leases_.empty()) return;
-  const std::vector<bool> complete = pending_completion();
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < pending_leases_.size(); ++i) {
-    if (complete[i])
-      complete_lease(pending_leases_[i]);
-    else
-      pending_leases_[kept++] = pending_leases_[i];
-  }
-  pending_leases_.resize(kept);
-  // Readers that run long keep a backlog: the next backlog reap waits until
-  // it has doubled, so that each lease costs a bounded share of queries.
-  backlog_reap_at_ = std::max(kReapBacklog, 2 * kept);
+  reaper_->reap();
 }
+
+std::vector<LifetimeId> Manager::completed_pending() const { return reaper_->completed_pending(); }
 
 void Manager::reap_unless_unobservable() {
   apply_deferred_releases();
   // Reaping here could not change what this operation does or returns, and
   // every operation that can observe pending protection reaps in full
   // first; so only a backlog is reaped, many leases per query.
-  if (pending_leases_.size() >= backlog_reap_at_) reap();
-}
-
-std::vector<LifetimeId> Manager::completed_pending() const {
-  std::vector<LifetimeId> completed;
-  if (pending_leases_.empty()) return completed;
-  const std::vector<bool> complete = pending_completion();
-  for (std::size_t i = 0; i < pending_leases_.size(); ++i)
-    if (complete[i]) completed.push_back(pending_leases_[i]);
-  return completed;
+  reaper_->reap_backlog();
 }
 
 void Manager::release(LifetimeId id, bool wait) {

@@ -3,6 +3,7 @@
 #include "fhr/runtime/manager.hpp"
 
 #include "clock.hpp"
+#include "reaping.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -48,8 +49,7 @@ public:
 
   void load(ValueId value, Location location) override {
     Record &record = manager_.records_[value];
-    Storage storage = manager_.backend_->allocate(location, logical_bytes(value));
-    manager_.backend_->before_load();
+    Storage storage = manager_.backend_.memory->allocate(location, logical_bytes(value));
     {
       CallbackScope callback(manager_.mutex_);
       record.source->load(storage.bytes());
@@ -65,24 +65,20 @@ public:
     }
     const Storage *source = pending(from);
     if (!source) source = manager_.replica(value, from);
-    Storage destination = manager_.backend_->allocate(to, logical_bytes(value));
+    Storage destination = manager_.backend_.memory->allocate(to, logical_bytes(value));
     // The caller's stream orders copies into the transition's destination only.
-    manager_.backend_->copy(*source, destination, to == destination_ ? stream_ : Stream{});
+    manager_.backend_.copies->copy(*source, destination, to == destination_ ? stream_ : Stream{});
     pending_.emplace_back(to, std::move(destination));
   }
 
   void install(ValueId value, Location location) override {
     auto it =
         std::find_if(pending_.begin(), pending_.end(), [&](const auto &p) { return p.first == location; });
-    manager_.records_[value].replicas.emplace_back(location, std::move(it->second));
+    manager_.install_replica(value, location, std::move(it->second));
     pending_.erase(it);
   }
 
-  void remove(ValueId value, Location location) override {
-    auto &replicas = manager_.records_[value].replicas;
-    replicas.erase(
-        std::find_if(replicas.begin(), replicas.end(), [&](const auto &r) { return r.first == location; }));
-  }
+  void remove(ValueId value, Location location) override { manager_.remove_replica(value, location); }
 
 private:
   std::size_t logical_bytes(ValueId value) const {
@@ -101,11 +97,23 @@ private:
   std::vector<std::pair<Location, Storage>> pending_;
 };
 
+namespace {
+
+BackendInterfaces complete(BackendInterfaces backend) {
+  if (backend.empty()) return make_host_backend();
+  if (!backend.memory || !backend.copies || !backend.streams)
+    throw std::invalid_argument("a manager needs a memory resource, a copy engine and stream support");
+  return backend;
+}
+
+} // namespace
+
 Manager::Manager(ManagerOptions options)
-    : id_(next_manager_id()), backend_(options.backend ? std::move(options.backend) : make_host_backend()),
-      warning_handler_(std::move(options.warning_handler)), state_(backend_->devices()),
+    : id_(next_manager_id()), backend_(complete(std::move(options.backend))),
+      warning_handler_(std::move(options.warning_handler)), state_(backend_.memory->devices()),
       trace_capacity_(options.trace_capacity),
-      overlap_transfers_(options.overlap_transfers && backend_->overlaps_copies()) {
+      reaper_(std::make_unique<LeaseReaper>(state_, *backend_.streams)),
+      overlap_transfers_(options.overlap_transfers && backend_.copies->overlaps_copies()) {
   for (const auto &[location, budget] : options.budgets) {
     validate(location);
     state_.set_budget(location, budget);
@@ -135,20 +143,23 @@ void Manager::validate_stream(Stream stream, Location destination) const {
   if (!stream) return;
   if (!destination.is_cuda())
     throw std::invalid_argument("a transfer to " + destination.name() + " takes no stream");
-  const std::optional<Location> device = backend_->stream_location(stream);
+  const std::optional<Location> device = backend_.streams->stream_location(stream);
   if (!device) throw std::invalid_argument("not a stream of this manager's backend");
   if (*device != destination)
     throw std::invalid_argument("a stream of " + device->name() + " cannot copy to " + destination.name());
 }
 
 ValueId Manager::resolve(const Handle &handle) const {
-  if (handle.manager_id != id_)
-    throw ResidencyHandleError("handle belongs to manager " + std::to_string(handle.manager_id) +
-                               ", not to manager " + std::to_string(id_));
   const ValueId value = resolve_for_plan(handle);
-  if (value == kUnresolvable)
-    throw ResidencyHandleError("unknown handle " + std::to_string(handle.handle_id));
+  if (value == kUnresolvable) throw ResidencyHandleError(unresolvable_message(handle));
   return value;
+}
+
+std::string Manager::unresolvable_message(const Handle &handle) const {
+  if (handle.manager_id != id_)
+    return "handle belongs to manager " + std::to_string(handle.manager_id) + ", not to manager " +
+           std::to_string(id_);
+  return "unknown handle " + std::to_string(handle.handle_id);
 }
 
 ValueId Manager::resolve_for_plan(const Handle &handle) const {
@@ -172,22 +183,98 @@ const Storage *Manager::replica(ValueId value, Location at) const {
   return const_cast<Manager *>(this)->replica(value, at);
 }
 
-Handle Manager::adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
-                      ReplicaMode mode) {
+void Manager::install_replica(ValueId value, Location location, Storage storage) {
+  storage_index_.add(storage.bytes().data(), storage.block_size(), ReplicaOf{value, location});
+  records_[value].replicas.emplace_back(location, std::move(storage));
+}
+
+void Manager::remove_replica(ValueId value, Location location) {
+  auto &replicas = records_[value].replicas;
+  const auto it =
+      std::find_if(replicas.begin(), replicas.end(), [&](const auto &r) { return r.first == location; });
+  storage_index_.remove(it->second.bytes().data());
+  replicas.erase(it); // frees the storage
+}
+
+namespace {
+
+void check_enums(ReplicaMode mode, Recoverability recoverability) {
+  if (mode != ReplicaMode::Exclusive && mode != ReplicaMode::Replicable)
+    throw std::invalid_argument("replica mode " + std::to_string(static_cast<unsigned>(mode)) +
+                                " is neither EXCLUSIVE nor REPLICABLE");
+  if (recoverability != Recoverability::MustPreserve && recoverability != Recoverability::Reconstructible)
+    throw std::invalid_argument("recoverability " + std::to_string(static_cast<unsigned>(recoverability)) +
+                                " is neither MUST_PRESERVE nor RECONSTRUCTIBLE");
+}
+
+/// The memory of a location's kind, in words.
+std::string memory_of(Location location) {
+  return location.is_cuda() ? "memory of " + location.name() : location.name() + " host memory";
+}
+
+} // namespace
+
+Location Manager::adopted_location(const std::byte *data, std::size_t storage_nbytes,
+                                   std::optional<Location> at) const {
+  // An empty buffer has no memory to be of a kind: it goes where it is told,
+  // pageable host memory by default.
+  if (storage_nbytes == 0) {
+    const Location location = at.value_or(Location::pageable());
+    validate(location);
+    return location;
+  }
+  const std::optional<Location> memory = backend_.memory->locate(data, storage_nbytes);
+  if (!at && !memory)
+    throw ResidencyMaterializationError(
+        "Cannot infer location: the buffer mixes pageable and pinned memory (or is managed memory)");
+  const Location location = at.value_or(*memory);
+  validate(location);
+  // §2.6 steps 2-3: the memory must be of the location's kind.
+  if (!memory)
+    throw ResidencyMaterializationError(
+        "adopt at " + location.name() +
+        ": the buffer mixes pageable and pinned memory (or is managed memory)");
+  if (*memory == location) return location;
+  if (location == Location::pinned() && *memory == Location::pageable())
+    throw ResidencyMaterializationError(
+        "adopt at pinned: the buffer is not fully pinned (it is pageable host memory)");
+  if (location == Location::pageable() && *memory == Location::pinned())
+    throw ResidencyMaterializationError("adopt at pageable: the buffer unexpectedly uses pinned storage");
+  throw ResidencyMaterializationError("adopt at " + location.name() + ": the buffer is " +
+                                      memory_of(*memory) + ", not " + memory_of(location));
+}
+
+Handle Manager::adopt(std::byte *data, std::size_t logical_nbytes, std::size_t storage_nbytes,
+                      std::optional<Location> at, Storage::Release deleter, ReplicaMode mode) {
+  if (storage_nbytes < logical_nbytes)
+    throw std::invalid_argument("adopt: storage_nbytes (" + std::to_string(storage_nbytes) +
+                                ") must be at least logical_nbytes (" + std::to_string(logical_nbytes) + ")");
   auto lock = open_lock();
   reap_unless_unobservable();
-  validate(at);
-  const ValueSpec spec{nbytes, nbytes, mode, Recoverability::MustPreserve};
+  // §16.1: location (inferred or validated), value against location, spec,
+  // budget, alias, install.
+  const Location location = adopted_location(data, storage_nbytes, at);
+  check_enums(mode, Recoverability::MustPreserve);
+  const ValueSpec spec{logical_nbytes, storage_nbytes, mode, Recoverability::MustPreserve};
   const auto value = static_cast<ValueId>(records_.size());
+  // §2.7, after the budget (the model's admission below decides that one):
+  // a block that overlaps a replica the manager owns would be freed twice.
+  if (state_.account(location).admits(spec.storage_nbytes))
+    if (const auto owned = storage_index_.overlapping(data, storage_nbytes))
+      throw ResidencyOwnershipError(
+          "an adopted value must own independent backing storage: the buffer overlaps "
+          "the replica of value " +
+          value_name(owned->payload->value) + " at " + owned->payload->location.name());
   FailureDetail detail;
   // The caller keeps the buffer if adopt fails: the Storage that frees it is
   // made only once the model has admitted and installed the value.
-  if (Outcome outcome = state_.adopt(value, spec, at, &detail); outcome.failed())
+  if (Outcome outcome = state_.adopt(value, spec, location, &detail); outcome.failed())
     throw_failure(outcome, {}, detail);
   Record record;
   record.handle_id = next_handle_id_++;
-  record.replicas.emplace_back(at, Storage(data, nbytes, at, std::move(deleter)));
   records_.push_back(std::move(record));
+  install_replica(value, location,
+                  Storage(data, logical_nbytes, location, std::move(deleter), storage_nbytes));
   return Handle{id_, records_.back().handle_id};
 }
 
@@ -196,6 +283,7 @@ Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> s
   if (!source) throw std::invalid_argument("register_source needs a source");
   if (spec.storage_nbytes < spec.logical_nbytes)
     throw std::invalid_argument("storage_nbytes must be at least logical_nbytes");
+  check_enums(spec.replica_mode, spec.recoverability);
   auto lock = open_lock();
   reap_unless_unobservable();
   validate(source_location);
@@ -294,8 +382,8 @@ std::uint64_t Manager::content_checksum(const Handle &handle, Location at) const
   if (!storage)
     throw ResidencyUnavailableError("value " + value_name(value) + " is not resident at " + at.name());
   if (!at.is_cuda()) return XXH64(storage->bytes().data(), storage->size(), 0);
-  std::vector<std::byte> bytes(storage->size()); // device bytes are read through the backend
-  backend_->read(*storage, bytes);
+  std::vector<std::byte> bytes(storage->size()); // device bytes are read through the copy engine
+  backend_.copies->read(*storage, bytes);
   return XXH64(bytes.data(), bytes.size(), 0);
 }
 
@@ -347,16 +435,10 @@ void Manager::close(bool wait, bool force) {
   auto lock = lock_state();
   if (closed_) return;
   apply_deferred_releases();
-  if (wait) {
-    for (LifetimeId id : pending_leases_) {
-      for (Event event : lease_streams_.find(id)->events)
-        backend_->synchronize(event);
-      complete_lease(id);
-    }
-    pending_leases_.clear();
-  } else {
+  if (wait)
+    reaper_->wait_for_pending();
+  else
     reap();
-  }
   std::size_t leases = 0, pending = 0, holds = 0, reservations = 0;
   for (LifetimeId id : state_.live_lifetimes()) {
     const LifetimeRecord &lifetime = *state_.find_lifetime(id);
@@ -373,13 +455,9 @@ void Manager::close(bool wait, bool force) {
         ", reservations=" + std::to_string(reservations));
   if (force)
     for (Location location : state_.registry())
-      if (location.is_cuda()) backend_->synchronize_device(location);
-  lease_streams_.for_each([&](LeaseStreams &streams) {
-    for (Event event : streams.events)
-      backend_->destroy_event(event);
-  });
-  lease_streams_.clear();
-  pending_leases_.clear();
+      if (location.is_cuda()) backend_.streams->synchronize_device(location);
+  reaper_->clear();
+  storage_index_.clear();
   records_.clear(); // frees every replica
   state_.close();
   closed_ = true;

@@ -9,18 +9,13 @@
 #include "fhr/runtime/manager.hpp"
 
 #include "clock.hpp"
+#include "fhr/model/overlap_window.hpp"
+#include "fhr/model/overlay.hpp"
+#include "fhr/model/transfer_recorder.hpp"
 
 #include <algorithm>
-#include <array>
 
 namespace fhr {
-
-namespace {
-
-/// Copies started ahead at most: bounds the storage that waits for commit.
-constexpr std::size_t kMaxWindow = 32;
-
-} // namespace
 
 std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase phase,
                                     std::span<const ActionSpec> actions, std::size_t first,
@@ -34,35 +29,35 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
   // The caller has just reaped; reaping later only lifts protections, so
   // what is a plain copy now stays one.
   std::vector<WindowEntry> window;
-  // Bytes the started copies will charge, per destination. Sources are
-  // still counted too, so that the memory really in use while the copies
-  // run never exceeds a budget: an action that fits only once an earlier
-  // one has freed its source waits for the next window.
-  std::array<std::uint64_t, Location::kCount> starting{};
+  // Which actions join the window is the model's rule (the time predictor
+  // forms the same windows); the source of each is a dry run of the rules
+  // against the state as it is, since none of the window has committed.
+  OverlapWindow rule;
+  StateOverlay dry_run(state_);
   std::exception_ptr start_failure;
   std::size_t next = first;
-  for (; next < actions.size() && window.size() < kMaxWindow; ++next) {
+  for (; next < actions.size(); ++next) {
     const ActionSpec &spec = actions[next];
     if (spec.kind == ActionKind::Drop || spec.kind == ActionKind::Discard) break;
     const Action action{spec.kind, resolve_for_plan(spec.handle), spec.location, spec.from};
-    const std::optional<Location> source = state_.plain_copy_source(action);
-    if (!source) break; // a no-op, a load or a failure: runs alone, in order
-    if (std::any_of(window.begin(), window.end(),
-                    [&](const WindowEntry &e) { return e.action.value == action.value; }))
-      break; // depends on an action of the window
+    dry_run.reset();
+    TransferRecorder transfer;
+    const bool plain_copy = !dry_run.apply(action, nullptr, &transfer).failed() && transfer.record.plain_copy();
     const ValueSpec &spec_of_value = state_.value(action.value).spec;
-    LocationAccount account = state_.account(action.location);
-    account.reserved_bytes += starting[action.location.index()];
-    if (!account.admits(spec_of_value.storage_nbytes)) break;
+    const OverlapCandidate candidate{plain_copy ? transfer.record.copied_from : std::nullopt, action.value,
+                                     action.location, spec_of_value.storage_nbytes};
+    if (!rule.admits(candidate, state_.account(action.location)))
+      break; // a no-op, a load, a failure, a dependency or no room yet: runs alone, in order
+    const Location source = *candidate.plain_copy_source;
 
     WindowEntry entry{next, action, stream_for(streams, action.location), PreparedCopy{}};
     PreparedCopy &copy = entry.copy;
-    copy.from = *source;
+    copy.from = source;
     copy.to = action.location;
     copy.started_at_ns = now_ns();
     try {
       copy.storage =
-          backend_->allocate(action.location, static_cast<std::size_t>(spec_of_value.logical_nbytes));
+          backend_.memory->allocate(action.location, static_cast<std::size_t>(spec_of_value.logical_nbytes));
     } catch (...) {
       // Memory may be held by the copies in flight: they commit first and
       // this action is tried again on its own. Alone, the failure is its own.
@@ -70,12 +65,12 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       break;
     }
     try {
-      copy.copy = backend_->begin_copy(*replica(action.value, *source), copy.storage, entry.stream);
+      copy.copy = backend_.copies->begin_copy(*replica(action.value, source), copy.storage, entry.stream);
     } catch (...) {
       start_failure = std::current_exception();
       break;
     }
-    starting[action.location.index()] += spec_of_value.storage_nbytes;
+    rule.add(candidate);
     window.push_back(std::move(entry));
   }
   if (window.empty() && !start_failure) return first;
@@ -84,7 +79,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
     WindowEntry &entry = window[k];
     try {
       if (k > 0) reap(); // §7.4: before every executed action (the caller reaped for the first)
-      backend_->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
+      backend_.copies->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
       report.transitions.push_back(run_transition(entry.action, entry.stream, &entry.copy));
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
@@ -92,7 +87,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       // their storage (window's destructor) before reporting.
       for (std::size_t later = k + 1; later < window.size(); ++later) {
         try {
-          backend_->finish_copy(window[later].copy.copy);
+          backend_.copies->finish_copy(window[later].copy.copy);
         } catch (...) { // their failures are not this plan's: it stopped at `k`
         }
       }

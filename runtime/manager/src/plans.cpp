@@ -1,5 +1,9 @@
 // Plans on a live manager: explain (§10), execute_actions (§11) and scopes
-// (§12). Every preflight is the shared Simulator over the live state.
+// (§12). Every preflight is the shared Simulator over the live state; the
+// order of a scope's and an action list's steps, and what a failure
+// releases, is the shared sequence of fhr/model/scope_sequence.hpp, which
+// the model the compiler explains with runs too.
+#include "fhr/model/scope_sequence.hpp"
 #include "fhr/runtime/manager.hpp"
 
 #include "clock.hpp"
@@ -15,6 +19,11 @@ void require_name(const std::string &name, const char *what) {
 
 void check_expected_version(std::optional<std::uint64_t> expected, std::uint64_t actual) {
   if (expected && *expected != actual) throw ResidencyStaleStateError(*expected, actual);
+}
+
+/// The actions of one of a plan's action phases.
+std::span<const ActionSpec> phase_actions(const PlanSpec &plan, StepKind phase) {
+  return phase == StepKind::Reclaim ? plan.reclaim : phase == StepKind::Exit ? plan.exit : plan.enter;
 }
 
 } // namespace
@@ -35,7 +44,7 @@ void Manager::validate_transfer_streams(const TransferStreams &streams) const {
   }
 }
 
-Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
+ExplainedPlan Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> expected_state_version) {
   require_name(plan.name, "a plan");
   auto lock = open_lock();
   // §7.4: explain does not reap, but completed pending leases protect nothing.
@@ -43,7 +52,7 @@ Explanation Manager::explain(const PlanSpec &plan, std::optional<std::uint64_t> 
   const std::vector<Action> reclaim = to_actions(plan.reclaim), enter = to_actions(plan.enter),
                             exit = to_actions(plan.exit);
   Simulator simulator(state_, completed_pending());
-  return simulator.explain(PlanView{reclaim, plan.reservations, enter, exit});
+  return explained(plan, simulator.explain(PlanView{reclaim, plan.reservations, enter, exit}));
 }
 
 void Manager::preflight(const std::string &plan_name, const PlanSpec *plan,
@@ -83,14 +92,31 @@ PlanReport Manager::execute_actions(std::span<const ActionSpec> specs, const std
                                     const TransferStreams &transfer_streams) {
   require_name(name, "an action list");
   auto lock = open_lock();
-  reap();
-  check_expected_version(expected_state_version, state_.version());
-  validate_transfer_streams(transfer_streams);
-  preflight(name, nullptr, to_actions(specs));
   PlanReport report;
-  report.plan_name = name;
-  report.started_at_ns = now_ns();
-  run_phase(name, ExecutionPhase::Execute, specs, transfer_streams, report);
+  // The steps of execute_action_list; a failure throws (nothing to release).
+  struct Steps {
+    Manager &m;
+    const std::string &name;
+    std::span<const ActionSpec> specs;
+    std::optional<std::uint64_t> expected_state_version;
+    const TransferStreams &transfer_streams;
+    PlanReport &report;
+
+    bool preflight() {
+      m.reap();
+      check_expected_version(expected_state_version, m.state_.version());
+      m.validate_transfer_streams(transfer_streams);
+      m.preflight(name, nullptr, m.to_actions(specs));
+      report.plan_name = name;
+      report.started_at_ns = now_ns();
+      return true;
+    }
+    bool run_phase(StepKind phase) {
+      m.run_phase(name, phase, specs, transfer_streams, report);
+      return true;
+    }
+  } steps{*this, name, specs, expected_state_version, transfer_streams, report};
+  execute_action_list(steps);
   report.completed_at_ns = now_ns();
   return report;
 }
@@ -175,36 +201,47 @@ void Scope::enter() {
   stage_ = Stage::Closed; // any failure below consumes the scope
   Manager &m = *manager_;
   auto lock = m.open_lock();
-  m.reap();
-  check_expected_version(expected_state_version_, m.state_.version());
-  m.validate_transfer_streams(transfer_streams_);
-  m.preflight(plan_.name, &plan_, m.to_actions(plan_.enter));
-  entered_.plan_name = plan_.name;
-  entered_.started_at_ns = now_ns();
-  m.run_phase(plan_.name, ExecutionPhase::Reclaim, plan_.reclaim, transfer_streams_, entered_);
-  for (std::size_t i = 0; i < plan_.reservations.size(); ++i) {
-    const Reservation &r = plan_.reservations[i];
-    LifetimeId id = 0;
-    FailureDetail detail;
-    if (Outcome outcome = m.state_.reserve(r.location, r.nbytes, r.label, &id, &detail); outcome.failed()) {
-      m.release_all(reservations_);
-      ResidencyPlanExecutionError::Details details;
-      details.plan_name = plan_.name;
-      details.phase = ExecutionPhase::Reserve;
-      details.failed_reservation_index = i;
-      details.partial_report = entered_;
-      details.detail = describe(outcome, {{}, r.label}, &detail);
-      details.cause = outcome.error;
-      throw ResidencyPlanExecutionError(std::move(details));
+  // The steps of enter_scope; failures throw, after the sequence released
+  // the reservations admitted so far.
+  struct Steps {
+    Scope &scope;
+    Manager &m;
+
+    bool preflight() {
+      m.reap();
+      check_expected_version(scope.expected_state_version_, m.state_.version());
+      m.validate_transfer_streams(scope.transfer_streams_);
+      m.preflight(scope.plan_.name, &scope.plan_, m.to_actions(scope.plan_.enter));
+      scope.entered_.plan_name = scope.plan_.name;
+      scope.entered_.started_at_ns = now_ns();
+      return true;
     }
-    reservations_.push_back(id);
-  }
-  try {
-    m.run_phase(plan_.name, ExecutionPhase::Enter, plan_.enter, transfer_streams_, entered_);
-  } catch (...) {
-    m.release_all(reservations_);
-    throw;
-  }
+    bool run_phase(StepKind phase) {
+      m.run_phase(scope.plan_.name, phase, phase_actions(scope.plan_, phase), scope.transfer_streams_,
+                  scope.entered_);
+      return true;
+    }
+    std::size_t reservation_count() const { return scope.plan_.reservations.size(); }
+    bool reserve(std::size_t index) {
+      const Reservation &r = scope.plan_.reservations[index];
+      LifetimeId id = 0;
+      FailureDetail detail;
+      if (Outcome outcome = m.state_.reserve(r.location, r.nbytes, r.label, &id, &detail); outcome.failed()) {
+        ResidencyPlanExecutionError::Details details;
+        details.plan_name = scope.plan_.name;
+        details.phase = ExecutionPhase::Reserve;
+        details.failed_reservation_index = index;
+        details.partial_report = scope.entered_;
+        details.detail = describe(outcome, {{}, r.label}, &detail);
+        details.cause = outcome.error;
+        throw ResidencyPlanExecutionError(std::move(details));
+      }
+      scope.reservations_.push_back(id);
+      return true;
+    }
+    void release_reservations() noexcept { m.release_all(scope.reservations_); }
+  } steps{*this, m};
+  enter_scope(steps);
   stage_ = Stage::Entered;
 }
 
@@ -223,14 +260,25 @@ void Scope::close() {
     reservations_.clear();
     throw;
   }
-  // Exit runs without a new preflight (§12.3); reservations go either way.
+  // The steps of exit_scope: an exit failure throws after the sequence
+  // released the reservations.
+  struct Steps {
+    Scope &scope;
+    Manager &m;
+
+    bool run_phase(StepKind phase) {
+      m.run_phase(scope.plan_.name, phase, phase_actions(scope.plan_, phase), scope.transfer_streams_,
+                  scope.entered_);
+      return true;
+    }
+    void release_reservations() noexcept { m.release_all(scope.reservations_); }
+  } steps{*this, m};
   try {
-    m.run_phase(plan_.name, ExecutionPhase::Exit, plan_.exit, transfer_streams_, entered_);
-  } catch (...) {
-    m.release_all(reservations_);
+    exit_scope(steps);
+  } catch (const ResidencyPlanExecutionError &error) {
+    exit_error_ = error; // §12.3: kept however close() was reached
     throw;
   }
-  m.release_all(reservations_);
   entered_.completed_at_ns = now_ns();
   report_ = std::move(entered_);
 }

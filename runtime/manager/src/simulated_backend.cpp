@@ -1,5 +1,7 @@
 #include "fhr/runtime/simulated_backend.hpp"
 
+#include "block_registry.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -17,29 +19,30 @@ std::uintptr_t to_native(std::size_t slot) { return static_cast<std::uintptr_t>(
 
 SimulatedBackend::SimulatedBackend(unsigned device_count, bool overlap_copies)
     : device_count_(device_count), overlap_copies_(overlap_copies),
-      allocated_(new std::uint64_t[Location::kCount]()) {}
+      blocks_(std::make_shared<BlockRegistry>()), allocated_(new std::uint64_t[Location::kCount]()) {}
 
 DeviceConfig SimulatedBackend::devices() const { return DeviceConfig{device_count_ > 0, device_count_}; }
-
-void SimulatedBackend::fail_on(Operation operation, std::uint64_t nth) { faults_.fail_on(operation, nth); }
-
-void SimulatedBackend::before_load() { faults_.step(Operation::Load); }
 
 Storage SimulatedBackend::allocate(Location location, std::size_t nbytes) {
   if (location.is_cuda() && location.device() >= device_count_)
     throw BackendError("simulated backend has no " + location.name());
-  faults_.step(Operation::Allocate);
   void *memory = std::malloc(nbytes == 0 ? 1 : nbytes);
   if (!memory) throw std::bad_alloc();
   std::lock_guard lock(mutex_);
   __atomic_fetch_add(&allocated_[location.index()], nbytes, __ATOMIC_RELAXED);
+  // A pinned or device block is remembered, so that locate() tells it from
+  // pageable memory (the block is at least one byte: malloc(1) for none).
+  if (location != Location::pageable())
+    blocks_->add(static_cast<std::byte *>(memory), nbytes == 0 ? 1 : nbytes, location);
   // The counter outlives the backend if a replica does (shared ownership);
   // replicas are freed under the manager's lock, one at a time per manager.
-  return Storage(static_cast<std::byte *>(memory), nbytes, location,
-                 [counters = allocated_, index = location.index(), nbytes](std::byte *data) {
-                   __atomic_fetch_sub(&counters[index], nbytes, __ATOMIC_RELAXED);
-                   std::free(data);
-                 });
+  return Storage(
+      static_cast<std::byte *>(memory), nbytes, location,
+      [counters = allocated_, blocks = blocks_, index = location.index(), nbytes](std::byte *data) {
+        __atomic_fetch_sub(&counters[index], nbytes, __ATOMIC_RELAXED);
+        if (index != Location::pageable().index()) blocks->remove(data);
+        std::free(data);
+      });
 }
 
 void SimulatedBackend::order_after(Stream stream) {
@@ -52,7 +55,6 @@ void SimulatedBackend::copy(const Storage &from, Storage &to, Stream stream) {
   if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
   {
     std::lock_guard lock(mutex_);
-    faults_.step(Operation::Copy);
     order_after(stream);
   }
   if (from.size() != 0) std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
@@ -62,7 +64,6 @@ CopyInFlight SimulatedBackend::begin_copy(const Storage &from, Storage &to, Stre
   if (!overlap_copies_) return Backend::begin_copy(from, to, stream);
   if (from.size() != to.size()) throw BackendError("copy between storages of different sizes");
   std::lock_guard lock(mutex_);
-  faults_.step(Operation::Copy);
   order_after(stream);
   auto free = std::find_if(copies_.begin(), copies_.end(), [](const CopyJob &job) { return !job.live; });
   if (free == copies_.end()) free = copies_.insert(copies_.end(), CopyJob{});
@@ -79,7 +80,6 @@ void SimulatedBackend::finish_copy(CopyInFlight copy) {
   CopyJob &job = copies_[copy.native - 1];
   job.live = false;
   --copies_in_flight_;
-  faults_.step(Operation::CopyCompletion); // a failed copy leaves its destination unwritten
   if (job.nbytes != 0) std::memcpy(job.to, job.from, job.nbytes);
 }
 
@@ -87,12 +87,14 @@ std::optional<PoolFigures> SimulatedBackend::pool_figures(Location location) con
   return PoolFigures{allocated_bytes(location), 0, std::nullopt};
 }
 
+std::optional<Location> SimulatedBackend::locate(const std::byte *data, std::size_t nbytes) const {
+  return blocks_->locate(data, nbytes);
+}
+
 std::size_t SimulatedBackend::max_copies_in_flight() const {
   std::lock_guard lock(mutex_);
   return max_copies_in_flight_;
 }
-
-std::uint64_t SimulatedBackend::count(Operation operation) const { return faults_.count(operation); }
 
 std::uint64_t SimulatedBackend::allocated_bytes(Location location) const {
   return __atomic_load_n(&allocated_[location.index()], __ATOMIC_RELAXED);
@@ -152,7 +154,6 @@ std::optional<Location> SimulatedBackend::stream_location(Stream stream) const {
 
 Event SimulatedBackend::record_event(Stream stream) {
   std::lock_guard lock(mutex_);
-  faults_.step(Operation::RecordEvent);
   const std::size_t s = slot(stream);
   // Reuse a destroyed event's slot: the table stays as small as the number
   // of events alive at once.

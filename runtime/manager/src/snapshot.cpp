@@ -93,7 +93,7 @@ Snapshot Manager::snapshot() const {
       SnapshotMaterialization m;
       m.location = location;
       m.logical_nbytes = model.spec.logical_nbytes;
-      m.storage_nbytes = storage.size();
+      m.storage_nbytes = storage.block_size();
       m.charged_nbytes = model.spec.storage_nbytes;
       for (const Protection &p : model.protections)
         if (p.location == location) {
@@ -132,7 +132,7 @@ Snapshot Manager::snapshot() const {
     l.use_count = tokens_at[location.index()].use_count;
     l.hold_count = tokens_at[location.index()].hold_count;
     l.pending_event_count = tokens_at[location.index()].pending_count;
-    if (const std::optional<PoolFigures> pool = backend_->pool_figures(location)) {
+    if (const std::optional<PoolFigures> pool = backend_.memory->pool_figures(location)) {
       l.pool_in_use_bytes = pool->in_use_bytes;
       l.pool_idle_bytes = pool->idle_bytes;
       l.driver_free_bytes = pool->driver_free_bytes;

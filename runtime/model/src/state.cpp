@@ -1,5 +1,9 @@
 #include "fhr/model/state.hpp"
 
+#include "fhr/model/overlay.hpp"
+#include "fhr/model/transfer_recorder.hpp"
+#include "rules.hpp"
+
 #include <algorithm>
 #include <cassert>
 
@@ -12,31 +16,32 @@ Outcome success(std::optional<Location> source, std::optional<Location> destinat
   outcome.destination = destination;
   return outcome;
 }
+} // namespace
 
-Outcome no_op(Reason reason, std::optional<Location> source, std::optional<Location> destination) {
-  Outcome outcome = success(source, destination);
-  outcome.verdict = Verdict::NoOp;
-  outcome.reason = reason;
-  return outcome;
-}
-
-/// Releases a temporary reconstruction charge however the transition ends.
-class TemporaryCharge {
+/// Execution: the rules change this State; registration, the version and the
+/// value's status are bookkept in its primitives.
+class State::Store {
 public:
-  TemporaryCharge(LocationAccount &account, std::uint64_t nbytes) : account_(&account), nbytes_(nbytes) {}
-  TemporaryCharge(const TemporaryCharge &) = delete;
-  TemporaryCharge &operator=(const TemporaryCharge &) = delete;
-  ~TemporaryCharge() { release(); }
-  void release() {
-    if (account_) account_->reserved_bytes -= nbytes_;
-    account_ = nullptr;
+  static constexpr bool kPeakIncludesRefusedRequest = false;
+  static constexpr bool kFailureNamesEndpoints = false;
+
+  explicit Store(State &state) : state_(state) {}
+  Outcome resolve(ValueId value) const { return state_.resolve(value); }
+  Outcome validate(Location location) const { return state_.validate(location); }
+  ValueRecord &record(ValueId value) { return state_.values_[value]; }
+  LocationAccount &account(Location location) { return state_.accounts_[location.index()]; }
+  void install(ValueId value, Location location) { state_.install(value, location); }
+  void remove(ValueId value, Location location) { state_.remove(value, location); }
+  void mark_discarded(ValueId value) {
+    ValueRecord &record = state_.values_[value];
+    record.source_location.reset();
+    record.status = ValueStatus::Discarded;
+    ++state_.version_;
   }
 
 private:
-  LocationAccount *account_;
-  std::uint64_t nbytes_;
+  State &state_;
 };
-} // namespace
 
 State::State(DeviceConfig devices) : devices_(devices) { slot_.fill(-1); }
 
@@ -80,45 +85,26 @@ Outcome State::resolve(ValueId value) const {
   return {};
 }
 
-Outcome State::admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail *detail) {
-  LocationAccount &account = accounts_[location.index()];
-  if (!account.admits(nbytes)) {
-    if (detail) {
-      detail->budget_bytes = *account.budget_bytes;
-      detail->used_bytes = account.used_bytes;
-      detail->reserved_bytes = account.reserved_bytes;
-      detail->requested_bytes = nbytes;
-    }
-    return failure(Reason::TransitionExceedsBudget, ErrorClass::Budget, location);
-  }
-  if (temporary) {
-    account.reserved_bytes += nbytes;
-    account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
-  }
-  return {};
-}
-
 void State::install(ValueId value, Location location) {
   ensure_registered(location);
   ValueRecord &record = values_[value];
   record.resident.insert(location);
-  LocationAccount &account = accounts_[location.index()];
-  account.used_bytes += record.spec.storage_nbytes;
-  account.peak_used_bytes = std::max(account.peak_used_bytes, account.used_bytes);
-  account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
+  accounts_[location.index()].add_used(record.spec.storage_nbytes);
   ++version_;
 }
 
 void State::remove(ValueId value, Location location) {
   ValueRecord &record = values_[value];
   record.resident.erase(location);
-  accounts_[location.index()].used_bytes -= record.spec.storage_nbytes;
+  accounts_[location.index()].remove_used(record.spec.storage_nbytes);
   ++version_;
 }
 
 Outcome State::adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail) {
   if (Outcome valid = validate(at); valid.failed()) return valid;
-  if (Outcome admitted = admit(at, spec.storage_nbytes, false, detail); admitted.failed()) return admitted;
+  Store store(*this);
+  if (Outcome admitted = rules::admit(store, at, spec.storage_nbytes, detail); admitted.failed())
+    return admitted;
   if (values_.size() <= value) values_.resize(value + 1);
   values_[value] = ValueRecord{};
   values_[value].status = ValueStatus::Live;
@@ -141,156 +127,17 @@ Outcome State::register_source(ValueId value, const ValueSpec &spec, Location so
 }
 
 Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
-  if (Outcome resolved = resolve(action.value); resolved.failed()) return resolved;
-  if (action.kind != ActionKind::Discard) {
-    if (Outcome valid = validate(action.location); valid.failed()) return valid;
-    if (action.from)
-      if (Outcome valid = validate(*action.from); valid.failed()) return valid;
-  }
-  switch (action.kind) {
-  case ActionKind::Ensure:
-  case ActionKind::Copy: return ensure(action, detail, hooks);
-  case ActionKind::Move: return move(action, detail, hooks);
-  case ActionKind::Drop: return drop(action, hooks);
-  case ActionKind::Discard: return discard(action, detail, hooks);
-  }
-  return {};
-}
-
-/// Reconstructs `value` from its source into `to` (§4.5, §6.1 steps 3–5).
-Outcome State::reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail *detail,
-                                TransitionHooks *hooks) {
-  const ValueRecord &record = values_[value];
-  const Location source = *record.source_location;
-  const std::uint64_t nbytes = record.spec.storage_nbytes;
-  if (Outcome admitted = admit(source, nbytes, true, detail); admitted.failed()) return admitted;
-  TemporaryCharge charge(accounts_[source.index()], nbytes);
-  if (hooks) hooks->load(value, source);
-  if (source == to) {
-    charge.release();
-    if (Outcome admitted = admit(to, nbytes, false, detail); admitted.failed()) return admitted;
-  } else {
-    if (Outcome admitted = admit(to, nbytes, false, detail); admitted.failed()) return admitted;
-    if (hooks) hooks->copy(value, source, to);
-  }
-  if (hooks) hooks->install(value, to);
-  install(value, to);
-  result.source = source;
-  result.destination = to;
-  return result;
-}
-
-Outcome State::ensure(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
-  const ValueRecord &record = values_[action.value];
-  const Location to = action.location;
-  if (record.resident.contains(to)) return no_op(Reason::DestinationAlreadyResident, std::nullopt, to);
-  if (record.spec.replica_mode == ReplicaMode::Exclusive && !record.resident.empty())
-    return failure(Reason::WouldReplicateExclusive, ErrorClass::Ownership, to);
-  if (std::optional<Location> source = record.resident.first()) {
-    if (Outcome admitted = admit(to, record.spec.storage_nbytes, false, detail); admitted.failed())
-      return admitted;
-    if (hooks) {
-      hooks->copy(action.value, *source, to);
-      hooks->install(action.value, to);
-    }
-    install(action.value, to);
-    return success(source, to);
-  }
-  if (!record.source_location) return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
-  return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
+  static_assert(rules::Store<Store>);
+  Store store(*this);
+  return rules::apply(store, action, detail, hooks);
 }
 
 std::optional<Location> State::plain_copy_source(const Action &action) const {
-  if (resolve(action.value).failed() || validate(action.location).failed()) return std::nullopt;
-  const ValueRecord &record = values_[action.value];
-  const Location to = action.location;
-  if (record.resident.contains(to)) return std::nullopt;
-  switch (action.kind) {
-  case ActionKind::Ensure:
-  case ActionKind::Copy: // the choice of ensure()
-    if (record.spec.replica_mode == ReplicaMode::Exclusive && !record.resident.empty()) return std::nullopt;
-    return record.resident.first();
-  case ActionKind::Move: { // the choice of move()
-    std::optional<Location> selected = action.from ? action.from : record.resident.first_except(to);
-    if (!selected || !record.resident.contains(*selected) || record.protected_at.contains(*selected))
-      return std::nullopt;
-    if (action.from && validate(*action.from).failed()) return std::nullopt;
-    return selected;
-  }
-  case ActionKind::Drop:
-  case ActionKind::Discard: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-Outcome State::move(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
-  const ValueRecord &record = values_[action.value];
-  const Location to = action.location;
-  std::optional<Location> selected;
-  if (action.from) {
-    if (!record.resident.contains(*action.from))
-      return failure(Reason::ExplicitSourceNotResident, ErrorClass::Unavailable, *action.from);
-    selected = action.from;
-  } else {
-    selected = record.resident.first_except(to);
-  }
-  if (record.resident.contains(to)) {
-    if (!selected || *selected == to) return no_op(Reason::DestinationOwnsSelectedReplica, selected, to);
-    if (record.protected_at.contains(*selected))
-      return failure(Reason::SourceProtected, ErrorClass::InUse, *selected);
-    if (hooks) hooks->remove(action.value, *selected);
-    remove(action.value, *selected);
-    return success(selected, to);
-  }
-  if (selected) {
-    if (record.protected_at.contains(*selected))
-      return failure(Reason::SourceProtected, ErrorClass::InUse, *selected);
-    if (Outcome admitted = admit(to, record.spec.storage_nbytes, false, detail); admitted.failed())
-      return admitted;
-    if (hooks) {
-      hooks->copy(action.value, *selected, to);
-      hooks->install(action.value, to);
-    }
-    install(action.value, to); // transient double charge: the source is still counted
-    if (hooks) hooks->remove(action.value, *selected);
-    remove(action.value, *selected);
-    return success(selected, to);
-  }
-  if (!record.source_location) return failure(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to);
-  return reconstruct_into(action.value, to, Outcome{}, detail, hooks);
-}
-
-Outcome State::drop(const Action &action, TransitionHooks *hooks) {
-  const ValueRecord &record = values_[action.value];
-  const Location at = action.location;
-  if (!record.resident.contains(at)) return no_op(Reason::MaterializationAlreadyAbsent, at, std::nullopt);
-  if (record.protected_at.contains(at))
-    return failure(Reason::MaterializationProtected, ErrorClass::InUse, at);
-  if (record.resident.size() == 1 && !record.source_location)
-    return failure(Reason::FinalMustPreserve, ErrorClass::Ownership, at);
-  if (hooks) hooks->remove(action.value, at);
-  remove(action.value, at);
-  return success(at, std::nullopt);
-}
-
-Outcome State::discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
-  ValueRecord &record = values_[action.value];
-  LocationSet protected_resident;
-  record.resident.for_each([&](Location l) {
-    if (record.protected_at.contains(l)) protected_resident.insert(l);
-  });
-  if (!protected_resident.empty()) {
-    if (detail) detail->protected_locations = protected_resident;
-    return failure(Reason::DiscardedValueProtected, ErrorClass::InUse, *protected_resident.first());
-  }
-  record.resident.for_each([&](Location l) {
-    if (hooks) hooks->remove(action.value, l);
-    remove(action.value, l);
-  });
-  record.source_location.reset();
-  record.status = ValueStatus::Discarded;
-  ++version_;
-  return success(std::nullopt, std::nullopt);
+  StateOverlay dry_run(*this);
+  TransferRecorder transfer;
+  if (dry_run.apply(action, nullptr, &transfer).failed() || !transfer.record.plain_copy())
+    return std::nullopt;
+  return transfer.record.copied_from;
 }
 
 bool State::is_protected(ValueId value, Location at) const {
@@ -348,15 +195,9 @@ Outcome State::protect(LifetimeKind kind, std::span<const ValueId> values, Locat
 
 Outcome State::reserve(Location at, std::uint64_t nbytes, std::string label, LifetimeId *id,
                        FailureDetail *detail) {
-  if (Outcome valid = validate(at); valid.failed()) return valid;
-  if (Outcome admitted = admit(at, nbytes, false, detail); admitted.failed()) {
-    admitted.reason = Reason::ReservationExceedsBudget;
-    return admitted;
-  }
+  Store store(*this);
+  if (Outcome admitted = rules::reserve(store, at, nbytes, detail); admitted.failed()) return admitted;
   ensure_registered(at);
-  LocationAccount &account = accounts_[at.index()];
-  account.reserved_bytes += nbytes;
-  account.peak_charged_bytes = std::max(account.peak_charged_bytes, account.charged_bytes());
   LifetimeRecord lifetime;
   lifetime.kind = LifetimeKind::Reservation;
   lifetime.location = at;
@@ -430,7 +271,7 @@ Outcome State::release(LifetimeId id, bool events_pending) {
   bool pending = false;
   switch (lifetime->kind) {
   case LifetimeKind::Reservation:
-    accounts_[lifetime->location.index()].reserved_bytes -= lifetime->nbytes;
+    accounts_[lifetime->location.index()].remove_reserved(lifetime->nbytes);
     break;
   case LifetimeKind::Hold:
     for (ValueId value : lifetime->values)

@@ -1,74 +1,47 @@
 #pragma once
 /// \file
-/// The explain pass over a checked module: runs setup on a model State,
-/// explains every plan against the state setup reaches, and runs every
-/// program from that state as one pipeline (scopes with their preflight,
-/// reservations, bodies and exits). Results are compact; rendering them to
-/// text or JSON is the reporters' job.
+/// What explain and check report: a verified module interpreted on the
+/// model target (fhr/executor). Setup runs once; every plan is explained
+/// (§10.2) against the state setup reaches; every program runs from that
+/// state as the runtime would run it (scopes with their preflight,
+/// reservations, bodies and exits). The results are the interpreter's step
+/// records; rendering them to text or JSON is the reporters' job.
 
-#include "fhr/compiler/ir.hpp"
+#include "fhr/compiler/frontend.hpp"
+#include "fhr/executor/model_target.hpp"
+#include "fhr/executor/step_record.hpp"
 #include "fhr/model/simulator.hpp"
-#include "fhr/model/state.hpp"
 
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace fhr {
 
-/// `--budget LOC=SIZE`: replaces (or adds) a constructor budget.
-struct BudgetOverride {
-  Location location;
-  std::uint64_t budget_bytes = 0;
-};
-
 struct SetupReport {
+  /// Setup steps run: one per value registered, per value of an action,
+  /// per lifetime statement and release; up to and including a failure.
   std::size_t steps = 0;
-  /// Index into Module::setup of the step that failed; setup stops there.
+  /// Which of those steps failed; setup stops there.
   std::optional<std::size_t> failed_step;
   Outcome failure;
   FailureDetail detail;
-  ValueId failed_value = 0; ///< for lifetime failures naming one value
+  RunResult run;
 };
 
 struct PlanExplanation {
-  const ir::Plan *plan = nullptr;
+  std::uint32_t plan = 0; ///< index into the module's plans
+  std::string name;
   Explanation explanation;
 };
 
-/// Which part of a program a row comes from.
-enum class ProgramPart : std::uint8_t {
-  Preflight, ///< a scope's or action list's preflight refused it (the failing step)
-  Reclaim,
-  Reserve,
-  Enter,
-  Exit,    ///< a scope's plan, executed
-  Execute, ///< an `actions` list, executed
-  Acquire,
-  Hold,
-  BodyReserve, ///< lifetimes opened in a body
-  Direct,      ///< a direct primitive
-};
-
-struct ProgramRow {
-  ProgramPart part = ProgramPart::Direct;
-  const ir::ProgramItem *item = nullptr;
-  /// The step within the item: an action index (per phase for plans), a
-  /// reservation index; for Preflight the simulated step.
-  Phase phase = Phase::Enter;
-  std::uint32_t index = 0;
-  Outcome outcome;
-  /// The class the caller would catch: the outcome's own for direct calls,
-  /// plan for a refused preflight, plan-execution inside a running plan.
-  ErrorClass raised = ErrorClass::None;
-  ValueId failed_value = 0;
-};
-
 struct ProgramReport {
-  const ir::Program *program = nullptr;
+  std::uint32_t program = 0; ///< index into the module's programs
+  std::string name;
   bool feasible = true;
-  std::vector<ProgramRow> rows;
+  RunResult run;
   std::vector<LocationPrediction> locations;
-  FailureDetail detail;
 };
 
 struct Analysis {
@@ -79,17 +52,7 @@ struct Analysis {
   bool feasible() const;
 };
 
-/// The device configuration a module declares (`devices N`).
-DeviceConfig device_config(const ir::Module &module);
-/// The state a module's budgets describe, before any setup step.
-State initial_state(const ir::Module &module, const std::vector<BudgetOverride> &overrides);
-
-/// Runs the setup statements on `state` (stops at the first failure).
-SetupReport run_setup(const ir::Module &module, State &state);
-
-Analysis analyze_module(const ir::Module &module, const std::vector<BudgetOverride> &overrides = {});
-
-/// Runs one program from `state` (which it changes).
-ProgramReport run_program(const ir::Module &module, const ir::Program &program, State &state);
+/// Interprets `module` on the model with the command line's budget overrides.
+Analysis analyze_module(const VerifiedModule &module, std::span<const BudgetOverride> overrides = {});
 
 } // namespace fhr

@@ -6,6 +6,7 @@
 /// into the tool) for `fhr-plan explain-code` and SARIF rule descriptions.
 
 #include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/span_table.hpp"
 
 #include <llvm/Support/raw_ostream.h>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,9 @@ nlohmann::ordered_json original_uri_base_ids();
 /// A region for a byte span (1-based lines and code-point columns, the end
 /// exclusive).
 nlohmann::ordered_json region(const SourceFile &source, ast::Span span);
+/// A region for a span of a module's side table (byte columns) on the line
+/// `line_text`, with its columns counted in code points as above.
+nlohmann::ordered_json region(const SourceSpan &span, std::string_view line_text);
 /// A stable fingerprint of `parts` (16 hex digits).
 std::string fingerprint(const std::vector<std::string> &parts);
 /// Results for every located diagnostic; `rule_offset` is the index of the

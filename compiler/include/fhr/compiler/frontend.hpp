@@ -1,18 +1,24 @@
 #pragma once
 /// \file
-/// From a path to a checked module: read, parse, analyse. Also parses the
-/// command line's `--budget LOC=SIZE` overrides with the language's own size
-/// syntax.
+/// From a path to a verified module: read, then parse, analyse and lower a
+/// `.fhr` text, or load and verify a `.fhrb` module (recognised by its
+/// magic). Either way the result is a verified bytecode module with its span
+/// table, which explain, check and run interpret; a module file is never
+/// turned back into text for that. Also parses the command line's
+/// `--budget LOC=SIZE` overrides with the language's own size syntax.
 
 #include "fhr/bytecode/module.hpp"
-#include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/ir.hpp"
+#include "fhr/compiler/span_table.hpp"
 #include "fhr/dsl/ast.hpp"
 #include "fhr/dsl/diagnostics.hpp"
+#include "fhr/executor/model_target.hpp"
 
 #include <llvm/Support/Error.h>
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace fhr {
 
@@ -35,19 +41,29 @@ struct InputDiagnostic {
 /// An `llvm::Error` whose text starts with "[E0xxx] " as an InputDiagnostic.
 InputDiagnostic input_diagnostic(std::string file, llvm::Error error);
 
+/// A module that loaded (and so verified), with where its instructions were written.
+struct VerifiedModule {
+  std::shared_ptr<const bytecode::Module> module;
+  std::vector<char> bytes; ///< its encoding (what `compile` writes)
+  SpanTable spans;
+};
+
 struct CompiledFile {
+  std::string name; ///< as given ("<stdin>" for standard input)
+  /// The text of a `.fhr` file with its diagnostics; null for a module file.
   std::unique_ptr<SourceFile> source;
   ast::File syntax;
-  ir::Module module;
+  ir::Module module; ///< sema's result (empty for a module file)
+  /// Set when the file had no errors.
+  std::optional<VerifiedModule> lowered;
 
-  bool ok() const { return !source->has_errors(); }
+  bool ok() const { return !source || !source->has_errors(); }
 };
 
 /// Reads `path` ("-" for standard input): `.fhr` text, or a bytecode module
-/// (recognised by its magic), which is verified and disassembled first so
-/// that it is explained exactly as its source. Fails when the file cannot be
-/// read or the module does not verify; syntax and semantic errors are in the
-/// result's diagnostics.
+/// (recognised by its magic), which is loaded and verified. Fails when the
+/// file cannot be read or the module does not verify; syntax and semantic
+/// errors are in the result's diagnostics.
 llvm::Expected<CompiledFile> compile_file(llvm::StringRef path, const CompileOptions &options = {});
 
 /// Reads a file that must be a bytecode module, loads and verifies it.
@@ -58,6 +74,8 @@ bool is_module(llvm::StringRef bytes);
 /// Compiles text held in memory (tests, fuzzing).
 CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name = "<input>",
                           const CompileOptions &options = {});
+/// A module held in memory, as compile_file reads a `.fhrb` file (tests, fuzzing).
+llvm::Expected<CompiledFile> compile_module_bytes(llvm::StringRef bytes, llvm::StringRef name);
 
 /// Parses "cuda:0=40 GiB".
 llvm::Expected<BudgetOverride> parse_budget_override(llvm::StringRef text);

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// The checked program: every name resolved to a value id, every size a
-/// number, families expanded, loops unrolled. This is what the simulator
-/// explains and what lowering turns into bytecode.
+/// number, loops unrolled; a statement over a family range stays one action
+/// over the range. Lowering turns it into bytecode, one instruction per
+/// action and lifetime statement; explain runs that bytecode.
 
 #include "fhr/dsl/ast.hpp"
 #include "fhr/model/action.hpp"
@@ -36,13 +37,28 @@ struct Family {
   std::uint32_t count = 0;
 };
 
-/// Actions with the source span each came from (parallel arrays, so the
-/// Action stays the compact model type).
+/// One action statement as written (or one iteration of a loop around it):
+/// `ensure rk[0..8] at cuda:0` is one action over the 8 consecutive values
+/// rk[0]..rk[7]. A range lies within one family; a single value has count 1.
+struct ActionRange {
+  ActionKind kind = ActionKind::Ensure;
+  ValueId value = 0;       ///< the first value
+  std::uint32_t count = 1; ///< consecutive values from `value`
+  /// Destination for ensure/copy/move, the location for drop; unused by discard.
+  Location location;
+  /// Explicit move source.
+  std::optional<Location> from;
+
+  /// The model's action for the k-th value of the range.
+  Action at(std::uint32_t k) const { return Action{kind, value + k, location, from}; }
+};
+
+/// Actions with the source span each came from (parallel arrays).
 struct ActionList {
-  std::vector<Action> actions;
+  std::vector<ActionRange> actions;
   std::vector<ast::Span> spans;
 
-  void add(const Action &action, ast::Span span) {
+  void add(const ActionRange &action, ast::Span span) {
     actions.push_back(action);
     spans.push_back(span);
   }
@@ -55,8 +71,6 @@ struct Plan {
   ActionList reclaim, enter, exit;
   std::vector<Reservation> reservations;
   std::vector<ast::Span> reservation_spans;
-
-  PlanView view() const { return {reclaim.actions, reservations, enter.actions, exit.actions}; }
 };
 
 enum class SetupKind : std::uint8_t { Adopt, RegisterSource, Action, Hold, Lease, Reserve, Release };
@@ -66,7 +80,7 @@ struct SetupStep {
   SetupKind kind = SetupKind::Action;
   ast::Span span;
   ValueId value = 0;           ///< Adopt, RegisterSource
-  Action action;               ///< Action
+  ActionRange action;          ///< Action
   std::vector<ValueId> values; ///< Hold, Lease (duplicates collapsed)
   Location location;           ///< Hold, Lease, Reserve
   bool pending = false;        ///< Lease: a released CUDA lease whose events are incomplete

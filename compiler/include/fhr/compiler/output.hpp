@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The output formats of `fhr-plan explain` and `fhr-plan check`. All are
-/// byte-for-byte deterministic; docs/explain-output.md and
+/// byte-for-byte deterministic; docs/explain.md and
 /// docs/explain-json.md describe them.
 
 #include "fhr/compiler/report.hpp"
@@ -17,8 +17,7 @@ namespace fhr {
 inline constexpr const char *kExplainSchema = "fhr-explain/2";
 
 /// Prints the text report of one file, unit by unit.
-void print_explain_text(llvm::raw_ostream &os, const SourceFile &source, const ir::Module &module,
-                        const Analysis &analysis);
+void print_explain_text(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis);
 nlohmann::ordered_json explain_json(const std::vector<FileReport> &reports);
 
 /// Serialises JSON output. Names and labels come from user files and may hold

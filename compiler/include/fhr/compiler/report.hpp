@@ -2,11 +2,12 @@
 /// \file
 /// Analysis results turned into rows of names and numbers: what every
 /// output format (text table, JSON, check lines, SARIF) prints. Building the
-/// rows once keeps the formats in agreement.
+/// rows once keeps the formats in agreement. Each row names the instruction
+/// it comes from; the module's span table says where that was written.
 
 #include "fhr/compiler/analysis.hpp"
-#include "fhr/compiler/ir.hpp"
-#include "fhr/dsl/diagnostics.hpp"
+#include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/span_table.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -17,9 +18,10 @@
 namespace fhr {
 
 struct ReportStep {
-  std::string context; ///< "enter", "stage-1/exit", "setup", ...
-  std::string text;    ///< the step as .fhr text: "ensure weight at cuda:0"
-  ast::Span span;
+  std::string context;           ///< "enter", "stage-1/exit", "setup", ...
+  std::string text;              ///< the step as .fhr text: "ensure weight at cuda:0"
+  std::uint32_t instruction = 0; ///< the instruction it executes (its span, its excerpt)
+  SourceSpan span;
   std::optional<Location> source, destination;
   std::uint64_t logical_bytes = 0, storage_bytes = 0;
   Verdict verdict = Verdict::Ok;
@@ -31,17 +33,19 @@ struct ReportStep {
 struct ReportUnit {
   enum class Kind { Setup, Plan, Program } kind = Kind::Plan;
   std::string name;
-  ast::Span span;
+  SourceSpan span;
   bool feasible = true;
   std::vector<ReportStep> steps;
   std::vector<LocationPrediction> locations;
   /// Index into steps of the first failure.
   std::optional<std::size_t> failure;
+  /// The text of the failing step's line (SARIF counts its columns in code
+  /// points, the span in bytes); empty without a failure.
+  std::string failure_excerpt;
 };
 
 struct FileReport {
   std::string file;
-  const SourceFile *source = nullptr;
   std::size_t setup_steps = 0;
   std::vector<ReportUnit> units; ///< setup (only when it failed), plans, programs
   bool feasible = true;
@@ -53,10 +57,10 @@ enum class ReportDetail { AllSteps, FailuresOnly };
 
 /// Builds the units one at a time and hands each to `sink`, so that a report
 /// of millions of steps never has to be held whole.
-void for_each_unit(const ir::Module &module, const Analysis &analysis, ReportDetail detail,
+void for_each_unit(const VerifiedModule &module, const Analysis &analysis, ReportDetail detail,
                    const std::function<void(const ReportUnit &)> &sink);
 
-FileReport build_report(const SourceFile &source, const ir::Module &module, const Analysis &analysis,
+FileReport build_report(const VerifiedModule &module, const Analysis &analysis,
                         ReportDetail detail = ReportDetail::AllSteps);
 
 /// "30 MiB", "1500 KB", "4097 B": exact, in the largest unit that divides.

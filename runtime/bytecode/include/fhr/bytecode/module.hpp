@@ -3,7 +3,7 @@
 /// A loaded and verified bytecode module. `load_module` accepts untrusted
 /// bytes; everything it returns has been checked (offsets, indices, ranges,
 /// nesting, the checksum), so executors and the disassembler use it without
-/// further bounds checks.
+/// further bounds checks. writer.hpp encodes the same structure.
 
 #include "fhr/bytecode/format.hpp"
 #include "fhr/model/location.hpp"
@@ -66,6 +66,8 @@ struct Instruction {
   std::uint32_t index() const { return count; }
   /// A: 0 for none, else the alias's string index + 1.
   std::uint32_t alias() const { return value; }
+  void set_index(std::uint32_t index) { count = index; }
+  void set_alias(std::uint32_t alias) { value = alias; }
 };
 static_assert(sizeof(Instruction) == 24);
 

@@ -21,7 +21,6 @@
 
 #include "fhr/runtime/backend.hpp"
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -46,19 +45,6 @@ std::unique_ptr<Backend> make_cuda_backend(CudaBackendOptions options = {});
 
 /// Number of CUDA devices, 0 when there is no driver or no device.
 unsigned cuda_device_count();
-
-/// Device memory (cudaMalloc) holding a copy of `bytes`, and the deleter
-/// that frees it: for adopting a value that already lives on a device.
-struct DeviceBuffer {
-  std::byte *data = nullptr;
-  Storage::Release release;
-};
-DeviceBuffer copy_to_device(Location device, std::span<const std::byte> bytes);
-
-/// Submits to `stream` work that finishes only once `*done` is true (a host
-/// function that waits): a stand-in for a kernel still reading leased
-/// values, so that a lease released meanwhile stays pending.
-void submit_waiting_reader(Stream stream, const std::atomic<bool> *done);
 
 /// A new non-blocking stream on a CUDA device (a consumer stream for
 /// leases, say); release it with destroy_cuda_stream.

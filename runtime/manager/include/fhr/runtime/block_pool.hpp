@@ -5,7 +5,7 @@
 /// bound; beyond it, blocks go back to the system. Counts what it has handed
 /// out and what it keeps, for snapshots (PoolFigures). Thread-safe.
 
-#include "fhr/runtime/backend.hpp"
+#include "fhr/runtime/memory_resource.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -10,6 +10,7 @@
 
 #include "fhr/model/error_class.hpp"
 #include "fhr/model/outcome.hpp"
+#include "fhr/model/step_kind.hpp"
 #include "fhr/runtime/reports.hpp"
 
 #include <cstdint>
@@ -82,9 +83,10 @@ private:
   std::uint64_t actual_version_;
 };
 
-/// Where in a plan an execution failure happened (§12.4).
-enum class ExecutionPhase : std::uint8_t { Execute, Reclaim, Reserve, Enter, Exit };
-std::string_view execution_phase_name(ExecutionPhase phase);
+/// Where in a plan an execution failure happened (§12.4): execute, reclaim,
+/// reserve, enter or exit, in the step vocabulary every layer shares.
+using ExecutionPhase = StepKind;
+inline std::string_view execution_phase_name(ExecutionPhase phase) { return step_kind_name(phase); }
 
 /// A runtime failure after a successful preflight (§11 step 6, §12).
 class ResidencyPlanExecutionError : public ResidencyError {

@@ -7,6 +7,9 @@
 /// preflight of execute_actions and scope entry run the shared Simulator.
 /// No rule is implemented twice.
 ///
+/// The manager works through three interfaces (fhr/runtime/backend.hpp): a
+/// memory resource, a copy engine and stream support.
+///
 /// Thread safety (§13): one manager lock serialises all state access; every
 /// public member may be called from any thread. While a Source::load runs,
 /// every call that needs the state fails with ResidencyReentrancyError from
@@ -14,15 +17,24 @@
 /// thread that re-enters the manager from inside a transition (a deleter, a
 /// source) gets the same error instead of a deadlock. Leases, holds and
 /// reservations may be released from any thread.
+///
+/// This header includes every header of the manager's API: handles,
+/// sources, plans, lifetimes, scopes, backends, errors, reports, snapshots.
 
 #include "fhr/model/plan.hpp"
 #include "fhr/model/simulator.hpp"
 #include "fhr/model/state.hpp"
+#include "fhr/runtime/address_ranges.hpp"
 #include "fhr/runtime/backend.hpp"
 #include "fhr/runtime/callback_guarded_mutex.hpp"
 #include "fhr/runtime/errors.hpp"
+#include "fhr/runtime/handle.hpp"
+#include "fhr/runtime/lifetimes.hpp"
+#include "fhr/runtime/plan.hpp"
 #include "fhr/runtime/reports.hpp"
+#include "fhr/runtime/scope.hpp"
 #include "fhr/runtime/snapshot.hpp"
+#include "fhr/runtime/source.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -34,217 +46,29 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 namespace fhr {
 
-/// Names one managed value of one manager. Copying or moving the value never
-/// changes its handle.
-struct Handle {
-  std::uint64_t manager_id = 0;
-  std::uint64_t handle_id = 0;
-  friend bool operator==(const Handle &, const Handle &) = default;
-};
-
-/// A trusted loader: fills manager-provided storage at the source location
-/// with the exact bytes of the value it stands for.
-class Source {
-public:
-  virtual ~Source() = default;
-  virtual void load(std::span<std::byte> destination) = 0;
-};
-
-/// A Source that reads `destination.size()` bytes of `path` from `offset`;
-/// a short or failed read throws BackendError.
-std::shared_ptr<Source> make_file_source(std::string path, std::uint64_t offset = 0);
-
-/// One action of a plan or action list.
-struct ActionSpec {
-  ActionKind kind = ActionKind::Ensure;
-  Handle handle;
-  Location location;
-  std::optional<Location> from;
-};
-
-/// Copy streams per CUDA destination for the actions of a plan (the seed's
-/// transfer_streams); destinations not listed use the backend's default
-/// stream of their device.
-using TransferStreams = std::vector<std::pair<Location, Stream>>;
-
-/// The stream listed for `destination`, or the empty stream.
-inline Stream stream_for(const TransferStreams &streams, Location destination) {
-  for (const auto &[location, stream] : streams)
-    if (location == destination) return stream;
-  return {};
-}
-
-struct PlanSpec {
-  std::string name;
-  std::vector<ActionSpec> reclaim;
-  std::vector<Reservation> reservations;
-  std::vector<ActionSpec> enter;
-  std::vector<ActionSpec> exit;
-};
-
-class Manager;
-
-/// A lease, hold or reservation (§7, §8). Releasing is idempotent and
-/// allowed from any thread; like every call that needs the manager's state
-/// it fails with ResidencyReentrancyError while a source callback runs
-/// (§13), and may be retried. An object destroyed while active is
-/// abandoned: it releases itself (a CUDA lease as with release(wait = true))
-/// and the manager reports a warning; destroyed while a source callback
-/// runs, it is released at the manager's next operation instead. It must
-/// not outlive its manager.
-class Lifetime {
-public:
-  Lifetime() = default;
-  Lifetime(Lifetime &&other) noexcept;
-  Lifetime &operator=(Lifetime &&other) noexcept;
-  Lifetime(const Lifetime &) = delete;
-  Lifetime &operator=(const Lifetime &) = delete;
-  virtual ~Lifetime();
-
-  void release();
-  /// Still protecting (or reserving)? A released CUDA lease whose events are
-  /// pending is no longer active.
-  bool active() const;
-
-protected:
-  Lifetime(Manager *manager, LifetimeId id) : manager_(manager), id_(id) {}
-  Manager *manager_ = nullptr;
-  LifetimeId id_ = 0;
-  friend class Manager;
-};
-
-/// An active read of ready replicas: protects them and exposes their bytes.
-/// A CUDA lease knows the streams that read the values; its release records
-/// an event on each and keeps the protection pending until they complete.
-class Lease : public Lifetime {
-public:
-  Lease() = default;
-  /// Registers another stream that reads the leased values (same device;
-  /// each stream once). ResidencyLifetimeClosedError after release;
-  /// std::invalid_argument for a host lease, a foreign or wrong-device stream.
-  void add_consumer_stream(Stream stream);
-  /// Ends the read. A CUDA lease records an event on every consumer stream:
-  /// with `wait` they are synchronised and the protection goes at once,
-  /// otherwise it stays pending until a later operation sees them complete.
-  void release(bool wait = false);
-  const std::vector<Handle> &handles() const { return handles_; }
-  Location location() const { return location_; }
-  /// The bytes of one leased value, read-only, while the lease is active:
-  /// ResidencyLifetimeClosedError after release, std::out_of_range for a
-  /// handle the lease does not hold.
-  std::span<const std::byte> value(const Handle &handle) const;
-
-private:
-  Lease(Manager *manager, LifetimeId id, std::vector<Handle> handles, Location location)
-      : Lifetime(manager, id), handles_(std::move(handles)), location_(location) {}
-  std::vector<Handle> handles_;
-  Location location_;
-  friend class Manager;
-};
-
-/// Retained replicas outside an active read: protection without access.
-class Hold : public Lifetime {
-  using Lifetime::Lifetime;
-  friend class Manager;
-
-public:
-  Hold() = default;
-};
-
-/// Headroom recorded at a location (§8), counted against its budget.
-class ActiveReservation : public Lifetime {
-  using Lifetime::Lifetime;
-  friend class Manager;
-
-public:
-  ActiveReservation() = default;
-};
-
-/// A single-use scope over one plan (§12): enter() runs the whole-plan
-/// preflight, then reclaim, the reservations and enter; close() runs exit
-/// and releases the reservations. Completed transitions are never rolled
-/// back. Destroying an entered scope without close() releases its
-/// reservations but runs no exit action.
-class Scope {
-public:
-  Scope(Scope &&) noexcept;
-  Scope &operator=(Scope &&) = delete;
-  Scope(const Scope &) = delete;
-  ~Scope();
-
-  /// Throws std::logic_error on a second entry; ResidencyStaleStateError,
-  /// ResidencyPlanError (nothing ran) or ResidencyPlanExecutionError (phase
-  /// reclaim, reserve or enter; entry failures consume the scope).
-  void enter();
-  /// Idempotent; std::logic_error before enter(). An exit failure throws
-  /// ResidencyPlanExecutionError (phase exit) after releasing the reservations.
-  void close();
-  /// enter(), body(), close(). If the body throws and close() fails too, the
-  /// body's exception propagates and exit_error() keeps the close failure.
-  template <typename Body>
-  void run(Body &&body);
-
-  /// All transitions (reclaim, enter, exit) once closed successfully.
-  const std::optional<PlanReport> &report() const { return report_; }
-  /// The transitions committed so far: reclaim and enter once entered,
-  /// exit too once closed.
-  const PlanReport &progress() const { return report_ ? *report_ : entered_; }
-  const std::optional<ResidencyPlanExecutionError> &exit_error() const { return exit_error_; }
-
-private:
-  friend class Manager;
-  Scope(Manager &manager, PlanSpec plan, std::optional<std::uint64_t> expected_state_version,
-        TransferStreams transfer_streams)
-      : manager_(&manager), plan_(std::move(plan)), expected_state_version_(expected_state_version),
-        transfer_streams_(std::move(transfer_streams)) {}
-
-  enum class Stage { Created, Entered, Closed };
-  Manager *manager_;
-  PlanSpec plan_;
-  std::optional<std::uint64_t> expected_state_version_;
-  TransferStreams transfer_streams_;
-  Stage stage_ = Stage::Created;
-  PlanReport entered_;
-  std::vector<LifetimeId> reservations_;
-  std::optional<PlanReport> report_;
-  std::optional<ResidencyPlanExecutionError> exit_error_;
-};
-
-template <typename Body>
-void Scope::run(Body &&body) {
-  enter();
-  try {
-    body();
-  } catch (...) {
-    try {
-      close();
-    } catch (const ResidencyPlanExecutionError &error) {
-      exit_error_ = error;
-    }
-    throw;
-  }
-  close();
-}
+class LeaseReaper;
 
 struct ManagerOptions {
   /// Constructor budgets, registered in order (std::nullopt: unbudgeted).
   std::vector<std::pair<Location, std::optional<std::uint64_t>>> budgets;
   /// Completed transitions kept by trace(); 0 disables it.
   std::size_t trace_capacity = 4096;
-  /// Where bytes live; the host backend when empty.
-  std::shared_ptr<Backend> backend;
+  /// The memory resource, copy engine and stream support; one Backend
+  /// converts to all three (`options.backend = make_cuda_backend()`). The
+  /// host backend when all are empty; some but not all empty is an argument
+  /// error.
+  BackendInterfaces backend;
   /// Receives warnings (an abandoned lifetime, an event that could not be
   /// recorded); called without the manager lock held, from whichever thread
   /// caused them, so it must be thread-safe. Empty: print them to stderr as
   /// "fhr: warning: ...".
   std::function<void(std::string_view)> warning_handler;
   /// Start the copies of independent actions of a plan phase together when
-  /// the backend has separate copy engines (Backend::overlaps_copies);
+  /// the copy engine has separate engines (CopyEngine::overlaps_copies);
   /// false runs every action after the previous one finished.
   bool overlap_transfers = true;
 };
@@ -261,12 +85,34 @@ public:
   std::uint64_t state_version() const;
   /// Budgeted or used locations in registration order.
   std::vector<Location> locations() const;
+  /// The interfaces the manager works through: a caller that adopts
+  /// buffers can take pinned or device memory from `memory` (§3.1 step 4
+  /// refuses a buffer whose memory is not of the location's kind).
+  const BackendInterfaces &backend() const { return backend_; }
 
-  /// Takes ownership of `nbytes` at `data`, which live at `at`; `deleter`
-  /// frees them when the replica goes. The value must be preserved.
-  Handle adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
+  /// Takes ownership of a caller's buffer (§3.1): the value is the first
+  /// `logical_nbytes` of the `storage_nbytes` block at `data` (a view may be
+  /// smaller than its block; the block is what the location is charged).
+  /// `at`: where the buffer lives; std::nullopt infers it from the memory
+  /// (a device's memory, pinned or pageable host memory). `deleter(data)`
+  /// frees the block when its replica goes; a failed adopt leaves the
+  /// buffer with the caller. Throws std::invalid_argument (storage smaller
+  /// than logical, an invalid location, a replica mode out of range),
+  /// ResidencyMaterializationError (memory of another kind than `at`, a
+  /// buffer that mixes pageable and pinned memory), ResidencyBudgetError,
+  /// ResidencyOwnershipError (the block overlaps a replica the manager
+  /// owns, §2.7).
+  Handle adopt(std::byte *data, std::size_t logical_nbytes, std::size_t storage_nbytes,
+               std::optional<Location> at, Storage::Release deleter,
                ReplicaMode mode = ReplicaMode::Exclusive);
-  /// Registers a reconstructible value without loading it.
+  /// A buffer of exactly `nbytes` of value at `at`.
+  Handle adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
+               ReplicaMode mode = ReplicaMode::Exclusive) {
+    return adopt(data, nbytes, nbytes, at, std::move(deleter), mode);
+  }
+  /// Registers a reconstructible value without loading it (§3.2);
+  /// std::invalid_argument for a spec whose mode or recoverability is out
+  /// of range or not RECONSTRUCTIBLE.
   Handle register_source(const ValueSpec &spec, std::shared_ptr<Source> source,
                          Location source_location = Location::pageable());
 
@@ -279,9 +125,9 @@ public:
   TransitionReport drop(const Handle &handle, Location at);
   TransitionReport discard(const Handle &handle);
 
-  /// Dry-runs a whole plan (§10.2) without changing anything.
-  Explanation explain(const PlanSpec &plan,
-                      std::optional<std::uint64_t> expected_state_version = std::nullopt);
+  /// Dry-runs a whole plan (§10.2, §10.3) without changing anything.
+  ExplainedPlan explain(const PlanSpec &plan,
+                        std::optional<std::uint64_t> expected_state_version = std::nullopt);
   /// Preflights, then executes the actions in order (§11). Throws
   /// ResidencyPlanError before anything runs, ResidencyPlanExecutionError
   /// with the partial report when a step fails at run time.
@@ -291,9 +137,10 @@ public:
                              const TransferStreams &transfer_streams = {});
 
   /// Borrows ready replicas for reads (§7.2): atomic over the handles,
-  /// duplicates collapse, nothing is ever materialized. A CUDA location
-  /// needs the stream that will read the values (`consumer_stream`); a host
-  /// location takes none.
+  /// duplicates collapse, nothing is ever materialized; the first handle in
+  /// order that fails decides the error. A CUDA location needs the stream
+  /// that will read the values (`consumer_stream`); a host location takes
+  /// none.
   Lease acquire(std::span<const Handle> handles, Location at, Stream consumer_stream = {});
   /// Protects ready replicas without exposing them (§7.3).
   Hold hold(std::span<const Handle> handles, Location at);
@@ -355,44 +202,10 @@ private:
     /// Replicas in installation order.
     std::vector<std::pair<Location, Storage>> replicas;
   };
-  /// The consumer streams of a CUDA lease, and the events its release
-  /// recorded on them.
-  struct LeaseStreams {
-    LifetimeId lease = 0; ///< 0: the slot is free
-    std::vector<Stream> streams;
-    std::vector<Event> events;
-  };
-  /// LeaseStreams by lifetime slot (the low half of a LifetimeId). A slot's
-  /// vectors keep their capacity when its lease goes, so that a lease
-  /// allocates nothing here once the table has warmed up.
-  class LeaseStreamTable {
-  public:
-    LeaseStreams *find(LifetimeId id) {
-      const std::size_t slot = id & 0xffffffffu;
-      return slot < slots_.size() && slots_[slot].lease == id ? &slots_[slot] : nullptr;
-    }
-    const LeaseStreams *find(LifetimeId id) const { return const_cast<LeaseStreamTable *>(this)->find(id); }
-    LeaseStreams &add(LifetimeId id) {
-      const std::size_t slot = id & 0xffffffffu;
-      if (slot >= slots_.size()) slots_.resize(slot + 1);
-      slots_[slot].lease = id;
-      return slots_[slot];
-    }
-    void erase(LeaseStreams &entry) {
-      entry.lease = 0;
-      entry.streams.clear();
-      entry.events.clear();
-    }
-    /// Every live entry.
-    template <typename Visit>
-    void for_each(Visit visit) {
-      for (LeaseStreams &entry : slots_)
-        if (entry.lease != 0) visit(entry);
-    }
-    void clear() { slots_.clear(); }
-
-  private:
-    std::vector<LeaseStreams> slots_;
+  /// Which replica a range of the storage index belongs to.
+  struct ReplicaOf {
+    ValueId value = 0;
+    Location location;
   };
 
   // ---- locking (manager_lock.cpp) ----------------------------------------
@@ -405,9 +218,16 @@ private:
   // ---- values and transitions (manager.cpp) -----------------------------
   ValueId resolve(const Handle &handle) const;
   ValueId resolve_for_plan(const Handle &handle) const;
+  /// The message of the ResidencyHandleError for a handle that names no
+  /// value of this manager (foreign or unknown).
+  std::string unresolvable_message(const Handle &handle) const;
   void validate(Location location) const;
   /// std::invalid_argument unless `stream` may copy into `destination`.
   void validate_stream(Stream stream, Location destination) const;
+  /// §3.1 steps 3–4: the location of an adopted buffer (inferred from its
+  /// memory when `at` is empty), checked against the kind of its memory.
+  Location adopted_location(const std::byte *data, std::size_t storage_nbytes,
+                            std::optional<Location> at) const;
   /// Applies one action; `prepared` is its copy, already done.
   TransitionReport run_transition(const Action &action, Stream stream, PreparedCopy *prepared = nullptr);
   /// ensure, copy and move: the checks of §16.1 in order, then the transition.
@@ -417,8 +237,13 @@ private:
   void record_trace(const TransitionReport &report);
   Storage *replica(ValueId value, Location at);
   const Storage *replica(ValueId value, Location at) const;
+  /// Installs `storage` as the replica of `value` at `location`, and indexes
+  /// its block (§2.7).
+  void install_replica(ValueId value, Location location, Storage storage);
+  /// Removes (frees) the replica of `value` at `location`.
+  void remove_replica(ValueId value, Location location);
 
-  // ---- plans (plans.cpp) --------------------------------------------------
+  // ---- plans (plans.cpp, explain.cpp) -------------------------------------
   std::vector<Action> to_actions(std::span<const ActionSpec> specs) const;
   void validate_transfer_streams(const TransferStreams &streams) const;
   /// Runs `actions` as phase `phase` of `plan_name`, appending to `report`;
@@ -437,9 +262,14 @@ private:
                              const TransferStreams &streams, PlanReport &report);
   /// Throws ResidencyPlanError (with the failing step) for an infeasible plan.
   void preflight(const std::string &plan_name, const PlanSpec *plan, std::span<const Action> actions) const;
+  /// §10.3 (explain.cpp): the simulator's explanation of `plan` with the
+  /// plan's name, a row per simulated action and the failure's message.
+  ExplainedPlan explained(const PlanSpec &plan, Explanation simulated) const;
 
-  // ---- lifetimes (lifetimes.cpp) -----------------------------------------
-  std::vector<ValueId> protect_values(std::span<const Handle> handles) const;
+  // ---- lifetimes (lifetimes.cpp; CUDA leases and reaping: reaping.cpp) ---
+  /// acquire and hold: the first handle in order that names no value, or
+  /// whose value is not resident at `at`, decides the error (§7.2, §16.1).
+  LifetimeId protect(LifetimeKind kind, std::span<const Handle> handles, Location at);
   void release_all(std::vector<LifetimeId> &lifetimes);
   /// Releases any lifetime under the lock; returns a warning, if any.
   std::string release_locked(LifetimeId id, bool wait);
@@ -447,49 +277,42 @@ private:
   void abandon(LifetimeId id) noexcept;
   bool lifetime_active(LifetimeId id) const;
   void add_consumer_stream(LifetimeId id, Stream stream);
-  /// Removes the pending protection of a CUDA lease whose events completed.
-  void complete_lease(LifetimeId id);
   /// §7.4: converts every pending lease whose events have all completed
   /// (after applying the deferred releases).
   void reap();
   /// At the §7.4 points whose outcome pending protection cannot change
   /// (acquire, hold, reserve, adopt, register_source, ensure, copy): applies
-  /// the deferred releases, and reaps only once kReapBacklog leases are
-  /// pending (or twice what the last reap left). What any caller can observe is what a full reap gives: every
-  /// operation that reads protection or the version (drop, move, discard,
-  /// plans, scopes, snapshot, state_version, close) reaps in full first, and
-  /// reaping later only sees more events completed. A backlog is reaped with
-  /// a few event queries per stream instead of one per lease.
+  /// the deferred releases, and reaps only a backlog (LeaseReaper). What
+  /// any caller can observe is what a full reap gives: every operation that
+  /// reads protection or the version (drop, move, discard, plans, scopes,
+  /// snapshot, state_version, close) reaps in full first, and reaping later
+  /// only sees more events completed.
   void reap_unless_unobservable();
-  static constexpr std::size_t kReapBacklog = 32;
-  /// For each pending lease (pending_leases_ order): have all its events completed?
-  std::vector<bool> pending_completion() const;
+  /// Pending leases whose events have all completed (explain sees through them).
+  std::vector<LifetimeId> completed_pending() const;
   /// A lifetime abandoned while the state could not be touched is released
   /// at the next reap.
   void defer_release(LifetimeId id);
   void apply_deferred_releases();
-  /// Pending leases whose events have all completed (explain sees through them).
-  std::vector<LifetimeId> completed_pending() const;
 
   mutable CallbackGuardedMutex mutex_;
   /// The thread holding mutex_, to turn same-thread re-entry into an error.
   mutable std::atomic<std::thread::id> lock_owner_{};
   std::uint64_t id_;
-  std::shared_ptr<Backend> backend_;
+  BackendInterfaces backend_;
   std::function<void(std::string_view)> warning_handler_;
   State state_;
   std::vector<Record> records_;
+  /// §2.7: the block of every installed replica, by address.
+  AddressRanges<ReplicaOf> storage_index_;
   std::uint64_t next_handle_id_ = 1;
   std::size_t trace_capacity_;
   /// A ring of the last trace_capacity_ reports: recording never allocates
   /// once it is full. trace_next_ is where the next report goes.
   std::vector<TransitionReport> trace_;
   std::size_t trace_next_ = 0;
-  LeaseStreamTable lease_streams_;
-  /// Released CUDA leases whose events have not all been seen complete.
-  std::vector<LifetimeId> pending_leases_;
-  /// The backlog at which reap_unless_unobservable reaps.
-  std::size_t backlog_reap_at_ = kReapBacklog;
+  /// CUDA leases: consumer streams, release events, pending protection.
+  std::unique_ptr<LeaseReaper> reaper_;
   std::mutex deferred_mutex_;
   std::vector<LifetimeId> deferred_releases_;
   std::atomic<bool> has_deferred_releases_{false};

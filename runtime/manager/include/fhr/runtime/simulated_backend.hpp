@@ -10,19 +10,20 @@
 /// consumer stream and "finish" it later, which is what keeps a released
 /// CUDA lease pending.
 ///
-/// Deterministic fault injection makes the k-th allocation, copy, source
-/// load or event recording fail, to test that failures in the middle of a
-/// plan leave exact partial reports and consistent accounting.
+/// Faults are injected by the adaptors of fhr/runtime/fault_injection.hpp
+/// in front of it (inject_faults), as in front of any backend.
 ///
 /// Made with `overlap_copies`, it reports separate copy engines: a copy
-/// started by begin_copy moves its bytes only when finish_copy waits for it
-/// (and may fail there: Operation::CopyCompletion), so tests see the
-/// manager's overlap windows exactly as on a GPU, copies in flight included.
+/// started by begin_copy moves its bytes only when finish_copy waits for it,
+/// so tests see the manager's overlap windows exactly as on a GPU, copies in
+/// flight included.
+///
+/// It knows the pinned and device blocks it handed out (locate): a buffer
+/// adopted at pinned or cuda:N must be one of those, as on a GPU.
 ///
 /// Thread safety: every member may be called from any thread.
 
 #include "fhr/runtime/backend.hpp"
-#include "fhr/runtime/fault_injection.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -31,10 +32,10 @@
 
 namespace fhr {
 
+class BlockRegistry;
+
 class SimulatedBackend final : public Backend {
 public:
-  using Operation = BackendOperation;
-
   explicit SimulatedBackend(unsigned device_count, bool overlap_copies = false);
 
   DeviceConfig devices() const override;
@@ -47,18 +48,12 @@ public:
   void finish_copy(CopyInFlight copy) override;
   /// Every location is a pool without idle bytes: what it has handed out.
   std::optional<PoolFigures> pool_figures(Location location) const override;
+  /// The location of a pinned or device block it handed out; pageable for
+  /// any other memory.
+  std::optional<Location> locate(const std::byte *data, std::size_t nbytes) const override;
   /// The most copies that were in flight at once (overlap made visible).
   std::size_t max_copies_in_flight() const;
 
-  /// Makes the `nth` (1-based) next operation of that kind fail with
-  /// BackendError; 0 disarms it. Counting starts when it is armed.
-  void fail_on(Operation operation, std::uint64_t nth);
-  /// Called by the manager before a source load (loads are the sources' own
-  /// code; this is where the simulation can refuse one).
-  void before_load() override;
-
-  /// Operations performed so far, by kind.
-  std::uint64_t count(Operation operation) const;
   /// Bytes currently allocated at a location.
   std::uint64_t allocated_bytes(Location location) const;
 
@@ -110,7 +105,8 @@ private:
   unsigned device_count_;
   bool overlap_copies_;
   mutable std::mutex mutex_;
-  FaultPlan faults_;
+  /// Pinned and device blocks handed out (shared with their storages).
+  std::shared_ptr<BlockRegistry> blocks_;
   std::vector<CopyJob> copies_;
   std::size_t copies_in_flight_ = 0, max_copies_in_flight_ = 0;
   std::shared_ptr<std::uint64_t[]> allocated_;

@@ -15,6 +15,12 @@ namespace fhr {
 
 class LocationSet {
 public:
+  /// The set of one location.
+  static LocationSet of(Location l) {
+    LocationSet set;
+    set.insert(l);
+    return set;
+  }
   bool contains(Location l) const { return (words_[l.index() / 64] >> (l.index() % 64)) & 1u; }
   void insert(Location l) { words_[l.index() / 64] |= std::uint64_t{1} << (l.index() % 64); }
   void erase(Location l) { words_[l.index() / 64] &= ~(std::uint64_t{1} << (l.index() % 64)); }
@@ -36,6 +42,12 @@ public:
     for (unsigned w = 0; w < kWords; ++w)
       for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
         f(Location::from_index(w * 64 + static_cast<unsigned>(std::countr_zero(bits))));
+  }
+  /// The members of both.
+  friend LocationSet operator&(LocationSet a, const LocationSet &b) {
+    for (unsigned w = 0; w < kWords; ++w)
+      a.words_[w] &= b.words_[w];
+    return a;
   }
   friend bool operator==(const LocationSet &, const LocationSet &) = default;
 

@@ -58,12 +58,7 @@ struct Outcome {
 
 /// A failed Outcome.
 inline Outcome failure(Reason reason, ErrorClass error, Location where = {}) {
-  Outcome outcome;
-  outcome.verdict = Verdict::Failed;
-  outcome.reason = reason;
-  outcome.error = error;
-  outcome.where = where;
-  return outcome;
+  return Outcome{Verdict::Failed, reason, error, where, std::nullopt, std::nullopt};
 }
 
 /// The figures a budget failure carries (§4.2), and the protected locations

@@ -6,6 +6,7 @@
 /// location. `fhr-plan explain`, the runtime's `explain`, `execute_actions`
 /// preflight and scope entry all call this one implementation.
 
+#include "fhr/model/overlay.hpp"
 #include "fhr/model/plan.hpp"
 #include "fhr/model/state.hpp"
 
@@ -49,52 +50,22 @@ struct Explanation {
   const SimulatedStep *first_failure() const { return feasible || steps.empty() ? nullptr : &steps.back(); }
 };
 
+/// Phase sequencing and the prediction; the rules themselves run on a
+/// StateOverlay (overlay.hpp lists what explain sees differently).
 class Simulator {
 public:
   /// `completed_pending`: pending CUDA leases whose events have all
   /// completed but which were not reaped yet; their tokens protect nothing
   /// in the simulation (§7.4: explain does not reap, but sees through them).
   explicit Simulator(const State &state, std::span<const LifetimeId> completed_pending = {})
-      : state_(state), completed_pending_(completed_pending.begin(), completed_pending.end()) {}
+      : state_(state), overlay_(state, completed_pending) {}
 
   /// Simulates reclaim, then the reservations, then enter and exit.
   Explanation explain(const PlanView &plan);
 
 private:
-  struct SimulatedValue {
-    LocationSet resident;
-    LocationSet protected_at;
-    bool discarded = false;
-  };
-  struct SimulatedAccount {
-    std::uint64_t used = 0;
-    std::uint64_t reserved = 0;
-    std::uint64_t peak_charged = 0;
-    std::uint64_t peak_used = 0;
-  };
-
-  void reset();
-  SimulatedValue &value(ValueId id);
-  Outcome prepare(Location location);
-  Outcome add(Location location, std::uint64_t nbytes, bool temporary, Explanation &out);
-  Outcome simulate(const Action &action, Explanation &out);
-  Outcome simulate_ensure(const Action &action, SimulatedValue &value, const ValueRecord &record,
-                          Explanation &out);
-  Outcome simulate_move(const Action &action, SimulatedValue &value, const ValueRecord &record,
-                        Explanation &out);
-  Outcome simulate_drop(const Action &action, SimulatedValue &value, const ValueRecord &record);
-  Outcome simulate_discard(SimulatedValue &value, const ValueRecord &record, Explanation &out);
-  void remove(SimulatedValue &value, Location location, std::uint64_t nbytes);
-  LocationSet effective_protection(ValueId id) const;
-
   const State &state_;
-  std::vector<LifetimeId> completed_pending_;
-  std::vector<std::uint32_t> value_slot_;
-  std::vector<ValueId> touched_values_;
-  std::vector<SimulatedValue> simulated_values_;
-  std::array<SimulatedAccount, Location::kCount> accounts_{};
-  LocationSet referenced_;
-  std::vector<Location> first_referenced_;
+  StateOverlay overlay_;
 };
 
 } // namespace fhr

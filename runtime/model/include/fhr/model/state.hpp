@@ -5,18 +5,21 @@
 /// locations and protections (§2, §7), lifetimes (leases, holds,
 /// reservations) and the state version (§9).
 ///
-/// Its transition functions apply the rules of §6 exactly as a manager does
-/// and report an Outcome instead of throwing. The compiler runs programs on
-/// it; the runtime keeps one beside its storage and performs the physical
-/// copy between the admission check and the install through TransitionHooks.
+/// Its transition functions apply the rules of §4–§8 (runtime/model/src/rules.hpp,
+/// the one copy that explain also runs) exactly as a manager does and report
+/// an Outcome instead of throwing. The compiler runs programs on it; the
+/// runtime keeps one beside its storage and performs the physical copy
+/// between the admission check and the install through TransitionHooks.
 
 #include "fhr/model/action.hpp"
 #include "fhr/model/location_set.hpp"
 #include "fhr/model/outcome.hpp"
 #include "fhr/model/value_spec.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -33,9 +36,34 @@ struct LocationAccount {
 
   std::uint64_t charged_bytes() const { return used_bytes + reserved_bytes; }
   /// §4.2: used + reserved + x <= budget, zero-byte requests always admitted.
+  /// The one spelling of the budget inequality: execution, explain and the
+  /// runtime's overlap windows all ask this.
   bool admits(std::uint64_t request) const {
     return request == 0 || !budget_bytes ||
            (charged_bytes() <= *budget_bytes && request <= *budget_bytes - charged_bytes());
+  }
+
+  // The bookkeeping of §4.3–§4.5 and §8; callers check admits() first.
+  /// §4.3 step 7: an installed replica.
+  void add_used(std::uint64_t nbytes) {
+    used_bytes += nbytes;
+    peak_used_bytes = std::max(peak_used_bytes, used_bytes);
+    peak_charged_bytes = std::max(peak_charged_bytes, charged_bytes());
+  }
+  /// §4.4: a removed replica (peaks untouched).
+  void remove_used(std::uint64_t nbytes) { used_bytes -= nbytes; }
+  /// §4.5, §8: a temporary charge or a named reservation.
+  void add_reserved(std::uint64_t nbytes) {
+    reserved_bytes += nbytes;
+    peak_charged_bytes = std::max(peak_charged_bytes, charged_bytes());
+  }
+  void remove_reserved(std::uint64_t nbytes) { reserved_bytes -= nbytes; }
+  /// §10.2: explain counts a request in the peak before its admission test,
+  /// so an infeasible plan's peak shows the request that failed.
+  void count_request_in_peak(std::uint64_t request) {
+    const std::uint64_t charged = charged_bytes();
+    const std::uint64_t room = std::numeric_limits<std::uint64_t>::max() - charged;
+    peak_charged_bytes = std::max(peak_charged_bytes, charged + std::min(request, room));
   }
 };
 
@@ -133,17 +161,18 @@ public:
   Outcome register_source(ValueId value, const ValueSpec &spec, Location source_location);
   const ValueRecord &value(ValueId value) const;
   std::size_t value_count() const { return values_.size(); }
+  /// §2.4: ok for a live value, else the handle error (unknown, discarded).
+  Outcome resolve(ValueId value) const;
 
   // ---- transitions (§6) ------------------------------------------------
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
 
-  /// The replica that `action` (ensure, copy or move) would copy from, when
-  /// applying it now would be a plain copy of a resident replica: a live
-  /// value, not resident at the destination, a permitted replica, and (move)
-  /// an unprotected source. std::nullopt for anything else (no-op,
-  /// reconstruction from a source, drop, discard, a failure). Budget
-  /// admission is the caller's to check. Lets the runtime start the copy
-  /// before it applies the action (overlap inside a plan).
+  /// The replica that `action` would copy from, when applying it now would
+  /// be an admitted plain copy of a resident replica; std::nullopt for
+  /// anything else (no-op, reconstruction, drop, discard, a failure, a
+  /// budget that refuses the destination). A dry run of apply() on a
+  /// StateOverlay with a TransferRecorder; kept for its callers, new code
+  /// runs that dry run itself (it can also hold memory of copies in flight).
   std::optional<Location> plain_copy_source(const Action &action) const;
 
   // ---- lifetimes (§7, §8) ----------------------------------------------
@@ -175,18 +204,13 @@ public:
   void close();
 
 private:
-  Outcome resolve(ValueId value) const;
-  Outcome prepare(Location location);
+  /// The rules' view of this State (runtime/model/src/rules.hpp): what they
+  /// change, they change here.
+  class Store;
+
   void ensure_registered(Location location);
-  Outcome admit(Location location, std::uint64_t nbytes, bool temporary, FailureDetail *detail);
   void install(ValueId value, Location location);
   void remove(ValueId value, Location location);
-  Outcome reconstruct_into(ValueId value, Location to, Outcome result, FailureDetail *detail,
-                           TransitionHooks *hooks);
-  Outcome ensure(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
-  Outcome move(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
-  Outcome drop(const Action &action, TransitionHooks *hooks);
-  Outcome discard(const Action &action, FailureDetail *detail, TransitionHooks *hooks);
   void add_tokens(ValueId value, Location at, LifetimeKind kind, int delta_use_hold, int delta_pending);
   LifetimeId add_lifetime(LifetimeRecord lifetime);
   LifetimeRecord *live(LifetimeId id);

@@ -1,15 +1,19 @@
 #pragma once
 /// \file
 /// Prediction against execution: runs a module's setup and then one program
-/// (or one plan as a scope) on a live manager through the ModuleRunner, and
-/// compares every executed step with what the compiler's simulator
-/// predicted for it: the same steps in the same order, the same verdict
-/// (done, no-op, refused) and the same error class. `fhr-plan run` prints
-/// the result; the differential test runs thousands of random programs
-/// through it.
+/// (or one plan as a scope) through the one interpreter twice, on the model
+/// target and on a fresh live manager with synthetic payloads, and compares
+/// the two step records: the same steps in the same order (kind, index,
+/// instruction, value), the same verdict (done, no-op, refused) and the
+/// same error classes (the one a caller catches and its cause), the peak
+/// charge of every location, and the content of every installed replica.
+/// `fhr-plan run` prints the result; the differential test runs thousands
+/// of random programs through it.
 
-#include "fhr/compiler/analysis.hpp"
-#include "fhr/executor/module_runner.hpp"
+#include "fhr/bytecode/module.hpp"
+#include "fhr/executor/model_target.hpp"
+#include "fhr/executor/step_record.hpp"
+#include "fhr/executor/value_binder.hpp"
 
 #include <memory>
 #include <stdexcept>
@@ -18,31 +22,14 @@
 
 namespace fhr {
 
-/// One predicted step, in the runner's terms.
-struct PredictedStep {
-  StepKind kind = StepKind::Direct;
-  std::uint32_t index = 0;
-  Phase phase = Phase::Enter;
-  Verdict verdict = Verdict::Ok;
-  ErrorClass raised = ErrorClass::None;
-};
-
-std::vector<PredictedStep> predicted_steps(const ProgramReport &report);
-std::vector<PredictedStep> predicted_steps(const Explanation &plan);
-
-/// The differences between a prediction and a run; empty when they agree.
-/// Each names the step (index in the run, kind, line) and what differs.
-std::vector<std::string> compare_steps(const std::vector<PredictedStep> &predicted, const RunResult &run);
-
-/// What one execution of a program or plan produced.
+/// What one execution of a program or plan produced, beside its prediction.
 struct ExecutionCheck {
   std::string kind; ///< "program" or "plan"
   std::string name;
   /// The module's values as they were bound (names for the steps' values).
   std::vector<DeclaredValue> values;
-  RunResult setup;
-  RunResult run;
-  std::vector<PredictedStep> predicted;
+  RunResult predicted_setup, setup; ///< the model's, the manager's
+  RunResult predicted, run;         ///< the model's, the manager's
   /// Prediction and execution disagree (setup or run) or content changed.
   std::vector<std::string> differences;
   /// Per location: predicted and measured peak charge during the run.
@@ -62,6 +49,13 @@ struct ExecutionCheck {
 
   bool agrees() const { return differences.empty(); }
 };
+
+/// The differences between a prediction and a run of `module`; empty when
+/// they agree. Each names the step (its number, kind and line) and what
+/// differs; the first differing step ends the list (later steps follow from
+/// a different state).
+std::vector<std::string> compare_runs(const bytecode::Module &module, const RunResult &predicted,
+                                      const RunResult &run);
 
 enum class BackendKind { Host, Simulated, Cuda };
 
@@ -89,12 +83,14 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Runs `program` (an index into module.programs) on a fresh manager with
-/// synthetic payloads, checking every installed replica's content.
-ExecutionCheck check_program(const ir::Module &ir_module, const bytecode::Module &module,
-                             std::uint32_t program, const ExecutionOptions &options);
-/// Runs plan `plan` as a scope (enter, then close) on a fresh manager.
-ExecutionCheck check_plan(const ir::Module &ir_module, const bytecode::Module &module, std::uint32_t plan,
+/// Runs `program` (an index into module.programs) on the model and on a
+/// fresh manager with synthetic payloads, checking every installed
+/// replica's content. Throws what the manager's constructor throws (a
+/// budget at a location the backend lacks) and ExecutionTooLarge.
+ExecutionCheck check_program(const bytecode::Module &module, std::uint32_t program,
+                             const ExecutionOptions &options);
+/// Runs plan `plan` as a scope (enter, then close) in the same way.
+ExecutionCheck check_plan(const bytecode::Module &module, std::uint32_t plan,
                           const ExecutionOptions &options);
 
 } // namespace fhr

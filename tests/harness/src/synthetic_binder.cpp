@@ -1,20 +1,17 @@
-#include "fhr/executor/value_binder.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace fhr {
-
-std::string DeclaredValue::display_name() const {
-  return index ? name + "[" + std::to_string(*index) + "]" : name;
-}
 
 void fill_synthetic(std::span<std::byte> bytes, std::uint32_t value_id, std::uint64_t offset) {
   // A 64-bit word pattern: cheap to write at memory speed, different for
@@ -58,6 +55,12 @@ std::uint64_t synthetic_checksum(std::uint64_t nbytes, std::uint32_t value_id) {
   return hash;
 }
 
+/// Does the manager's backend have `location` (§1.2)?
+bool available(const Manager &manager, Location location) {
+  const DeviceConfig devices = manager.backend().memory->devices();
+  return !location.is_cuda() || (devices.cuda_available && location.device() < devices.device_count);
+}
+
 } // namespace
 
 Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
@@ -69,16 +72,26 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   }
   // Adopted values are charged their storage size; the buffer is that big.
   const std::size_t nbytes = value.spec.storage_nbytes;
-  auto *data = static_cast<std::byte *>(std::malloc(nbytes == 0 ? 1 : nbytes));
-  if (!data) throw std::bad_alloc();
-  fill_synthetic({data, nbytes}, value.value_id, 0);
-  checksums_[value.value_id] = Expected{nbytes, XXH64(data, nbytes, 0)};
-  Storage::Release release = std::free;
+  std::byte *data = nullptr;
+  Storage::Release release;
   if (value.location.is_cuda() && place_on_device_) {
-    auto [device, device_release] = place_on_device_(value.location, {data, nbytes});
-    std::free(data);
-    data = device;
-    release = std::move(device_release);
+    std::vector<std::byte> bytes(nbytes);
+    fill_synthetic(bytes, value.value_id, 0);
+    checksums_[value.value_id] = Expected{nbytes, XXH64(bytes.data(), nbytes, 0)};
+    std::tie(data, release) = place_on_device_(value.location, bytes);
+  } else if (value.location != Location::pageable() && available(manager, value.location)) {
+    // Memory of the location's kind (adopt refuses a pageable buffer at
+    // pinned, §2.6), host-addressable on the host and simulated backends.
+    // (At a location the manager lacks, adopt reports the location.)
+    std::tie(data, release) = manager.backend().memory->allocate(value.location, nbytes).detach();
+    fill_synthetic({data, nbytes}, value.value_id, 0);
+    checksums_[value.value_id] = Expected{nbytes, XXH64(data, nbytes, 0)};
+  } else {
+    data = static_cast<std::byte *>(std::malloc(nbytes == 0 ? 1 : nbytes));
+    if (!data) throw std::bad_alloc();
+    release = std::free;
+    fill_synthetic({data, nbytes}, value.value_id, 0);
+    checksums_[value.value_id] = Expected{nbytes, XXH64(data, nbytes, 0)};
   }
   try {
     return manager.adopt(data, nbytes, value.location, release, value.spec.replica_mode);

@@ -1,0 +1,75 @@
+#pragma once
+/// \file
+/// What a run of a module did, step by step, in the same terms whichever
+/// target ran it: the model (explain, check) or a live manager (run). The
+/// differential test compares the two records step for step; the reports of
+/// explain, check and `fhr-plan run` are rendered from them.
+
+#include "fhr/model/action.hpp"
+#include "fhr/model/outcome.hpp"
+#include "fhr/model/step_kind.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fhr {
+
+/// One executed (or refused) step.
+struct StepRecord {
+  StepKind kind = StepKind::Direct;
+  /// The position within its phase or list: a scope's actions and
+  /// reservations, an action list's actions; 0 for the other kinds. For a
+  /// Preflight: the refused simulated step's position within its phase.
+  std::uint32_t index = 0;
+  /// For a Preflight: the phase of the refused simulated step.
+  StepKind phase = StepKind::Enter;
+  /// The instruction of the module the step executes (an action, a
+  /// reservation, a declaration, a lifetime's header, a release); for a
+  /// Preflight, the instruction of the refused simulated step. Lines, spans
+  /// and the step's text come from it.
+  std::uint32_t instruction = 0;
+  /// The value an action or registration concerns; the value that decided
+  /// a failed hold or lease.
+  ValueId value = 0;
+  /// What the step belongs to: for a scope's steps (and its preflight) the
+  /// plan's index, for an action list's steps the list's `actions`
+  /// instruction; 0 otherwise.
+  std::uint32_t container = 0;
+  /// Verdict, reason, error class (the cause, for failures inside plans),
+  /// resolved source and destination.
+  Outcome outcome;
+  /// For a failed step, the class a caller catches: the outcome's own for
+  /// setup, direct primitives and body lifetimes; plan when a preflight
+  /// refused; plan-execution inside a running scope or action list.
+  ErrorClass raised = ErrorClass::None;
+
+  bool failed() const { return outcome.failed(); }
+};
+
+/// Start and completion of a step, steady-clock nanoseconds (targets that
+/// measure: the manager).
+struct StepTiming {
+  std::uint64_t started_at_ns = 0;
+  std::uint64_t completed_at_ns = 0;
+};
+
+/// One run: setup, a plan as a scope, or a program. A run stops at the
+/// first failing step, as a program does.
+struct RunResult {
+  std::string name;
+  bool completed = true; ///< false: stopped at the failed last step
+  std::vector<StepRecord> steps;
+  /// Figures of the failing step, when the target knows them (budget
+  /// failures on the model).
+  FailureDetail failure_detail;
+  /// The failure's message as the target produced it (the manager's
+  /// exception text); empty where the report renders it (the model).
+  std::string failure_message;
+  /// One per step, or empty when the target does not measure time.
+  std::vector<StepTiming> timings;
+
+  const StepRecord *failure() const { return completed || steps.empty() ? nullptr : &steps.back(); }
+};
+
+} // namespace fhr

@@ -1,0 +1,171 @@
+#include "fhr/executor/interpreter.hpp"
+
+#include "fhr/model/scope_sequence.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fhr {
+
+using bytecode::Instruction;
+using bytecode::InstructionRange;
+using bytecode::Opcode;
+
+namespace {
+
+/// The End that closes the Scope or Actions at `open`.
+std::uint32_t matching_end(const std::vector<Instruction> &code, std::uint32_t open) {
+  int depth = 0;
+  for (std::uint32_t pc = open; pc < code.size(); ++pc) {
+    const Opcode op = code[pc].opcode;
+    if (op == Opcode::Scope || op == Opcode::Actions) ++depth;
+    if (op == Opcode::End && --depth == 0) return pc;
+  }
+  return static_cast<std::uint32_t>(code.size()); // the verifier guarantees a match
+}
+
+StepRecord step_at(StepKind kind, std::uint32_t instruction, ValueId value = 0) {
+  StepRecord step;
+  step.kind = kind;
+  step.instruction = instruction;
+  step.value = value;
+  return step;
+}
+
+} // namespace
+
+RunResult Interpreter::run_setup() {
+  RunResult run;
+  run.name = "setup";
+  target_.record_into(&run);
+  run.completed = run_body(module_.setup, /*setup=*/true);
+  target_.record_into(nullptr);
+  return run;
+}
+
+RunResult Interpreter::run_plan(std::uint32_t plan) {
+  if (plan >= module_.plans.size()) throw std::invalid_argument("no plan " + std::to_string(plan));
+  RunResult run;
+  run.name = module_.strings[module_.plans[plan].name];
+  target_.record_into(&run);
+  run.completed = run_scope(plan, std::nullopt);
+  target_.record_into(nullptr);
+  return run;
+}
+
+RunResult Interpreter::run_program(std::uint32_t program) {
+  if (program >= module_.programs.size())
+    throw std::invalid_argument("no program " + std::to_string(program));
+  const bytecode::ProgramEntry &entry = module_.programs[program];
+  RunResult run;
+  run.name = module_.strings[entry.name];
+  target_.record_into(&run);
+  run.completed = run_body(entry.body, /*setup=*/false);
+  target_.record_into(nullptr);
+  return run;
+}
+
+bool Interpreter::run_body(InstructionRange range, bool setup) {
+  // Lifetimes this body opens end with it, the last first (§7, §12.3),
+  // whether the body completed or stopped at a failure.
+  std::vector<Target::Token> lifetimes;
+  bool ok = true;
+  for (std::uint32_t pc = range.begin; ok && pc < range.end;) {
+    const Instruction &in = module_.code[pc];
+    const StepKind direct = setup ? StepKind::Setup : StepKind::Direct;
+    switch (in.opcode) {
+    case Opcode::Declare: {
+      const bytecode::Declaration &d = module_.declarations[in.index()];
+      for (ValueId v = d.first_value; ok && v < d.first_value + d.value_count(); ++v)
+        ok = target_.declare(d, v, step_at(StepKind::Setup, pc, v));
+      ++pc;
+      break;
+    }
+    case Opcode::Scope: {
+      const std::uint32_t close = matching_end(module_.code, pc);
+      ok = run_scope(in.index(), InstructionRange{pc + 1, close});
+      pc = close + 1;
+      break;
+    }
+    case Opcode::Run:
+      ok = run_scope(in.index(), std::nullopt);
+      ++pc;
+      break;
+    case Opcode::Actions: {
+      const std::uint32_t close = matching_end(module_.code, pc);
+      ok = run_actions(pc, InstructionRange{pc + 1, close});
+      pc = close + 1;
+      break;
+    }
+    case Opcode::Release: {
+      auto it = std::find_if(named_lifetimes_.begin(), named_lifetimes_.end(),
+                             [&](const auto &entry) { return entry.first == in.index(); });
+      // The verifier guarantees an earlier named lifetime; setup got here,
+      // so it opened.
+      if (it == named_lifetimes_.end()) throw std::logic_error("release of a lifetime that is not open");
+      ok = target_.release(it->second, step_at(StepKind::Setup, pc));
+      named_lifetimes_.erase(it);
+      ++pc;
+      break;
+    }
+    default:
+      if (bytecode::is_action(in.opcode)) {
+        for (ValueId v = in.value; ok && v < in.value + in.count; ++v)
+          ok = target_.apply(action_of(in, v), step_at(direct, pc, v));
+        ++pc;
+      } else {
+        ok = run_lifetime(pc, setup, lifetimes);
+        pc += bytecode::has_items(in.opcode) ? 1 + in.index() : 1;
+      }
+      break;
+    }
+  }
+  release_last_first(lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  return ok;
+}
+
+bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes) {
+  const Instruction &in = module_.code[pc];
+  Target::Token token = 0;
+  bool ok = false;
+  if (in.opcode == Opcode::Reserve) {
+    const Reservation reservation{in.location, in.size, module_.strings[in.index()]};
+    ok = target_.reserve(reservation, step_at(setup ? StepKind::Setup : StepKind::BodyReserve, pc), token);
+  } else {
+    // The values of the items, duplicates already collapsed by the compiler.
+    std::vector<ValueId> values;
+    for (std::uint32_t k = pc + 1; k <= pc + in.index(); ++k)
+      for (ValueId v = module_.code[k].value; v < module_.code[k].value + module_.code[k].count; ++v)
+        values.push_back(v);
+    const bool hold = in.opcode == Opcode::Hold;
+    const StepKind kind = setup ? StepKind::Setup : hold ? StepKind::Hold : StepKind::Acquire;
+    ok = target_.protect(hold ? LifetimeKind::Hold : LifetimeKind::Lease, values, in.location,
+                         in.opcode == Opcode::Lease && in.flag, step_at(kind, pc), token);
+  }
+  if (!ok) return false;
+  if (!setup)
+    body_lifetimes.push_back(token);
+  else if (in.alias() != 0)
+    named_lifetimes_.emplace_back(pc, token);
+  return true;
+}
+
+bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body) {
+  const PlanSteps &steps = plans_.plan(plan);
+  if (!target_.enter_scope(steps)) return false;
+  if (body && !run_body(*body, /*setup=*/false)) {
+    target_.abandon_scope();
+    return false;
+  }
+  return target_.exit_scope(steps);
+}
+
+bool Interpreter::run_actions(std::uint32_t pc, InstructionRange list) {
+  ActionListSteps steps;
+  steps.name = module_.strings[module_.code[pc].index()];
+  steps.instruction = pc;
+  expand_actions(module_, list, pc, steps.actions);
+  return target_.execute_actions(steps);
+}
+
+} // namespace fhr

@@ -1,0 +1,123 @@
+#pragma once
+/// \file
+/// How long a copy between two locations takes, and which engine carries
+/// it: the one link model that `explain` time predictions, the planner's
+/// prefetch schedule and `fhr-plan calibrate` share. A profile is measured
+/// per machine (`fhr-plan calibrate`, JSON schema `fhr-links/1`,
+/// docs/links.md); a default measured on an H200 ships with the project.
+///
+/// A copy of `n` bytes over a link costs `latency + n / bandwidth` of the
+/// size class `n` falls in (classes ascend by their upper bound; the last
+/// one has none). That is what the runtime does: a copy is one
+/// cudaMemcpyAsync (or one staged pipeline, or one host memcpy), and its
+/// fixed cost (submission, synchronisation, small-block allocation) does
+/// not depend on the size while its streaming part does.
+
+#include "fhr/model/location.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fhr {
+
+/// The copy paths of the runtime, by the kinds of their endpoints.
+enum class LinkKind : std::uint8_t {
+  HostToHost,       ///< pageable <-> pinned: memcpy on host copy threads
+  PinnedToDevice,   ///< DMA on the device's inbound copy engine
+  DeviceToPinned,   ///< DMA on the device's outbound copy engine
+  PageableToDevice, ///< staged through pinned bounce buffers (host threads + inbound engine)
+  DeviceToPageable, ///< staged the other way (outbound engine + host threads)
+  DeviceToDevice,   ///< peer copy between two devices
+};
+inline constexpr std::size_t kLinkKindCount = 6;
+
+/// The stable name used in profiles and outputs: "host-host", "pinned-device", ...
+std::string_view link_kind_name(LinkKind kind);
+std::optional<LinkKind> parse_link_kind(std::string_view name);
+
+/// The link a copy from `from` to `to` takes; std::nullopt for a copy that
+/// never happens (a location to itself).
+std::optional<LinkKind> link_between(Location from, Location to);
+
+/// The hardware queue a copy occupies while it runs (the model's name for a
+/// DMA engine; the runtime's `CopyEngine` is the interface that issues the
+/// copies). Copies on different queues run at the same time (the runtime's
+/// overlap windows); copies on one queue run one after another.
+struct CopyQueue {
+  enum class Kind : std::uint8_t {
+    Inbound,     ///< into `device` (host -> device and peer copies into it)
+    Outbound,    ///< out of `device` to the host
+    HostThreads, ///< host memcpy threads (pageable <-> pinned)
+  } kind = Kind::HostThreads;
+  unsigned device = 0; ///< for Inbound and Outbound
+  friend bool operator==(const CopyQueue &, const CopyQueue &) = default;
+};
+/// The engine that carries a copy; staged pageable copies are counted on
+/// their device engine (their host part overlaps it).
+std::optional<CopyQueue> engine_of(Location from, Location to);
+
+/// One size class of a link: copies of at most `max_bytes` (no bound for the
+/// last class) cost `latency_seconds + bytes / bytes_per_second`.
+struct SizeClass {
+  std::optional<std::uint64_t> max_bytes;
+  double latency_seconds = 0;
+  double bytes_per_second = 1;
+};
+
+/// One measurement behind a curve: the median time of copies of `bytes`.
+struct LinkSample {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+struct LinkCurve {
+  std::vector<SizeClass> classes; ///< ascending max_bytes, the last unbounded
+  /// The class a copy of `bytes` falls in; \pre !classes.empty().
+  const SizeClass &class_for(std::uint64_t bytes) const;
+  double seconds(std::uint64_t bytes) const;
+};
+
+struct LinkModel {
+  /// Where it was measured ("NVIDIA H200 (driver 580.159.04)") and when.
+  std::string machine;
+  std::string measured;
+  std::array<LinkCurve, kLinkKindCount> links;
+  /// Per link, the medians its classes were fitted to (empty for a link
+  /// not measured, or a profile written by hand): ascending bytes; kept so
+  /// that a profile shows how well its fit holds.
+  std::array<std::vector<LinkSample>, kLinkKindCount> samples;
+  /// Aggregate bandwidth of one device's inbound and outbound engines
+  /// running at once (less than twice one direction: they share PCIe and
+  /// host memory).
+  double duplex_bytes_per_second = 0;
+  /// Fixed costs the runtime pays beside copies.
+  double device_allocation_seconds = 0;          ///< fresh stream-ordered pool block
+  double pinned_allocation_seconds_per_byte = 0; ///< cudaHostAlloc of a cold pinned block
+  double event_record_seconds = 0;
+  double event_query_seconds = 0;
+  /// How fast a value's source fills fresh host storage when the runtime
+  /// reconstructs it (the synthetic sources of `fhr-plan run`; a real
+  /// evaluator's loader may be slower).
+  double source_load_bytes_per_second = 10e9;
+  /// Cost of registering existing host memory as pinned (cudaHostRegister).
+  double pinned_registration_seconds_per_byte = 0;
+
+  const LinkCurve &curve(LinkKind kind) const { return links[static_cast<std::size_t>(kind)]; }
+  /// Seconds a copy of `bytes` from `from` to `to` takes alone; 0 for a
+  /// location to itself.
+  double transfer_seconds(Location from, Location to, std::uint64_t bytes) const;
+
+  /// The profile measured on the project's H200 machine (docs/links.md).
+  static const LinkModel &h200();
+};
+
+/// The JSON profile (schema "fhr-links/1"), and back. Parsing checks every
+/// field and throws std::invalid_argument naming the offending JSON path.
+std::string link_model_to_json(const LinkModel &model);
+LinkModel link_model_from_json(std::string_view text);
+
+} // namespace fhr

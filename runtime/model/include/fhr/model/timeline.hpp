@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// Predicted time: when each step of a plan or program runs, on which copy
+/// engine, and how long the whole takes, under a link model
+/// (fhr/model/link_model.hpp) and the runtime's overlap rule
+/// (fhr/model/overlap_window.hpp). `explain --profile`, its pictures and
+/// the planner use this one predictor; docs/links.md describes the model.
+///
+/// The runtime overlaps the copies of a window: they start together in
+/// plan order (an engine carries one copy at a time, so copies on one
+/// engine queue), each waits for its copy and commits in plan order, and
+/// the next step starts once the window's last action committed. A staged
+/// pageable <-> device copy (TimelineOptions::staged_min_bytes and more)
+/// runs inside its start, so the copies after it start once it finished.
+/// While an inbound and an outbound copy of one device stream at once they
+/// share LinkModel::duplex_bytes_per_second in proportion to their own
+/// bandwidths. Every other step runs alone: a load fills storage at the
+/// value's source location (LinkModel::source_load_bytes_per_second) and
+/// copies it to the destination; drops, discards, no-ops, reservations and
+/// failures take no time.
+
+#include "fhr/model/link_model.hpp"
+#include "fhr/model/state.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace fhr {
+
+/// What a step moves.
+enum class StepTransfer : std::uint8_t {
+  None, ///< nothing: a no-op, a failure, a reservation, a drop or discard, a lease or hold
+  Copy, ///< a plain copy of the resident replica at `source` to `destination`
+  Load, ///< reconstruction: the value's source fills storage at `source`, copied on to `destination`
+};
+
+/// One explained step, as the predictor needs it.
+struct TimelineStep {
+  /// Steps of one group (one phase of one plan run, one `actions` list)
+  /// may share a window; a window never spans two groups.
+  std::uint32_t group = 0;
+  StepTransfer transfer = StepTransfer::None;
+  /// A move: the copy's source replica is freed when the step commits.
+  bool frees_source = false;
+  ValueId value = 0;
+  Location source;
+  Location destination;
+  std::uint64_t storage_bytes = 0;
+  /// The destination's account just before this step in plan order (the
+  /// explained charge there and its budget): the window's budget rule.
+  LocationAccount destination_account;
+};
+
+struct TimelineOptions {
+  /// The backend has separate copy engines (the CUDA backend): windows
+  /// overlap. Without, every step runs after the previous one finished.
+  bool overlap = true;
+  /// Pageable <-> device copies of at least this many bytes are staged
+  /// through pinned bounce buffers inside their start (the CUDA backend).
+  std::uint64_t staged_min_bytes = std::uint64_t{4} << 20;
+};
+
+/// When one step runs. A step that moves nothing starts and ends at once.
+struct StepTime {
+  double start_seconds = 0;
+  /// When its bytes are in place (its copy finished); the step commits at
+  /// `commit_seconds`, once the steps before it in its window committed.
+  double end_seconds = 0;
+  double commit_seconds = 0;
+  /// The engine that carries its copy (the device engine for a load's copy).
+  std::optional<CopyQueue> engine;
+  /// Index of its overlap window (windows of a single copy included), for
+  /// steps that copy; std::nullopt otherwise.
+  std::optional<std::uint32_t> window;
+};
+
+struct Timeline {
+  std::vector<StepTime> steps; ///< one per input step
+  double total_seconds = 0;    ///< when the last step committed
+  std::uint32_t windows = 0;   ///< windows formed (of one copy or more)
+};
+
+/// Predicts the time of `steps`, in plan order, from time 0.
+Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &links,
+                          const TimelineOptions &options = {});
+
+/// A readable name of an engine: "cuda:0 in", "cuda:0 out", "host copy threads".
+std::string engine_name(const CopyQueue &engine);
+
+} // namespace fhr

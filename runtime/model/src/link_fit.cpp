@@ -1,0 +1,36 @@
+#include "fhr/model/link_fit.hpp"
+
+#include <algorithm>
+
+namespace fhr {
+
+namespace {
+/// "Does not grow with size": a bandwidth far above any link's.
+constexpr double kFlat = 1e18;
+
+SizeClass through(const LinkSample &lower, const LinkSample &upper, std::optional<std::uint64_t> max_bytes) {
+  const double bytes = static_cast<double>(upper.bytes) - static_cast<double>(lower.bytes);
+  const double slope = (upper.seconds - lower.seconds) / bytes;
+  if (slope <= 0) return SizeClass{max_bytes, upper.seconds, kFlat};
+  const double latency = lower.seconds - static_cast<double>(lower.bytes) * slope;
+  if (latency < 0) return SizeClass{max_bytes, 0.0, static_cast<double>(upper.bytes) / upper.seconds};
+  return SizeClass{max_bytes, latency, 1 / slope};
+}
+} // namespace
+
+LinkCurve fit_link_curve(std::span<const LinkSample> samples) {
+  LinkCurve curve;
+  if (samples.size() == 1) {
+    curve.classes.push_back(
+        SizeClass{std::nullopt, 0.0, static_cast<double>(samples[0].bytes) / samples[0].seconds});
+    return curve;
+  }
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const bool last = i + 1 == samples.size();
+    curve.classes.push_back(through(samples[i - 1], samples[i],
+                                    last ? std::nullopt : std::optional<std::uint64_t>(samples[i].bytes)));
+  }
+  return curve;
+}
+
+} // namespace fhr

@@ -1,0 +1,243 @@
+#include "fhr/model/link_model.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace fhr {
+
+namespace {
+constexpr std::array<std::string_view, kLinkKindCount> kLinkNames = {
+    "host-host", "pinned-device", "device-pinned", "pageable-device", "device-pageable", "device-device"};
+
+constexpr double kMicro = 1e-6;
+constexpr double kGiga = 1e9;
+} // namespace
+
+std::string_view link_kind_name(LinkKind kind) { return kLinkNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<LinkKind> parse_link_kind(std::string_view name) {
+  for (std::size_t i = 0; i < kLinkNames.size(); ++i)
+    if (kLinkNames[i] == name) return static_cast<LinkKind>(i);
+  return std::nullopt;
+}
+
+std::optional<LinkKind> link_between(Location from, Location to) {
+  if (from == to) return std::nullopt;
+  if (!from.is_cuda() && !to.is_cuda()) return LinkKind::HostToHost;
+  if (from.is_cuda() && to.is_cuda()) return LinkKind::DeviceToDevice;
+  if (to.is_cuda()) return from == Location::pinned() ? LinkKind::PinnedToDevice : LinkKind::PageableToDevice;
+  return to == Location::pinned() ? LinkKind::DeviceToPinned : LinkKind::DeviceToPageable;
+}
+
+std::optional<CopyQueue> engine_of(Location from, Location to) {
+  if (from == to) return std::nullopt;
+  // Copies into a device run on its inbound stream (peer copies too); copies
+  // out of a device to the host on its outbound stream.
+  if (to.is_cuda()) return CopyQueue{CopyQueue::Kind::Inbound, to.device()};
+  if (from.is_cuda()) return CopyQueue{CopyQueue::Kind::Outbound, from.device()};
+  return CopyQueue{CopyQueue::Kind::HostThreads, 0};
+}
+
+const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
+  for (const SizeClass &size_class : classes)
+    if (!size_class.max_bytes || bytes <= *size_class.max_bytes) return size_class;
+  return classes.back();
+}
+
+double LinkCurve::seconds(std::uint64_t bytes) const {
+  const SizeClass &size_class = class_for(bytes);
+  return size_class.latency_seconds + static_cast<double>(bytes) / size_class.bytes_per_second;
+}
+
+double LinkModel::transfer_seconds(Location from, Location to, std::uint64_t bytes) const {
+  const std::optional<LinkKind> link = link_between(from, to);
+  return link ? curve(*link).seconds(bytes) : 0.0;
+}
+
+// ---- JSON ---------------------------------------------------------------
+
+namespace {
+using nlohmann::json;
+
+[[noreturn]] void invalid(const std::string &path, const std::string &what) {
+  throw std::invalid_argument("links profile: " + path + ": " + what);
+}
+
+const json &member(const json &object, const std::string &path, const char *key) {
+  if (!object.is_object()) invalid(path, "expected an object");
+  auto found = object.find(key);
+  if (found == object.end()) invalid(path + "." + key, "missing");
+  return *found;
+}
+
+double positive_number(const json &object, const std::string &path, const char *key, bool allow_zero) {
+  const json &value = member(object, path, key);
+  if (!value.is_number()) invalid(path + "." + key, "expected a number");
+  const double number = value.get<double>();
+  if (!(number > 0 || (allow_zero && number == 0))) invalid(path + "." + key, "must be positive");
+  return number;
+}
+
+std::string text(const json &object, const std::string &path, const char *key) {
+  const json &value = member(object, path, key);
+  if (!value.is_string()) invalid(path + "." + key, "expected a string");
+  return value.get<std::string>();
+}
+} // namespace
+
+std::string link_model_to_json(const LinkModel &model) {
+  using ordered = nlohmann::ordered_json;
+  // Six significant digits: what a measurement can tell, and stable text.
+  auto figure = [](double value) {
+    if (value == 0) return 0.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return std::strtod(text, nullptr);
+  };
+  ordered links = ordered::object();
+  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+    ordered classes = ordered::array();
+    for (const SizeClass &size_class : model.links[i].classes)
+      classes.push_back(
+          {{"max_bytes", size_class.max_bytes ? ordered(*size_class.max_bytes) : ordered(nullptr)},
+           {"latency_us", figure(size_class.latency_seconds / kMicro)},
+           {"bandwidth_gbps", figure(size_class.bytes_per_second / kGiga)}});
+    links[std::string(kLinkNames[i])] = std::move(classes);
+  }
+  ordered document = {
+      {"schema", "fhr-links/1"},
+      {"machine", model.machine},
+      {"measured", model.measured},
+      {"links", std::move(links)},
+      {"duplex_bandwidth_gbps", figure(model.duplex_bytes_per_second / kGiga)},
+      {"device_allocation_us", figure(model.device_allocation_seconds / kMicro)},
+      {"pinned_allocation_ns_per_byte", figure(model.pinned_allocation_seconds_per_byte / 1e-9)},
+      {"event_record_us", figure(model.event_record_seconds / kMicro)},
+      {"event_query_us", figure(model.event_query_seconds / kMicro)},
+      {"source_load_gbps", figure(model.source_load_bytes_per_second / kGiga)},
+      {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)}};
+  ordered samples = ordered::object();
+  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+    if (model.samples[i].empty()) continue;
+    ordered list = ordered::array();
+    for (const LinkSample &sample : model.samples[i])
+      list.push_back({{"bytes", sample.bytes}, {"median_us", figure(sample.seconds / kMicro)}});
+    samples[std::string(kLinkNames[i])] = std::move(list);
+  }
+  if (!samples.empty()) document["samples"] = std::move(samples);
+  return document.dump(2) + "\n";
+}
+
+LinkModel link_model_from_json(std::string_view input) {
+  const json document = json::parse(input.begin(), input.end(), nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) invalid("$", "not valid JSON");
+  if (text(document, "$", "schema") != "fhr-links/1") invalid("$.schema", "expected \"fhr-links/1\"");
+  LinkModel model;
+  model.machine = text(document, "$", "machine");
+  model.measured = text(document, "$", "measured");
+  const json &links = member(document, "$", "links");
+  if (!links.is_object()) invalid("$.links", "expected an object");
+  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+    const std::string path = "$.links." + std::string(kLinkNames[i]);
+    const json &classes = member(links, "$.links", std::string(kLinkNames[i]).c_str());
+    if (!classes.is_array() || classes.empty()) invalid(path, "expected a non-empty array of size classes");
+    std::optional<std::uint64_t> previous;
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      const std::string class_path = path + "[" + std::to_string(c) + "]";
+      const json &max_bytes = member(classes[c], class_path, "max_bytes");
+      SizeClass size_class;
+      const bool last = c + 1 == classes.size();
+      if (max_bytes.is_null()) {
+        if (!last) invalid(class_path + ".max_bytes", "only the last class may be unbounded");
+      } else {
+        if (!max_bytes.is_number_unsigned())
+          invalid(class_path + ".max_bytes", "expected a byte count or null");
+        size_class.max_bytes = max_bytes.get<std::uint64_t>();
+        if (previous && *size_class.max_bytes <= *previous)
+          invalid(class_path + ".max_bytes", "classes must ascend");
+        if (last) invalid(class_path + ".max_bytes", "the last class must be unbounded (null)");
+        previous = size_class.max_bytes;
+      }
+      size_class.latency_seconds = positive_number(classes[c], class_path, "latency_us", true) * kMicro;
+      size_class.bytes_per_second = positive_number(classes[c], class_path, "bandwidth_gbps", false) * kGiga;
+      model.links[i].classes.push_back(size_class);
+    }
+  }
+  model.duplex_bytes_per_second = positive_number(document, "$", "duplex_bandwidth_gbps", false) * kGiga;
+  model.device_allocation_seconds = positive_number(document, "$", "device_allocation_us", true) * kMicro;
+  model.pinned_allocation_seconds_per_byte =
+      positive_number(document, "$", "pinned_allocation_ns_per_byte", true) * 1e-9;
+  model.event_record_seconds = positive_number(document, "$", "event_record_us", true) * kMicro;
+  model.event_query_seconds = positive_number(document, "$", "event_query_us", true) * kMicro;
+  // Keys added after the first profiles: optional, with the defaults.
+  if (document.contains("source_load_gbps"))
+    model.source_load_bytes_per_second = positive_number(document, "$", "source_load_gbps", false) * kGiga;
+  if (document.contains("pinned_registration_ns_per_byte"))
+    model.pinned_registration_seconds_per_byte =
+        positive_number(document, "$", "pinned_registration_ns_per_byte", true) * 1e-9;
+  if (document.contains("samples")) {
+    const json &samples = document["samples"];
+    if (!samples.is_object()) invalid("$.samples", "expected an object");
+    for (const auto &[name, list] : samples.items()) {
+      const std::string path = "$.samples." + name;
+      const std::optional<LinkKind> kind = parse_link_kind(name);
+      if (!kind) invalid(path, "not a link kind");
+      if (!list.is_array()) invalid(path, "expected an array");
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const std::string sample_path = path + "[" + std::to_string(k) + "]";
+        const json &bytes = member(list[k], sample_path, "bytes");
+        if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
+        model.samples[static_cast<std::size_t>(*kind)].push_back(LinkSample{
+            bytes.get<std::uint64_t>(), positive_number(list[k], sample_path, "median_us", true) * kMicro});
+      }
+    }
+  }
+  return model;
+}
+
+// ---- the shipped default --------------------------------------------------
+
+const LinkModel &LinkModel::h200() {
+  // Figures of docs/benchmarks.md (cuda_bench on the project's H200s,
+  // 2026-11-30): pinned <-> device 55 GB/s each way and 7-8 us for a 4 KiB
+  // copy with its synchronisation; pageable transfers staged through pinned
+  // bounce buffers from 4 MiB (41-44 GB/s in, 26-35 GB/s out; plain copies
+  // below that at the driver's 7 / 14 GB/s); an eviction and a prefetch
+  // together 95-101 GB/s; event record / query 0.16 / 0.19 us; cold pinned
+  // memory 0.4 s per GiB. `fhr-plan calibrate` measures them per size class.
+  static const LinkModel model = [] {
+    LinkModel m;
+    m.machine = "NVIDIA H200 (project default)";
+    m.measured = "2026-11-30, docs/benchmarks.md figures";
+    constexpr std::uint64_t kSmall = 64 * 1024, kStaged = 4 * 1024 * 1024;
+    auto curve = [](std::initializer_list<SizeClass> classes) {
+      return LinkCurve{std::vector<SizeClass>(classes)};
+    };
+    m.links[static_cast<std::size_t>(LinkKind::HostToHost)] =
+        curve({{kSmall, 0.1 * kMicro, 10 * kGiga}, {std::nullopt, 10 * kMicro, 25 * kGiga}});
+    m.links[static_cast<std::size_t>(LinkKind::PinnedToDevice)] =
+        curve({{kSmall, 7.5 * kMicro, 25 * kGiga}, {std::nullopt, 10 * kMicro, 55.2 * kGiga}});
+    m.links[static_cast<std::size_t>(LinkKind::DeviceToPinned)] =
+        curve({{kSmall, 7.5 * kMicro, 25 * kGiga}, {std::nullopt, 10 * kMicro, 55.2 * kGiga}});
+    m.links[static_cast<std::size_t>(LinkKind::PageableToDevice)] =
+        curve({{kStaged, 8 * kMicro, 7 * kGiga}, {std::nullopt, 100 * kMicro, 42 * kGiga}});
+    m.links[static_cast<std::size_t>(LinkKind::DeviceToPageable)] =
+        curve({{kStaged, 8 * kMicro, 14 * kGiga}, {std::nullopt, 100 * kMicro, 29 * kGiga}});
+    m.links[static_cast<std::size_t>(LinkKind::DeviceToDevice)] =
+        curve({{kSmall, 10 * kMicro, 50 * kGiga}, {std::nullopt, 15 * kMicro, 300 * kGiga}});
+    m.duplex_bytes_per_second = 98 * kGiga;
+    m.device_allocation_seconds = 2 * kMicro;
+    m.pinned_allocation_seconds_per_byte = 0.4 / (1024.0 * 1024 * 1024);
+    m.event_record_seconds = 0.16 * kMicro;
+    m.event_query_seconds = 0.19 * kMicro;
+    m.source_load_bytes_per_second = 10 * kGiga;
+    m.pinned_registration_seconds_per_byte = 0.1 / (1024.0 * 1024 * 1024);
+    return m;
+  }();
+  return model;
+}
+
+} // namespace fhr

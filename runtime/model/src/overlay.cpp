@@ -1,0 +1,168 @@
+#include "fhr/model/overlay.hpp"
+
+#include "rules.hpp"
+
+#include <algorithm>
+
+namespace fhr {
+
+namespace {
+constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
+/// Touched values found by a scan up to this many; by index beyond.
+constexpr std::size_t kScannedValues = 8;
+} // namespace
+
+/// Explain and dry runs: the rules change the overlay, never the base. The
+/// differences from execution listed in overlay.hpp live here.
+class StateOverlay::Store {
+public:
+  static constexpr bool kPeakIncludesRefusedRequest = true;
+  static constexpr bool kFailureNamesEndpoints = true;
+
+  explicit Store(StateOverlay &overlay) : overlay_(overlay) {}
+
+  Outcome resolve(ValueId id) {
+    current_ = overlay_.find(id);
+    if (!current_) { // first touch: the base decides
+      if (Outcome resolved = overlay_.base_.resolve(id); resolved.failed()) return resolved;
+      current_ = &overlay_.add(id);
+    }
+    if (current_->discarded) return failure(Reason::ValueDiscardedInPlan, ErrorClass::Handle);
+    return {};
+  }
+  Outcome validate(Location location) {
+    if (Outcome valid = overlay_.base_.validate(location); valid.failed()) return valid;
+    if (!overlay_.base_.is_registered(location) && !overlay_.referenced_.contains(location)) {
+      overlay_.referenced_.insert(location);
+      overlay_.first_referenced_.push_back(location);
+    }
+    return {};
+  }
+  // The rules ask only for the value they resolved (rules.hpp).
+  Value &record(ValueId) { return *current_; }
+  LocationAccount &account(Location location) { return overlay_.touch(location); }
+  void install(ValueId, Location location) {
+    current_->resident.insert(location);
+    account(location).add_used(current_->spec.storage_nbytes);
+  }
+  void remove(ValueId, Location location) {
+    current_->resident.erase(location);
+    account(location).remove_used(current_->spec.storage_nbytes);
+  }
+  void mark_discarded(ValueId) { current_->discarded = true; }
+
+private:
+  StateOverlay &overlay_;
+  Value *current_ = nullptr;
+};
+
+StateOverlay::StateOverlay(const State &base, std::span<const LifetimeId> completed_pending)
+    : base_(base), completed_pending_(completed_pending.begin(), completed_pending.end()) {}
+
+void StateOverlay::reset() {
+  if (!slot_.empty())
+    for (ValueId id : touched_ids_)
+      slot_[id] = kNoSlot;
+  touched_ids_.clear();
+  values_.clear();
+  touched_locations_ = LocationSet{};
+  referenced_ = LocationSet{};
+  first_referenced_.clear();
+}
+
+// Flattened: explain's cost per action is this one function with every rule
+// inlined (docs/benchmarks.md).
+[[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
+                                             TransitionHooks *hooks) {
+  static_assert(rules::Store<Store>);
+  Store store(*this);
+  return rules::apply(store, action, detail, hooks);
+}
+
+Outcome StateOverlay::reserve(Location at, std::uint64_t nbytes, FailureDetail *detail) {
+  Store store(*this);
+  return rules::reserve(store, at, nbytes, detail);
+}
+
+StateOverlay::Value StateOverlay::copy_of_base(ValueId id) const {
+  const ValueRecord &record = base_.value(id);
+  Value value{record.spec, record.source_location, record.resident, record.protected_at, false};
+  // §7.4: a pending token protects nothing once every event of its lease
+  // has completed.
+  for (const Protection &p : record.protections) {
+    if (p.use_count + p.hold_count > 0 || p.pending_count == 0) continue;
+    std::uint32_t completed = 0;
+    for (LifetimeId lease : completed_pending_)
+      if (const LifetimeRecord *r = base_.find_lifetime(lease);
+          r && r->location == p.location &&
+          std::find(r->values.begin(), r->values.end(), id) != r->values.end())
+        ++completed;
+    if (completed >= p.pending_count) value.protected_at.erase(p.location);
+  }
+  return value;
+}
+
+const StateOverlay::Value *StateOverlay::find(ValueId id) const {
+  if (!slot_.empty()) return id < slot_.size() && slot_[id] != kNoSlot ? &values_[slot_[id]] : nullptr;
+  for (std::size_t i = 0; i < touched_ids_.size(); ++i)
+    if (touched_ids_[i] == id) return &values_[i];
+  return nullptr;
+}
+
+StateOverlay::Value *StateOverlay::find(ValueId id) {
+  return const_cast<Value *>(static_cast<const StateOverlay *>(this)->find(id));
+}
+
+StateOverlay::Value &StateOverlay::add(ValueId id) {
+  const auto slot = static_cast<std::uint32_t>(values_.size());
+  values_.push_back(copy_of_base(id));
+  touched_ids_.push_back(id);
+  if (slot_.empty() && touched_ids_.size() > kScannedValues) {
+    // Many values: index them by id from now on (reset() keeps the index).
+    slot_.assign(base_.value_count(), kNoSlot);
+    for (std::uint32_t i = 0; i < touched_ids_.size(); ++i)
+      slot_[touched_ids_[i]] = i;
+  } else if (!slot_.empty()) {
+    if (id >= slot_.size()) slot_.resize(base_.value_count(), kNoSlot);
+    slot_[id] = slot;
+  }
+  return values_.back();
+}
+
+LocationAccount StateOverlay::copy_of_base(Location location) const {
+  LocationAccount account = base_.account(location);
+  // §10.2: peaks are measured from the current charge.
+  account.peak_used_bytes = account.used_bytes;
+  account.peak_charged_bytes = account.charged_bytes();
+  return account;
+}
+
+LocationAccount &StateOverlay::touch(Location location) {
+  LocationAccount &account = accounts_[location.index()];
+  if (!touched_locations_.contains(location)) {
+    account = copy_of_base(location);
+    touched_locations_.insert(location);
+  }
+  return account;
+}
+
+LocationAccount StateOverlay::account(Location location) const {
+  return touched_locations_.contains(location) ? accounts_[location.index()] : copy_of_base(location);
+}
+
+LocationSet StateOverlay::resident(ValueId id) const {
+  const Value *value = find(id);
+  return value ? value->resident : base_.value(id).resident;
+}
+
+LocationSet StateOverlay::protected_at(ValueId id) const {
+  const Value *value = find(id);
+  return value ? value->protected_at : copy_of_base(id).protected_at;
+}
+
+bool StateOverlay::discarded(ValueId id) const {
+  const Value *value = find(id);
+  return value && value->discarded;
+}
+
+} // namespace fhr

@@ -1,0 +1,211 @@
+#include "fhr/model/timeline.hpp"
+
+#include "fhr/model/overlap_window.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace fhr {
+
+std::string engine_name(const CopyQueue &engine) {
+  switch (engine.kind) {
+  case CopyQueue::Kind::Inbound: return Location::cuda(engine.device).name() + " in";
+  case CopyQueue::Kind::Outbound: return Location::cuda(engine.device).name() + " out";
+  case CopyQueue::Kind::HostThreads: return "host copy threads";
+  }
+  return "?";
+}
+
+namespace {
+
+/// One copy of a window in the fluid simulation: its fixed cost first,
+/// then its bytes at its link's rate (shared while both directions of its
+/// device stream at once).
+struct Flow {
+  std::size_t step = 0;
+  CopyQueue engine;
+  double latency_left = 0;
+  double bytes_left = 0;
+  double bytes_per_second = 1;
+  bool synchronous = false; ///< runs inside its start: later copies start after it
+  bool issued = false, started = false, done = false;
+  double start = 0, end = 0;
+};
+
+bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
+  const std::optional<LinkKind> link = link_between(step.source, step.destination);
+  return link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable) &&
+         step.storage_bytes >= options.staged_min_bytes;
+}
+
+/// The destination's account when the window began: the explained charge
+/// before `step` less what the window's earlier (sequentially applied)
+/// actions changed there.
+LocationAccount account_at_window_start(const TimelineStep &step, std::span<const TimelineStep> steps,
+                                        std::span<const std::size_t> members) {
+  LocationAccount account = step.destination_account;
+  for (std::size_t member : members) {
+    const TimelineStep &earlier = steps[member];
+    if (earlier.destination == step.destination)
+      account.used_bytes -= std::min(account.used_bytes, earlier.storage_bytes);
+    if (earlier.frees_source && earlier.source == step.destination)
+      account.used_bytes += earlier.storage_bytes;
+  }
+  return account;
+}
+
+/// Rate of a streaming flow: its link's bandwidth, scaled down while its
+/// device's other direction streams too and both exceed the duplex figure.
+double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_bytes_per_second) {
+  if (flow.engine.kind == CopyQueue::Kind::HostThreads || duplex_bytes_per_second <= 0)
+    return flow.bytes_per_second;
+  const CopyQueue::Kind other_kind =
+      flow.engine.kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
+  for (const Flow &other : flows) {
+    if (!other.started || other.done || other.latency_left > 0) continue;
+    if (other.engine.kind != other_kind || other.engine.device != flow.engine.device) continue;
+    const double together = flow.bytes_per_second + other.bytes_per_second;
+    return together > duplex_bytes_per_second ? flow.bytes_per_second * duplex_bytes_per_second / together
+                                              : flow.bytes_per_second;
+  }
+  return flow.bytes_per_second;
+}
+
+/// Runs one window's copies from `begin`; returns when its last action committed.
+double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
+                       double begin, const LinkModel &links, const TimelineOptions &options,
+                       std::uint32_t window, Timeline &out) {
+  std::vector<Flow> flows;
+  flows.reserve(members.size());
+  for (std::size_t member : members) {
+    const TimelineStep &step = steps[member];
+    const SizeClass &size_class =
+        links.curve(*link_between(step.source, step.destination)).class_for(step.storage_bytes);
+    Flow flow;
+    flow.step = member;
+    flow.engine = *engine_of(step.source, step.destination);
+    flow.latency_left = size_class.latency_seconds;
+    flow.bytes_left = static_cast<double>(step.storage_bytes);
+    flow.bytes_per_second = size_class.bytes_per_second;
+    flow.synchronous = is_staged(step, options);
+    flows.push_back(flow);
+  }
+  double now = begin;
+  std::size_t next_issue = 0;
+  for (;;) {
+    // Copies are started in plan order; a synchronous one holds the rest back.
+    while (next_issue < flows.size() &&
+           (next_issue == 0 || !flows[next_issue - 1].synchronous || flows[next_issue - 1].done)) {
+      flows[next_issue].issued = true;
+      ++next_issue;
+    }
+    // An idle engine takes its oldest issued copy.
+    for (Flow &flow : flows) {
+      if (!flow.issued || flow.started) continue;
+      const bool busy = std::any_of(flows.begin(), flows.end(), [&](const Flow &other) {
+        return other.started && !other.done && other.engine == flow.engine;
+      });
+      const bool queued_before =
+          std::any_of(flows.begin(), flows.begin() + (&flow - flows.data()), [&](const Flow &other) {
+            return other.issued && !other.started && other.engine == flow.engine;
+          });
+      if (busy || queued_before) continue;
+      flow.started = true;
+      flow.start = now;
+    }
+    // The next event: a fixed cost ends or a copy's last byte arrives.
+    double step_seconds = std::numeric_limits<double>::infinity();
+    std::vector<double> rates(flows.size(), 0.0);
+    for (std::size_t k = 0; k < flows.size(); ++k) {
+      const Flow &flow = flows[k];
+      if (!flow.started || flow.done) continue;
+      if (flow.latency_left > 0) {
+        step_seconds = std::min(step_seconds, flow.latency_left);
+      } else {
+        rates[k] = rate_of(flow, flows, links.duplex_bytes_per_second);
+        step_seconds = std::min(step_seconds, flow.bytes_left / rates[k]);
+      }
+    }
+    if (step_seconds == std::numeric_limits<double>::infinity()) break; // every copy done
+    now += step_seconds;
+    for (std::size_t k = 0; k < flows.size(); ++k) {
+      Flow &flow = flows[k];
+      if (!flow.started || flow.done) continue;
+      if (flow.latency_left > 0) {
+        flow.latency_left = flow.latency_left <= step_seconds ? 0 : flow.latency_left - step_seconds;
+        if (flow.latency_left == 0 && flow.bytes_left == 0) {
+          flow.done = true;
+          flow.end = now;
+        }
+        continue;
+      }
+      const double moved = rates[k] * step_seconds;
+      // A copy whose remainder is within rounding of what moved is done.
+      if (moved >= flow.bytes_left * (1 - 1e-12)) {
+        flow.bytes_left = 0;
+        flow.done = true;
+        flow.end = now;
+      } else {
+        flow.bytes_left -= moved;
+      }
+    }
+  }
+  double committed = begin;
+  for (const Flow &flow : flows) {
+    committed = std::max(committed, flow.end);
+    StepTime &time = out.steps[flow.step];
+    time.start_seconds = flow.start;
+    time.end_seconds = flow.end;
+    time.commit_seconds = committed;
+    time.engine = flow.engine;
+    time.window = window;
+  }
+  return committed;
+}
+
+} // namespace
+
+Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &links,
+                          const TimelineOptions &options) {
+  Timeline out;
+  out.steps.resize(steps.size());
+  double now = 0;
+  OverlapWindow rule;
+  std::vector<std::size_t> members;
+  for (std::size_t i = 0; i < steps.size();) {
+    const TimelineStep &step = steps[i];
+    if (step.transfer == StepTransfer::Copy && step.source != step.destination) {
+      // The window from here: the runtime's rule over the explained steps.
+      rule.clear();
+      members.clear();
+      for (std::size_t j = i; j < steps.size() && steps[j].group == step.group; ++j) {
+        const TimelineStep &next = steps[j];
+        const OverlapCandidate candidate{next.transfer == StepTransfer::Copy &&
+                                                 next.source != next.destination
+                                             ? std::optional<Location>(next.source)
+                                             : std::nullopt,
+                                         next.value, next.destination, next.storage_bytes};
+        if (!options.overlap && !members.empty()) break;
+        if (!rule.admits(candidate, account_at_window_start(next, steps, members)) && !members.empty()) break;
+        rule.add(candidate);
+        members.push_back(j);
+      }
+      now = simulate_window(steps, members, now, links, options, out.windows++, out);
+      i += members.size();
+      continue;
+    }
+    StepTime &time = out.steps[i];
+    time.start_seconds = now;
+    if (step.transfer == StepTransfer::Load) {
+      now += static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second +
+             links.transfer_seconds(step.source, step.destination, step.storage_bytes);
+      time.engine = engine_of(step.source, step.destination);
+    }
+    time.end_seconds = time.commit_seconds = now;
+    ++i;
+  }
+  out.total_seconds = now;
+  return out;
+}
+
+} // namespace fhr

@@ -1,0 +1,280 @@
+#include "fhr/harness/execution_check.hpp"
+
+#include "fhr/compiler/report.hpp"
+#include "fhr/executor/interpreter.hpp"
+#include "fhr/executor/module_runner.hpp"
+#include "fhr/harness/synthetic_binder.hpp"
+#include "fhr/runtime/simulated_backend.hpp"
+#ifdef FHR_HAVE_CUDA
+#include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/harness/cuda_test_helpers.hpp"
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace fhr {
+
+namespace {
+
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+  case Verdict::Ok: return "done";
+  case Verdict::NoOp: return "no-op";
+  case Verdict::Failed: return "refused";
+  }
+  return "?";
+}
+
+std::string describe(const StepRecord &step) {
+  std::ostringstream out;
+  out << step_kind_name(step.kind) << ' ' << step.index;
+  if (step.kind == StepKind::Preflight) out << " (" << step_kind_name(step.phase) << ')';
+  out << ' ' << verdict_name(step.outcome.verdict);
+  if (step.failed())
+    out << " (" << error_class_id(step.raised) << ", caused by " << error_class_id(step.outcome.error) << ')';
+  return out.str();
+}
+
+/// Whether two records of the same step agree. A failed hold or lease names
+/// the value that decided it only on the model (the runtime's error does
+/// not carry one).
+bool same_step(const StepRecord &p, const StepRecord &e) {
+  if (p.kind != e.kind || p.index != e.index || p.instruction != e.instruction ||
+      p.outcome.verdict != e.outcome.verdict || p.container != e.container)
+    return false;
+  if (p.kind == StepKind::Preflight && p.phase != e.phase) return false;
+  if (p.failed() && (p.raised != e.raised || p.outcome.error != e.outcome.error)) return false;
+  const bool names_failed_lifetime_value =
+      p.failed() && (p.kind == StepKind::Acquire || p.kind == StepKind::Hold || p.kind == StepKind::Setup);
+  return names_failed_lifetime_value || p.value == e.value;
+}
+
+std::uint64_t default_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t{4} << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4 * 3;
+}
+
+/// A fresh manager for one run, on the chosen backend.
+struct Runtime {
+  Runtime() = default;
+  Runtime(Runtime &&) = default;
+  ~Runtime() {
+    readers_done->store(true); // waiting readers of `pending` leases finish
+    manager.reset();           // the manager's leases end before their streams
+#ifdef FHR_HAVE_CUDA
+    if (cuda)
+      for (const auto &[device, stream] : streams)
+        destroy_cuda_stream(stream);
+#endif
+  }
+  bool cuda = false;
+  std::shared_ptr<SimulatedBackend> simulated;
+  std::unique_ptr<Manager> manager;
+  std::map<unsigned, Stream> streams;
+  std::shared_ptr<std::atomic<bool>> readers_done = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
+};
+
+Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &options) {
+  Runtime runtime;
+  ManagerOptions manager_options;
+  manager_options.budgets = module.budgets;
+  for (const BudgetOverride &o : options.overrides) {
+    bool replaced = false;
+    for (auto &[location, budget] : manager_options.budgets)
+      if (location == o.location) {
+        budget = o.budget_bytes;
+        replaced = true;
+      }
+    if (!replaced) manager_options.budgets.emplace_back(o.location, o.budget_bytes);
+  }
+  if (options.backend == BackendKind::Cuda) {
+#ifdef FHR_HAVE_CUDA
+    manager_options.backend = make_cuda_backend();
+    runtime.cuda = true;
+#else
+    throw std::invalid_argument("this build of fhr has no CUDA backend (configure with -DFHR_WITH_CUDA=ON)");
+#endif
+  }
+  if (options.backend == BackendKind::Simulated) {
+    runtime.simulated = std::make_shared<SimulatedBackend>(
+        module.device_count.value_or(options.default_devices), options.simulated_overlap);
+    manager_options.backend = runtime.simulated;
+  }
+  manager_options.trace_capacity = 0;
+  manager_options.warning_handler = [warnings = runtime.warnings](std::string_view message) {
+    warnings->emplace_back(message);
+  };
+  runtime.manager = std::make_unique<Manager>(std::move(manager_options));
+  return runtime;
+}
+
+/// `run(interpreter)` runs the program or plan under test.
+template <typename Run>
+ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &options, Run run) {
+  ExecutionCheck result;
+  PlanTable plans(module);
+
+  // The prediction: the model from the state the module's budgets give.
+  State state = initial_state(module, options.overrides);
+  ModelTarget model(state);
+  Interpreter predict(plans, model);
+  result.predicted_setup = predict.run_setup();
+  std::vector<LocationPrediction> predicted_locations;
+  if (result.predicted_setup.completed) {
+    const ChargeWindow window(state);
+    result.predicted = run(predict);
+    predicted_locations = window.predictions(state);
+  }
+  // Host memory holds every location on the host and simulated backends,
+  // only the host locations on the CUDA backend.
+  std::uint64_t needed = 0;
+  for (const LocationPrediction &p : predicted_locations)
+    if (options.backend != BackendKind::Cuda || !p.location.is_cuda()) needed += p.peak_charged;
+  const std::uint64_t limit =
+      options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
+  if (needed > limit)
+    throw ExecutionTooLarge("the run's predicted peaks add up to " + format_size(needed) +
+                            " of host memory, more than the " + format_size(limit) + " it may use here");
+
+  // The execution: the same interpreter on a live manager.
+  Runtime runtime = make_runtime(module, options);
+  Manager &manager = *runtime.manager;
+  SyntheticBinder binder;
+#ifdef FHR_HAVE_CUDA
+  if (runtime.cuda)
+    binder = SyntheticBinder([](Location device, std::span<const std::byte> bytes) {
+      DeviceBuffer buffer = copy_to_device(device, bytes);
+      return std::make_pair(buffer.data, std::move(buffer.release));
+    });
+#endif
+  const ManagerTarget *target_ptr = nullptr;
+  auto check_content = [&](const Handle &handle, Location at, const std::string &when) {
+    const ValueId value = *target_ptr->value_of(handle);
+    ++result.content_checks;
+    if (manager.content_checksum(handle, at) != binder.expected_checksum(value))
+      result.differences.push_back("content of " + target_ptr->values()[value].display_name() + " at " +
+                                   at.name() + " changed " + when);
+  };
+  RunnerOptions runner_options;
+  if (runtime.simulated) {
+    runner_options.consumer_stream = [&](Location device) {
+      // No stream for a device the backend lacks: acquire then refuses the
+      // location itself, as the model does.
+      if (device.device() >= runtime.simulated->devices().device_count) return Stream{};
+      auto [it, added] = runtime.streams.try_emplace(device.device());
+      if (added) it->second = runtime.simulated->create_stream(device);
+      return it->second;
+    };
+    runner_options.submit_reader = [&](Stream stream) { runtime.simulated->launch(stream); };
+  }
+#ifdef FHR_HAVE_CUDA
+  if (runtime.cuda) {
+    runner_options.consumer_stream = [&](Location device) {
+      if (device.device() >= cuda_device_count()) return Stream{}; // acquire refuses the location
+      auto [it, added] = runtime.streams.try_emplace(device.device());
+      if (added) it->second = create_cuda_stream(device);
+      return it->second;
+    };
+    runner_options.submit_reader = [&](Stream stream) {
+      submit_waiting_reader(stream, runtime.readers_done.get());
+    };
+  }
+#endif
+  runner_options.after_transition = [&](const TransitionReport &report, const Handle &handle) {
+    // Plan phases report their transitions once the phase ran: a later
+    // action of the same phase may have removed the replica again.
+    const std::vector<Location> resident = manager.replicas(handle);
+    if (report.destination &&
+        std::find(resident.begin(), resident.end(), *report.destination) != resident.end())
+      check_content(handle, *report.destination, "by a transition");
+  };
+  ManagerTarget target(manager, module, binder, std::move(runner_options));
+  target_ptr = &target;
+  Interpreter execute(plans, target);
+
+  result.setup = execute.run_setup();
+  result.values = target.values();
+  result.warnings = runtime.warnings;
+  for (std::string &difference : compare_runs(module, result.predicted_setup, result.setup))
+    result.differences.push_back("setup: " + difference);
+  if (!result.setup.completed || !result.predicted_setup.completed) return result;
+
+  manager.reset_peaks();
+  result.run = run(execute);
+  for (std::string &difference : compare_runs(module, result.predicted, result.run))
+    result.differences.push_back(std::move(difference));
+
+  for (const LocationPrediction &p : predicted_locations) {
+    const std::uint64_t measured = manager.account(p.location).peak_charged_bytes;
+    result.peaks.push_back(ExecutionCheck::Peak{p.location, p.peak_charged, measured});
+    if (result.run.completed && measured != p.peak_charged)
+      result.differences.push_back("peak charge at " + p.location.name() + ": predicted " +
+                                   std::to_string(p.peak_charged) + " bytes, measured " +
+                                   std::to_string(measured));
+  }
+  for (const DeclaredValue &v : target.values())
+    for (Location at : manager.replicas(target.handle_of(v.value_id)))
+      check_content(target.handle_of(v.value_id), at, "by the end of the run");
+  if (runtime.simulated) result.max_copies_in_flight = runtime.simulated->max_copies_in_flight();
+  return result;
+}
+
+} // namespace
+
+bool cuda_backend_built() {
+#ifdef FHR_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<std::string> compare_runs(const bytecode::Module &module, const RunResult &predicted,
+                                      const RunResult &run) {
+  std::vector<std::string> differences;
+  const std::size_t common = std::min(predicted.steps.size(), run.steps.size());
+  for (std::size_t i = 0; i < common; ++i) {
+    const StepRecord &p = predicted.steps[i];
+    const StepRecord &e = run.steps[i];
+    if (!same_step(p, e)) {
+      std::string ran = describe(e);
+      if (e.failed() && !run.failure_message.empty()) ran += ": " + run.failure_message;
+      differences.push_back("step " + std::to_string(i + 1) + " (line " +
+                            std::to_string(module.code[e.instruction].line) + "): predicted " + describe(p) +
+                            ", ran " + ran);
+      return differences;
+    }
+  }
+  if (predicted.steps.size() != run.steps.size() || predicted.completed != run.completed)
+    differences.push_back("predicted " + std::to_string(predicted.steps.size()) + " steps " +
+                          (predicted.completed ? "that all succeed" : "ending in a failure") + ", ran " +
+                          std::to_string(run.steps.size()) + " steps " +
+                          (run.completed ? "that all succeeded" : "ending in a failure"));
+  return differences;
+}
+
+ExecutionCheck check_program(const bytecode::Module &module, std::uint32_t program,
+                             const ExecutionOptions &options) {
+  ExecutionCheck result =
+      check(module, options, [&](Interpreter &interpreter) { return interpreter.run_program(program); });
+  result.kind = "program";
+  result.name = module.strings[module.programs.at(program).name];
+  return result;
+}
+
+ExecutionCheck check_plan(const bytecode::Module &module, std::uint32_t plan,
+                          const ExecutionOptions &options) {
+  ExecutionCheck result =
+      check(module, options, [&](Interpreter &interpreter) { return interpreter.run_plan(plan); });
+  result.kind = "plan";
+  result.name = module.strings[module.plans.at(plan).name];
+  return result;
+}
+
+} // namespace fhr

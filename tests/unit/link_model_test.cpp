@@ -1,0 +1,113 @@
+// The link model: which link and engine a copy takes, its cost by size
+// class, and the JSON profile with its validation.
+#include "fhr/model/link_fit.hpp"
+#include "fhr/model/link_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using fhr::CopyQueue;
+using fhr::LinkKind;
+using fhr::LinkModel;
+using fhr::Location;
+
+TEST_CASE("link model: every pair of locations takes one link and one engine") {
+  CHECK(fhr::link_between(Location::pageable(), Location::pinned()) == LinkKind::HostToHost);
+  CHECK(fhr::link_between(Location::pinned(), Location::cuda(0)) == LinkKind::PinnedToDevice);
+  CHECK(fhr::link_between(Location::cuda(1), Location::pinned()) == LinkKind::DeviceToPinned);
+  CHECK(fhr::link_between(Location::pageable(), Location::cuda(0)) == LinkKind::PageableToDevice);
+  CHECK(fhr::link_between(Location::cuda(0), Location::pageable()) == LinkKind::DeviceToPageable);
+  CHECK(fhr::link_between(Location::cuda(0), Location::cuda(1)) == LinkKind::DeviceToDevice);
+  CHECK_FALSE(fhr::link_between(Location::cuda(0), Location::cuda(0)));
+
+  CHECK(fhr::engine_of(Location::pinned(), Location::cuda(2)) == CopyQueue{CopyQueue::Kind::Inbound, 2});
+  CHECK(fhr::engine_of(Location::cuda(0), Location::cuda(1)) == CopyQueue{CopyQueue::Kind::Inbound, 1});
+  CHECK(fhr::engine_of(Location::cuda(3), Location::pageable()) == CopyQueue{CopyQueue::Kind::Outbound, 3});
+  CHECK(fhr::engine_of(Location::pinned(), Location::pageable()) ==
+        CopyQueue{CopyQueue::Kind::HostThreads, 0});
+  for (std::size_t i = 0; i < fhr::kLinkKindCount; ++i) {
+    const auto kind = static_cast<LinkKind>(i);
+    CHECK(fhr::parse_link_kind(fhr::link_kind_name(kind)) == kind);
+  }
+  CHECK_FALSE(fhr::parse_link_kind("pinned-pinned"));
+}
+
+TEST_CASE("link model: a copy costs the latency plus the bytes over the bandwidth of its size class") {
+  LinkModel model = LinkModel::h200();
+  model.links[static_cast<std::size_t>(LinkKind::PinnedToDevice)] = {
+      {{4096, 5e-6, 1e9}, {std::nullopt, 10e-6, 50e9}}};
+  CHECK(model.transfer_seconds(Location::pinned(), Location::cuda(0), 4096) ==
+        doctest::Approx(5e-6 + 4096 / 1e9));
+  CHECK(model.transfer_seconds(Location::pinned(), Location::cuda(0), 4097) ==
+        doctest::Approx(10e-6 + 4097 / 50e9));
+  CHECK(model.transfer_seconds(Location::cuda(0), Location::cuda(0), 1 << 30) == 0.0);
+  // The shipped default: a 256 MiB key crosses pinned -> device in about 4.9 ms.
+  const double key = LinkModel::h200().transfer_seconds(Location::pinned(), Location::cuda(0), 256u << 20);
+  CHECK(key > 4.8e-3);
+  CHECK(key < 5.0e-3);
+}
+
+TEST_CASE("link model: the JSON profile round-trips and names what is wrong") {
+  const std::string text = fhr::link_model_to_json(LinkModel::h200());
+  const LinkModel back = fhr::link_model_from_json(text);
+  CHECK(fhr::link_model_to_json(back) == text);
+  CHECK(back.machine == LinkModel::h200().machine);
+  CHECK(back.curve(LinkKind::PageableToDevice).classes.size() == 2);
+
+  auto error_of = [](const std::string &json) {
+    try {
+      fhr::link_model_from_json(json);
+    } catch (const std::invalid_argument &error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of("{") == "links profile: $: not valid JSON");
+  CHECK(error_of(R"({"schema": "fhr-links/2"})") == "links profile: $.schema: expected \"fhr-links/1\"");
+  std::string no_links = text;
+  no_links.replace(no_links.find("\"device-device\""), 15, "\"device-devise\"");
+  CHECK(error_of(no_links) == "links profile: $.links.device-device: missing");
+  std::string negative = text;
+  negative.replace(negative.find("\"bandwidth_gbps\": ") + 18, 1, "-");
+  CHECK(error_of(negative) == "links profile: $.links.host-host[0].bandwidth_gbps: must be positive");
+}
+
+TEST_CASE("link fit: piecewise linear through the medians, exact at every measured size") {
+  // 4 KiB: 8 us; 64 KiB: 10 us (latency 7.87 us, 30.7 GB/s between);
+  // 1 MiB: 30 us; a faster method from 4 MiB on (time falls): flat there.
+  const std::vector<fhr::LinkSample> samples = {
+      {4096, 8e-6}, {65536, 10e-6}, {1 << 20, 30e-6}, {4 << 20, 25e-6}, {16 << 20, 325e-6}};
+  const fhr::LinkCurve curve = fhr::fit_link_curve(samples);
+  REQUIRE(curve.classes.size() == 4);
+  CHECK(curve.classes[0].max_bytes == 65536u);
+  CHECK_FALSE(curve.classes[3].max_bytes);
+  for (const fhr::LinkSample &sample : samples)
+    CHECK(curve.seconds(sample.bytes) == doctest::Approx(sample.seconds).epsilon(1e-9));
+  // Between two sizes: on the line (64 KiB .. 1 MiB: 20 us per 960 KiB).
+  CHECK(curve.seconds(65536 + 491520) == doctest::Approx(20e-6).epsilon(1e-9));
+  CHECK(curve.seconds(2 << 20) == doctest::Approx(25e-6).epsilon(1e-9)); // the flat class: its upper time
+  // 4 .. 16 MiB: the line (300 us per 12 MiB) would start below zero at 0
+  // bytes, so the class is 16 MiB in 325 us with no latency: 162.5 us at 8.
+  CHECK(curve.seconds(8 << 20) == doctest::Approx(162.5e-6).epsilon(1e-9));
+  CHECK(curve.seconds(32 << 20) == doctest::Approx(650e-6).epsilon(1e-9));
+  // A segment whose line would start below zero keeps latency 0.
+  const std::vector<fhr::LinkSample> convex = {{1 << 20, 10e-6}, {2 << 20, 30e-6}};
+  const fhr::LinkCurve steep = fhr::fit_link_curve(convex);
+  CHECK(steep.classes[0].latency_seconds == 0);
+  CHECK(steep.seconds(2 << 20) == doctest::Approx(30e-6));
+  // The fitted curve, its samples and the new keys survive the JSON profile.
+  LinkModel model = LinkModel::h200();
+  model.links[static_cast<std::size_t>(LinkKind::PinnedToDevice)] = curve;
+  model.samples[static_cast<std::size_t>(LinkKind::PinnedToDevice)] = samples;
+  model.source_load_bytes_per_second = 12.5e9;
+  const LinkModel back = fhr::link_model_from_json(fhr::link_model_to_json(model));
+  CHECK(back.samples[static_cast<std::size_t>(LinkKind::PinnedToDevice)].size() == samples.size());
+  CHECK(back.samples[static_cast<std::size_t>(LinkKind::PinnedToDevice)][4].seconds ==
+        doctest::Approx(325e-6));
+  CHECK(back.source_load_bytes_per_second == doctest::Approx(12.5e9));
+  CHECK(back.transfer_seconds(Location::pinned(), Location::cuda(0), 8 << 20) ==
+        doctest::Approx(162.5e-6).epsilon(1e-5));
+}

@@ -1,0 +1,153 @@
+// Memory stacks, predicted time and pictures from explain documents: the
+// stacks reach exactly the explained peaks, time fields follow the
+// predictor, and the pages are self-contained.
+#include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/output.hpp"
+#include "fhr/compiler/pictures.hpp"
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+using fhr::MemoryBand;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json document_of(const std::string &text) {
+  fhr::test::Explained explained = fhr::test::explain(text);
+  return fhr::explain_json({explained.report});
+}
+
+const fhr::LocationMemory &at(const fhr::UnitMemory &memory, const std::string &location) {
+  for (const fhr::LocationMemory &l : memory.locations)
+    if (l.location == location) return l;
+  FAIL("no location " << location);
+  return memory.locations.front();
+}
+
+std::uint64_t band_bytes(const fhr::LocationMemory &location, const std::string &name, std::size_t state) {
+  for (const MemoryBand &band : location.bands)
+    if (band.name == name) return band.bytes.at(state);
+  return 0;
+}
+
+fhr::LinkModel round_model() {
+  fhr::LinkModel model;
+  for (std::size_t i = 0; i < fhr::kLinkKindCount; ++i)
+    model.links[i].classes = {{std::nullopt, 0.0, 1e9}};
+  model.duplex_bytes_per_second = 2e9;
+  model.source_load_bytes_per_second = 1e9;
+  return model;
+}
+
+constexpr std::uint64_t MiB = fhr::test::MiB;
+
+} // namespace
+
+TEST_CASE("memory stacks: every example's stacks reach exactly the explained peak at every location") {
+  for (const std::string &path : fhr::test::example_paths()) {
+    const json document = document_of(fhr::test::read_file(path));
+    for (const json &unit : document["files"][0]["units"]) {
+      const fhr::UnitMemory memory = fhr::unit_memory(unit);
+      for (const fhr::LocationMemory &location : memory.locations) {
+        INFO(path << ": " << unit["name"].get<std::string>() << " at " << location.location);
+        CHECK(location.derived_peak_bytes() == location.peak_charged_bytes);
+        for (const MemoryBand &band : location.bands)
+          CHECK(band.bytes.size() == memory.steps + 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("memory stacks: values, reservations, loads and moves, step by step") {
+  const json document = document_of(fhr::test::read_file(FHR_SOURCE_DIR "/examples/inference.fhr"));
+  const json &unit = document["files"][0]["units"][0];
+  const fhr::UnitMemory memory = fhr::unit_memory(unit);
+  REQUIRE(memory.steps == 7);
+  const fhr::LocationMemory &gpu = at(memory, "cuda:0");
+  // reserve 90 MiB, ensure weight (15), ensure rotkey (124, loaded), move query in (30).
+  CHECK(gpu.charged_bytes == std::vector<std::uint64_t>{0, 90 * MiB, 105 * MiB, 229 * MiB, 259 * MiB,
+                                                        229 * MiB, 105 * MiB, 90 * MiB});
+  CHECK(band_bytes(gpu, "rotkey", 3) == 124 * MiB);
+  CHECK(band_bytes(gpu, "query", 4) == 30 * MiB);
+  CHECK(band_bytes(gpu, "\"rotate/multiply outputs and key-switch workspace\"", 7) == 90 * MiB);
+  // rotkey is not resident anywhere: it is loaded, its source replica
+  // charged at pageable while the step runs; weight is copied from there.
+  CHECK(memory.transfers[1] == fhr::StepTransfer::Copy);
+  CHECK(memory.transfers[2] == fhr::StepTransfer::Load);
+  CHECK(memory.transfers[3] == fhr::StepTransfer::Copy);
+  const fhr::LocationMemory &pageable = at(memory, "pageable");
+  CHECK(pageable.temporary_bytes[3] == 124 * MiB);
+  CHECK(band_bytes(pageable, "weight", 2) == 15 * MiB); // the untouched rest became weight's
+  // The query left pinned at step 4 and came back at step 5.
+  const fhr::LocationMemory &pinned = at(memory, "pinned");
+  CHECK(pinned.charged_bytes[3] == 45 * MiB);
+  CHECK(pinned.charged_bytes[4] == 15 * MiB);
+  CHECK(band_bytes(pinned, "query", 5) == 30 * MiB);
+}
+
+TEST_CASE("memory stacks: a refused request is drawn on top of the failing step") {
+  const json document = document_of(fhr::test::read_file(FHR_SOURCE_DIR "/examples/infeasible.fhr"));
+  const json &unit = document["files"][0]["units"][0];
+  const fhr::UnitMemory memory = fhr::unit_memory(unit);
+  REQUIRE(memory.failure);
+  const fhr::LocationMemory &gpu = at(memory, "cuda:0");
+  CHECK(gpu.temporary_bytes[*memory.failure + 1] == 240 * MiB);
+  CHECK(gpu.charged_bytes[*memory.failure] + 240 * MiB > *gpu.budget_bytes);
+}
+
+TEST_CASE("predicted time in the document: windows per phase, loads alone, fields in microseconds") {
+  json document = document_of(R"(
+budget cuda:0 1 GiB
+value a 10 MiB replicable at pinned
+value b 20 MiB exclusive at cuda:0
+value k 30 MiB replicable source pageable
+plan "p" {
+  enter {
+    ensure a at cuda:0
+    move b to pinned
+    ensure k at cuda:0
+  }
+  exit { drop a at cuda:0 }
+}
+)");
+  fhr::add_predicted_time(document, round_model());
+  const json &steps = document["files"][0]["units"][0]["steps"];
+  // a (10 MiB in) and b (20 MiB out) share a window on the two engines; k
+  // is a load: 30 MiB filled at 1 GB/s, then copied at 1 GB/s, alone.
+  const double mib = 1048576.0 / 1e3; // microseconds per MiB at 1 GB/s
+  CHECK(steps[0]["time"]["start_us"] == 0.0);
+  CHECK(steps[0]["time"]["engine"] == "cuda:0 in");
+  CHECK(steps[0]["time"]["end_us"].get<double>() == doctest::Approx(10 * mib));
+  CHECK(steps[1]["time"]["engine"] == "cuda:0 out");
+  CHECK(steps[1]["time"]["window"] == 0);
+  CHECK(steps[1]["time"]["end_us"].get<double>() == doctest::Approx(20 * mib));
+  CHECK(steps[2]["time"]["window"].is_null());
+  CHECK(steps[2]["time"]["start_us"].get<double>() == doctest::Approx(20 * mib));
+  CHECK(steps[2]["time"]["end_us"].get<double>() == doctest::Approx(80 * mib));
+  CHECK(steps[3]["time"]["engine"].is_null());
+  CHECK(document["files"][0]["units"][0]["predicted_us"].get<double>() == doctest::Approx(80 * mib));
+  CHECK(document["links"]["machine"] == "");
+}
+
+TEST_CASE("pictures: one self-contained page and one SVG document with every chart") {
+  const json document = document_of(fhr::test::read_file(FHR_SOURCE_DIR "/examples/infeasible.fhr"));
+  const std::string page = fhr::render_html(document, fhr::LinkModel::h200());
+  CHECK(page.find("<!DOCTYPE html>") == 0);
+  CHECK(page.find("src=") == std::string::npos);
+  CHECK(page.find("href=") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg")); // only the SVG namespace
+  CHECK(page.find("id=\"fhr-data\"") != std::string::npos);
+  CHECK(page.find("class=\"failure\"") != std::string::npos);
+  CHECK(page.find("class=\"budget\"") != std::string::npos);
+  CHECK(page.find("url(#fhr-hatch)") != std::string::npos);
+  std::size_t units = document["files"][0]["units"].size(), sections = 0;
+  for (std::size_t at = page.find("<section class=\"unit\""); at != std::string::npos;
+       at = page.find("<section class=\"unit\"", at + 1))
+    ++sections;
+  CHECK(sections == units);
+  const std::string svg = fhr::render_svg(document, fhr::LinkModel::h200());
+  CHECK(svg.find("<?xml") == 0);
+  CHECK(svg.find("<script") == std::string::npos);
+  CHECK(svg.find("class=\"failure\"") != std::string::npos);
+}

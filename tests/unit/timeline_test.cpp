@@ -1,0 +1,193 @@
+// The overlap window rule and the time predictor, on hand-computed cases:
+// one link model with round numbers, so every start and end below is exact.
+#include "fhr/model/overlap_window.hpp"
+#include "fhr/model/timeline.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using fhr::CopyQueue;
+using fhr::LinkKind;
+using fhr::LinkModel;
+using fhr::Location;
+using fhr::LocationAccount;
+using fhr::OverlapCandidate;
+using fhr::OverlapWindow;
+using fhr::StepTransfer;
+using fhr::TimelineStep;
+
+namespace {
+
+constexpr std::uint64_t kMB = 1'000'000;
+constexpr double kMs = 1e-3;
+
+/// Every link: 1 GB/s; pinned <-> device copies also pay 10 us first.
+LinkModel round_model(double duplex = 1.5e9) {
+  LinkModel model;
+  for (std::size_t i = 0; i < fhr::kLinkKindCount; ++i)
+    model.links[i].classes = {{std::nullopt, 0.0, 1e9}};
+  model.links[static_cast<std::size_t>(LinkKind::PinnedToDevice)].classes = {{std::nullopt, 10e-6, 1e9}};
+  model.duplex_bytes_per_second = duplex;
+  model.source_load_bytes_per_second = 2e9;
+  return model;
+}
+
+TimelineStep copy(fhr::ValueId value, Location from, Location to, std::uint64_t bytes, bool move = false,
+                  std::uint32_t group = 0) {
+  TimelineStep step;
+  step.group = group;
+  step.transfer = StepTransfer::Copy;
+  step.frees_source = move;
+  step.value = value;
+  step.source = from;
+  step.destination = to;
+  step.storage_bytes = bytes;
+  return step;
+}
+
+const Location pinned = Location::pinned(), pageable = Location::pageable(), gpu0 = Location::cuda(0),
+               gpu1 = Location::cuda(1);
+
+} // namespace
+
+TEST_CASE("overlap window: distinct values, at most 32 copies, budgets with the window's copies charged") {
+  OverlapWindow window;
+  LocationAccount unbudgeted;
+  const OverlapCandidate first{pinned, 1, gpu0, 100};
+  CHECK(window.admits(first, unbudgeted));
+  window.add(first);
+  // The same value again depends on the first copy.
+  CHECK_FALSE(window.admits(OverlapCandidate{pinned, 1, gpu1, 100}, unbudgeted));
+  // Not a plain copy (a drop, a load, a no-op): ends the window.
+  CHECK_FALSE(window.admits(OverlapCandidate{std::nullopt, 2, gpu0, 100}, unbudgeted));
+  // 250 B budget, 60 B used: 60 + 100 (the first copy) + 100 fits, + 91 does not.
+  LocationAccount budgeted{250, 60, 0, 0, 0};
+  CHECK(window.admits(OverlapCandidate{pinned, 2, gpu0, 90}, budgeted));
+  CHECK_FALSE(window.admits(OverlapCandidate{pinned, 2, gpu0, 91}, budgeted));
+  // Another destination is not charged with the first copy.
+  CHECK(window.admits(OverlapCandidate{pinned, 2, gpu1, 190}, budgeted));
+  for (fhr::ValueId v = 2; v <= 32; ++v)
+    window.add(OverlapCandidate{pinned, v, gpu1, 1});
+  CHECK(window.size() == 32);
+  CHECK_FALSE(window.admits(OverlapCandidate{pinned, 40, gpu1, 1}, unbudgeted));
+  window.clear();
+  CHECK(window.empty());
+  CHECK(window.admits(OverlapCandidate{pinned, 1, gpu0, 190}, budgeted));
+}
+
+TEST_CASE("timeline: copies on one engine queue; each pays its latency") {
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(1, pinned, gpu0, kMB)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  REQUIRE(t.steps.size() == 2);
+  CHECK(t.windows == 1);
+  CHECK(t.steps[0].start_seconds == 0);
+  CHECK(t.steps[0].end_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::Inbound, 0});
+  CHECK(t.steps[1].window == 0u);
+}
+
+TEST_CASE("timeline: an eviction beside a prefetch shares the device's duplex bandwidth") {
+  // Outbound 2 MB and inbound 1 MB (no latency on device -> pinned): both
+  // stream at 0.75 GB/s (1.5 GB/s together) until the prefetch's 10 us and
+  // 1 MB are done; then the eviction's last bytes go at 1 GB/s alone.
+  std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, 2 * kMB, true), copy(1, pinned, gpu0, kMB)};
+  fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  // 0..10 us: the eviction alone at 1 GB/s moves 10 kB. Then both at
+  // 0.75 GB/s: the prefetch needs 1 MB / 0.75 GB/s = 1.3333 ms, while the
+  // eviction moves 1 MB of its remaining 1.99 MB; its last 0.99 MB take
+  // 0.99 ms alone.
+  const double prefetch_end = 10e-6 + 1.0 / 0.75 * kMs;
+  CHECK(t.steps[1].start_seconds == 0);
+  CHECK(t.steps[1].end_seconds == doctest::Approx(prefetch_end).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(prefetch_end + 0.99 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(prefetch_end + 0.99 * kMs).epsilon(1e-12));
+  // Without a duplex limit both run at their own speed.
+  t = fhr::predict_timeline(steps, round_model(2e9));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  // A backend without copy engines runs them one after the other.
+  fhr::TimelineOptions sequential;
+  sequential.overlap = false;
+  t = fhr::predict_timeline(steps, round_model(), sequential);
+  CHECK(t.windows == 2);
+  CHECK(t.steps[1].start_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(3.01 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "timeline: a prefetch that fits only once the eviction freed its source waits for the next window") {
+  std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, kMB, true), copy(1, pinned, gpu0, kMB)};
+  // cuda:0: 1.5 MB budget, the evicted value's 1 MB used before the plan.
+  steps[0].destination_account = LocationAccount{};
+  steps[1].destination_account = LocationAccount{1'500'000, 0, 0, 0, 0}; // after the move, sequentially
+  fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.windows == 2);
+  CHECK(t.steps[0].end_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].start_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.01 * kMs).epsilon(1e-12));
+  // With 2 MB it fits beside the eviction's source.
+  steps[1].destination_account.budget_bytes = 2'000'000;
+  t = fhr::predict_timeline(steps, round_model(2e9));
+  CHECK(t.windows == 1);
+  CHECK(t.total_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: a second action on a value, another phase, a load or a drop ends the window") {
+  std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(0, pinned, gpu1, kMB),
+                                     copy(1, pinned, gpu1, kMB, false, 1)};
+  TimelineStep load;
+  load.transfer = StepTransfer::Load;
+  load.value = 2;
+  load.source = pageable;
+  load.destination = gpu0;
+  load.storage_bytes = 2 * kMB;
+  load.group = 1;
+  TimelineStep drop;
+  drop.value = 0;
+  drop.group = 1;
+  steps.push_back(load);
+  steps.push_back(drop);
+  steps.push_back(copy(3, pinned, gpu1, kMB, false, 1));
+  const fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.windows == 4);
+  CHECK(t.steps[1].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12)); // same value: next window
+  CHECK(t.steps[2].start_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12)); // next phase
+  // The load: 2 MB filled at 2 GB/s (1 ms), then pageable -> cuda:0 at 1 GB/s (2 ms).
+  CHECK(t.steps[3].start_seconds == doctest::Approx(3.03 * kMs).epsilon(1e-12));
+  CHECK(t.steps[3].end_seconds == doctest::Approx(6.03 * kMs).epsilon(1e-12));
+  CHECK_FALSE(t.steps[3].window);
+  CHECK(t.steps[4].start_seconds == t.steps[4].end_seconds); // a drop takes no time
+  CHECK(t.steps[5].end_seconds == doctest::Approx(7.04 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: a staged pageable copy holds back the copies after it; at most 32 copies a window") {
+  // 8 MB pageable -> cuda:0 is staged (synchronous): the eviction after it
+  // starts only when it finished, although it uses the other engine.
+  std::vector<TimelineStep> steps = {copy(0, pageable, gpu0, 8 * kMB), copy(1, gpu0, pinned, kMB, true)};
+  fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.windows == 1);
+  CHECK(t.steps[1].start_seconds == doctest::Approx(8 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(9 * kMs).epsilon(1e-12));
+  // In the other order both run at once (sharing the duplex 1.5 GB/s).
+  std::swap(steps[0], steps[1]);
+  t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.steps[1].start_seconds == 0);
+  CHECK(t.total_seconds < 9 * kMs);
+
+  std::vector<TimelineStep> many;
+  for (fhr::ValueId v = 0; v < 33; ++v)
+    many.push_back(copy(v, pinned, Location::cuda(v % 4), kMB));
+  t = fhr::predict_timeline(many, round_model());
+  CHECK(t.windows == 2);
+  CHECK(t.steps[31].window == 0u);
+  CHECK(t.steps[32].window == 1u);
+  // The first window: 8 copies per device engine, 1.01 ms each; it commits
+  // when its last copy is in.
+  CHECK(t.steps[32].start_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].commit_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[31].commit_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
+}

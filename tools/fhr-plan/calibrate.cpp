@@ -1,0 +1,238 @@
+#include "calibrate.hpp"
+
+#include "fhr/harness/synthetic_binder.hpp"
+#include "fhr/model/link_fit.hpp"
+#include "fhr/model/timeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace fhr::calibrate {
+
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// The window of an eviction (device -> pinned) beside a prefetch (pinned
+/// -> device) of `bytes` each, as the predictor sees it.
+double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
+  TimelineStep evict, prefetch;
+  evict.transfer = prefetch.transfer = StepTransfer::Copy;
+  evict.frees_source = prefetch.frees_source = true;
+  evict.value = 0;
+  prefetch.value = 1;
+  evict.source = prefetch.destination = device;
+  evict.destination = prefetch.source = Location::pinned();
+  evict.storage_bytes = prefetch.storage_bytes = bytes;
+  const std::vector<TimelineStep> steps = {evict, prefetch};
+  return predict_timeline(steps, links).total_seconds;
+}
+
+/// A value the calibration owns: adopted host memory with a pattern.
+Handle adopt_value(Manager &manager, std::uint64_t bytes, std::uint32_t id) {
+  auto *data = static_cast<std::byte *>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+  if (!data) throw std::bad_alloc();
+  fill_synthetic({data, static_cast<std::size_t>(bytes)}, id, 0);
+  return manager.adopt(data, static_cast<std::size_t>(bytes), Location::pageable(),
+                       [](std::byte *p) { std::free(p); });
+}
+
+/// The synthetic source of `fhr-plan run`: loads cost what they cost there.
+class PatternSource final : public Source {
+public:
+  void load(std::span<std::byte> destination) override { fill_synthetic(destination, 7, 0); }
+};
+
+} // namespace
+
+double WallClock::time(const std::function<void()> &call, const Operation &) {
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double SimulatedClock::time(const std::function<void()> &call, const Operation &operation) {
+  call();
+  switch (operation.kind) {
+  case Operation::Kind::Copy:
+    return stand_in_.transfer_seconds(operation.from, operation.to, operation.bytes);
+  case Operation::Kind::Duplex: return predict_duplex(stand_in_, operation.from, operation.bytes);
+  case Operation::Kind::SourceLoad:
+    return static_cast<double>(operation.bytes) / stand_in_.source_load_bytes_per_second;
+  }
+  return 0;
+}
+
+Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
+                 RawCopies *raw, const LinkModel &defaults) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t bytes = options.min_bytes; bytes < options.max_bytes; bytes *= 2)
+    sizes.push_back(bytes);
+  sizes.push_back(options.max_bytes);
+
+  const Location pageable = Location::pageable(), pinned = Location::pinned(), gpu0 = Location::cuda(0);
+  // One value goes round every link kind by moves: each move is what a plan
+  // step costs (allocate the destination, copy, free the source).
+  std::vector<std::pair<Location, Location>> cycle = {{pageable, pinned}, {pinned, gpu0},   {gpu0, pinned},
+                                                      {pinned, pageable}, {pageable, gpu0}, {gpu0, pageable}};
+  if (options.devices >= 2) {
+    cycle.back() = {gpu0, Location::cuda(1)};
+    cycle.push_back({Location::cuda(1), gpu0});
+    cycle.push_back({gpu0, pageable});
+  }
+  std::map<std::pair<LinkKind, std::uint64_t>, std::vector<double>> times;
+  std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, double> by_pair;
+  for (std::uint64_t bytes : sizes) {
+    const Handle value = adopt_value(manager, bytes, 1);
+    std::map<std::pair<Location, Location>, std::vector<double>> pair_times;
+    for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
+      for (const auto &[from, to] : cycle) {
+        const double seconds = clock.time([&] { manager.move(value, to, from); },
+                                          Operation{Operation::Kind::Copy, from, to, bytes});
+        if (rep == 0) continue; // warm-up: pools and first touches
+        times[{*link_between(from, to), bytes}].push_back(seconds);
+        pair_times[{from, to}].push_back(seconds);
+      }
+    }
+    for (const auto &[pair, list] : pair_times)
+      by_pair[{pair, bytes}] = median(list);
+    manager.discard(value);
+  }
+
+  Result result;
+  result.model = defaults;
+  result.model.samples = {};
+  for (std::size_t k = 0; k < kLinkKindCount; ++k) {
+    const LinkKind link = static_cast<LinkKind>(k);
+    std::vector<LinkSample> samples;
+    for (std::uint64_t bytes : sizes)
+      if (auto found = times.find({link, bytes}); found != times.end())
+        samples.push_back(LinkSample{bytes, median(found->second)});
+    if (samples.empty()) {
+      result.kept_from_default.push_back(link);
+      continue;
+    }
+    result.model.links[k] = fit_link_curve(samples);
+    result.model.samples[k] = samples;
+  }
+  for (const auto &[key, seconds] : by_pair) {
+    const auto &[pair, bytes] = key;
+    Row row;
+    row.from = pair.first;
+    row.to = pair.second;
+    row.link = *link_between(pair.first, pair.second);
+    row.bytes = bytes;
+    row.manager_seconds = seconds;
+    if (raw) row.raw_seconds = raw->median_seconds(pair.first, pair.second, bytes, options.repetitions);
+    row.predicted_seconds = result.model.transfer_seconds(pair.first, pair.second, bytes);
+    result.rows.push_back(row);
+  }
+
+  // Both directions of a device at once: an eviction beside a prefetch in
+  // one plan phase (one overlap window), at the largest size.
+  {
+    const std::uint64_t bytes = options.max_bytes;
+    const Handle out = adopt_value(manager, bytes, 2), in = adopt_value(manager, bytes, 3);
+    manager.move(out, gpu0);
+    manager.move(in, pinned);
+    std::vector<double> list;
+    for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
+      const bool forward = rep % 2 == 0;
+      const Handle &leaving = forward ? out : in, &arriving = forward ? in : out;
+      const std::vector<ActionSpec> phase = {{ActionKind::Move, leaving, pinned, gpu0},
+                                             {ActionKind::Move, arriving, gpu0, pinned}};
+      const double seconds = clock.time([&] { manager.execute_actions(phase, "calibrate-duplex"); },
+                                        Operation{Operation::Kind::Duplex, gpu0, pinned, bytes});
+      if (rep > 0) list.push_back(seconds);
+    }
+    manager.discard(out);
+    manager.discard(in);
+    result.duplex_bytes = bytes;
+    result.duplex_seconds = median(list);
+    // The duplex figure: what makes the predictor give back the measured
+    // window (its bytes at a rate shared by the two directions).
+    const SizeClass &in_class = result.model.curve(LinkKind::PinnedToDevice).class_for(bytes);
+    const SizeClass &out_class = result.model.curve(LinkKind::DeviceToPinned).class_for(bytes);
+    const double streaming =
+        result.duplex_seconds - std::max(in_class.latency_seconds, out_class.latency_seconds);
+    result.model.duplex_bytes_per_second =
+        streaming > 0 ? 2 * static_cast<double>(bytes) / streaming : defaults.duplex_bytes_per_second;
+    result.duplex_predicted_seconds = predict_duplex(result.model, gpu0, bytes);
+  }
+
+  // Loads from a source into pageable memory (the synthetic pattern).
+  {
+    const std::uint64_t bytes = options.max_bytes;
+    const auto source = std::make_shared<PatternSource>();
+    const Handle value = manager.register_source(
+        ValueSpec{bytes, bytes, ReplicaMode::Replicable, Recoverability::Reconstructible}, source, pageable);
+    std::vector<double> list;
+    for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
+      const double seconds = clock.time([&] { manager.ensure(value, pageable); },
+                                        Operation{Operation::Kind::SourceLoad, pageable, pageable, bytes});
+      manager.drop(value, pageable);
+      if (rep > 0) list.push_back(seconds);
+    }
+    manager.discard(value);
+    result.model.source_load_bytes_per_second = static_cast<double>(bytes) / median(list);
+  }
+
+  result.model.device_allocation_seconds = fixed.device_allocation_seconds;
+  result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation_seconds_per_byte;
+  result.model.pinned_registration_seconds_per_byte = fixed.pinned_registration_seconds_per_byte;
+  result.model.event_record_seconds = fixed.event_record_seconds;
+  result.model.event_query_seconds = fixed.event_query_seconds;
+  return result;
+}
+
+std::string result_text(const Result &result) {
+  std::string out = "link profile of " + result.model.machine + " (" + result.model.measured + ")\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-20s %12s %14s %14s %8s %14s %8s\n", "copy", "bytes", "manager", "raw",
+                "ratio", "profile", "error");
+  out += line;
+  for (const Row &row : result.rows) {
+    const double gbps = static_cast<double>(row.bytes) / row.manager_seconds / 1e9;
+    char raw[32] = "-", ratio[32] = "-";
+    if (row.raw_seconds) {
+      std::snprintf(raw, sizeof raw, "%.2f us", *row.raw_seconds * 1e6);
+      std::snprintf(ratio, sizeof ratio, "%.3f", *row.raw_seconds / row.manager_seconds);
+    }
+    double error_percent = (row.predicted_seconds - row.manager_seconds) / row.manager_seconds * 100;
+    if (std::abs(error_percent) < 0.005) error_percent = 0; // no "-0.00%" from rounding
+    char manager[48];
+    std::snprintf(manager, sizeof manager, "%.2f us", row.manager_seconds * 1e6);
+    std::snprintf(line, sizeof line, "  %-20s %12llu %14s %14s %8s %11.2f us %+7.2f%%  (%.2f GB/s)\n",
+                  (row.from.name() + " -> " + row.to.name()).c_str(),
+                  static_cast<unsigned long long>(row.bytes), manager, raw, ratio,
+                  row.predicted_seconds * 1e6, error_percent, gbps);
+    out += line;
+  }
+  std::snprintf(
+      line, sizeof line,
+      "  eviction beside a prefetch, %llu B each way: %.2f us measured (%.2f GB/s together), %.2f us "
+      "predicted\n",
+      static_cast<unsigned long long>(result.duplex_bytes), result.duplex_seconds * 1e6,
+      2 * static_cast<double>(result.duplex_bytes) / result.duplex_seconds / 1e9,
+      result.duplex_predicted_seconds * 1e6);
+  out += line;
+  std::snprintf(line, sizeof line,
+                "  source loads %.2f GB/s; device allocation %.2f us; events %.3f / %.3f us\n",
+                result.model.source_load_bytes_per_second / 1e9, result.model.device_allocation_seconds * 1e6,
+                result.model.event_record_seconds * 1e6, result.model.event_query_seconds * 1e6);
+  out += line;
+  for (LinkKind link : result.kept_from_default)
+    out += "  " + std::string(link_kind_name(link)) + ": not measured here, kept from the default profile\n";
+  return out;
+}
+
+} // namespace fhr::calibrate

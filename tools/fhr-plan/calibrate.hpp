@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// `fhr-plan calibrate` (docs/links.md): times the runtime's own copies
+/// through the public Manager API — moves between every pair of location
+/// kinds by size, an eviction beside a prefetch in one plan phase, loads
+/// from a source — and fits a link profile (fhr-links/1) to the medians.
+/// On the CUDA backend it also times raw cudaMemcpyAsync copies of the same
+/// sizes for comparison and the driver's fixed costs (allocations,
+/// pinned registration, events).
+///
+/// The clock is a parameter: the wall clock for real hardware, or a
+/// simulated clock that charges each operation what a stand-in link model
+/// predicts, so that the whole pipeline (real manager calls on the
+/// simulated device backend, medians, fit, file) runs deterministically in
+/// CI and must give back the stand-in's figures at the measured sizes.
+
+#include "fhr/model/link_model.hpp"
+#include "fhr/runtime/manager.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fhr::calibrate {
+
+/// What one timed call does, for a clock that predicts instead of measuring.
+struct Operation {
+  enum class Kind : std::uint8_t {
+    Copy,       ///< a move from `from` to `to`
+    Duplex,     ///< `bytes` out of `from` (a device) while `bytes` come in
+    SourceLoad, ///< a source fills `bytes` at `to`
+  } kind = Kind::Copy;
+  Location from, to;
+  std::uint64_t bytes = 0;
+};
+
+class Clock {
+public:
+  virtual ~Clock() = default;
+  /// Runs `call` and returns the seconds it took.
+  virtual double time(const std::function<void()> &call, const Operation &operation) = 0;
+};
+
+/// steady_clock around the call.
+class WallClock final : public Clock {
+public:
+  double time(const std::function<void()> &call, const Operation &operation) override;
+};
+
+/// Runs the call, then charges what `stand_in` predicts for it.
+class SimulatedClock final : public Clock {
+public:
+  explicit SimulatedClock(LinkModel stand_in) : stand_in_(std::move(stand_in)) {}
+  double time(const std::function<void()> &call, const Operation &operation) override;
+
+private:
+  LinkModel stand_in_;
+};
+
+/// Raw copies of the same sizes beside the manager's (CUDA only).
+class RawCopies {
+public:
+  virtual ~RawCopies() = default;
+  /// Median seconds of `repetitions` copies; std::nullopt where not measured.
+  virtual std::optional<double> median_seconds(Location from, Location to, std::uint64_t bytes,
+                                               unsigned repetitions) = 0;
+};
+
+/// Costs beside copies, measured raw (CUDA) or taken from a stand-in.
+struct FixedCosts {
+  double device_allocation_seconds = 0;
+  double pinned_allocation_seconds_per_byte = 0;
+  double pinned_registration_seconds_per_byte = 0;
+  double event_record_seconds = 0;
+  double event_query_seconds = 0;
+};
+
+struct Options {
+  std::uint64_t min_bytes = 4096;
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  unsigned repetitions = 5; ///< timed per size, after one untimed warm-up
+  unsigned devices = 1;     ///< CUDA devices to use (two or more: device-device)
+};
+
+/// One row of the comparison table.
+struct Row {
+  Location from, to;
+  LinkKind link;
+  std::uint64_t bytes = 0;
+  double manager_seconds = 0; ///< median
+  std::optional<double> raw_seconds;
+  double predicted_seconds = 0; ///< what the fitted profile gives back
+};
+
+struct Result {
+  LinkModel model;
+  std::vector<Row> rows;
+  std::vector<LinkKind> kept_from_default; ///< links this machine could not measure
+  /// The eviction beside a prefetch at the largest size: measured and
+  /// predicted by the fitted profile (the timeline predictor).
+  double duplex_seconds = 0, duplex_predicted_seconds = 0;
+  std::uint64_t duplex_bytes = 0;
+};
+
+/// Measures on `manager` (fresh: it adopts and frees its own values).
+Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
+                 RawCopies *raw, const LinkModel &defaults);
+
+/// The table `calibrate` prints: per link and size, the manager's median,
+/// the raw copy and their ratio, and the fitted profile's figure.
+std::string result_text(const Result &result);
+
+} // namespace fhr::calibrate

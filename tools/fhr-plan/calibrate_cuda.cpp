@@ -1,0 +1,175 @@
+// The raw CUDA side of `fhr-plan calibrate`: copies of the same sizes with
+// cudaMemcpyAsync alone, the driver's allocation, registration and event
+// costs, and the machine's name.
+#include "calibrate_cuda.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fhr::calibrate {
+
+namespace {
+
+void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(status) + " (" +
+                             cudaGetErrorString(status) + ")");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// Host or device memory of one location, for raw copies.
+struct Buffer {
+  Location location;
+  void *data = nullptr;
+  Buffer(Location at, std::uint64_t bytes) : location(at) {
+    if (at.is_cuda()) {
+      check(cudaSetDevice(static_cast<int>(at.device())), "cudaSetDevice");
+      check(cudaMalloc(&data, bytes), "cudaMalloc");
+    } else if (at == Location::pinned()) {
+      check(cudaHostAlloc(&data, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    } else {
+      data = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+      if (!data) throw std::bad_alloc();
+    }
+    // First touch outside the clock.
+    if (at.is_cuda())
+      check(cudaMemset(data, 1, bytes), "cudaMemset");
+    else
+      std::memset(data, 1, bytes);
+  }
+  ~Buffer() {
+    if (location.is_cuda())
+      cudaFree(data);
+    else if (location == Location::pinned())
+      cudaFreeHost(data);
+    else
+      std::free(data);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+};
+
+class CudaRawCopies final : public RawCopies {
+public:
+  CudaRawCopies() {
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~CudaRawCopies() override { cudaStreamDestroy(stream_); }
+
+  std::optional<double> median_seconds(Location from, Location to, std::uint64_t bytes,
+                                       unsigned repetitions) override {
+    if (from.is_cuda() && to.is_cuda()) return std::nullopt; // peer copies: the manager's figure only
+    Buffer source(from, bytes), destination(to, bytes);
+    std::vector<double> times;
+    for (unsigned rep = 0; rep <= repetitions; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      if (!from.is_cuda() && !to.is_cuda()) {
+        std::memcpy(destination.data, source.data, bytes);
+      } else {
+        check(cudaMemcpyAsync(destination.data, source.data, bytes, cudaMemcpyDefault, stream_),
+              "cudaMemcpyAsync");
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      }
+      if (rep > 0) times.push_back(seconds_since(start));
+    }
+    return median(times);
+  }
+
+private:
+  cudaStream_t stream_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<RawCopies> make_cuda_raw_copies() { return std::make_unique<CudaRawCopies>(); }
+
+FixedCosts measure_cuda_fixed_costs() {
+  FixedCosts costs;
+  check(cudaSetDevice(0), "cudaSetDevice");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  // A fresh 64 MiB device block from a pool that keeps nothing: what a
+  // value that finds no free pool memory costs.
+  constexpr std::size_t kBlock = std::size_t{64} << 20;
+  std::vector<double> allocations;
+  for (int rep = 0; rep < 9; ++rep) {
+    void *block = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    check(cudaMallocAsync(&block, kBlock, stream), "cudaMallocAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    allocations.push_back(seconds_since(start));
+    check(cudaFreeAsync(block, stream), "cudaFreeAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  }
+  costs.device_allocation_seconds = median(allocations);
+  // Cold pinned memory, allocated and registered, per byte.
+  constexpr std::size_t kPinned = std::size_t{256} << 20;
+  std::vector<double> pinned, registered;
+  for (int rep = 0; rep < 3; ++rep) {
+    void *block = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    check(cudaHostAlloc(&block, kPinned, cudaHostAllocDefault), "cudaHostAlloc");
+    pinned.push_back(seconds_since(start) / kPinned);
+    cudaFreeHost(block);
+    void *host = std::aligned_alloc(4096, kPinned);
+    if (!host) throw std::bad_alloc();
+    std::memset(host, 0, kPinned);
+    start = std::chrono::steady_clock::now();
+    check(cudaHostRegister(host, kPinned, cudaHostRegisterDefault), "cudaHostRegister");
+    registered.push_back(seconds_since(start) / kPinned);
+    cudaHostUnregister(host);
+    std::free(host);
+  }
+  costs.pinned_allocation_seconds_per_byte = median(pinned);
+  costs.pinned_registration_seconds_per_byte = median(registered);
+  // One event record and one query of a completed event.
+  cudaEvent_t event;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  constexpr int kEvents = 2000;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kEvents; ++i)
+    check(cudaEventRecord(event, stream), "cudaEventRecord");
+  costs.event_record_seconds = seconds_since(start) / kEvents;
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kEvents; ++i)
+    check(cudaEventQuery(event), "cudaEventQuery");
+  costs.event_query_seconds = seconds_since(start) / kEvents;
+  cudaEventDestroy(event);
+  cudaStreamDestroy(stream);
+  return costs;
+}
+
+std::string cuda_machine_name(unsigned devices) {
+  cudaDeviceProp properties{};
+  check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  char name[320];
+  std::snprintf(name, sizeof name, "%s (CUDA driver %d.%d, %u device%s)", properties.name, driver / 1000,
+                (driver % 1000) / 10, devices, devices == 1 ? "" : "s");
+  return name;
+}
+
+} // namespace fhr::calibrate
