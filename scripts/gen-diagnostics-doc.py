@@ -84,7 +84,7 @@ EXAMPLES = {
               "could not be built, so `check` refuses it as `run` would. It is reported at the `devices` line.",
               "devices 1\nbudget cuda:0 40 GiB\n", ["--budget", "cuda:7=10GiB"]),
     "E0503": ("An option's value is not one the tool knows: an unknown `-W` warning, an unknown code for "
-              "`explain-code`.", "budget pinned 1 GiB\n", ["-Wbogus"]),
+              "`explain-code`, a `--plan` or `--program` name that no file has (with the closest name).", "budget pinned 1 GiB\n", ["-Wbogus"]),
     "E0504": ("The front end stops after `--error-limit` errors (20 by default; 0 means no limit), so that a "
               "broken file cannot flood the output.", "const a = x\nconst b = y\nconst c = z\n", ["--error-limit=2"]),
     "W0001": ("A size without a unit is a number of bytes: `budget cuda:0 40` budgets 40 bytes. Write `40 B` if "

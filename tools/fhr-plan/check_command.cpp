@@ -6,7 +6,9 @@ namespace fhr::cli {
 
 int run_check(const CommonOptions &options) {
   LoadedFiles loaded = load_files(options);
-  std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::FailuresOnly);
+  std::vector<FileReport> reports;
+  for (const AnalysedFile &a : analyse_selected(loaded, options.filter))
+    reports.push_back(build_report(*a.file->lowered, a.analysis, ReportDetail::FailuresOnly));
   bool feasible = true;
   for (const FileReport &r : reports)
     feasible = feasible && r.feasible;

@@ -5,6 +5,7 @@
 #include "fhr/compiler/diagnostic_output.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/report.hpp"
+#include "fhr/compiler/unit_filter.hpp"
 
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct CommonOptions {
   std::string format;
   /// Warnings, error limit, the name of standard input.
   CompileOptions compile;
+  /// `--plan`, `--program` (explain and check).
+  UnitFilter filter;
+  /// `explain --summary`.
+  bool summary = false;
 };
 
 /// Prints `fhr-plan: error: <message>` to stderr.
@@ -47,6 +52,16 @@ int run_fmt(const CommonOptions &options, bool check, bool in_place);
 /// Prints the docs/diagnostics.md entry of a code.
 int run_explain_code(const std::string &code);
 
+/// A file without errors interpreted, with the units the command selects.
+struct AnalysedFile {
+  const CompiledFile *file = nullptr;
+  Analysis analysis;
+};
+/// Interprets every file without errors and keeps the units `filter`
+/// selects. A name that selects nothing in any file is an error (E0503):
+/// printed, added to `loaded`'s diagnostics, `loaded.ok` cleared, and
+/// nothing is returned.
+std::vector<AnalysedFile> analyse_selected(LoadedFiles &loaded, const UnitFilter &filter);
 /// Analyses the good files and builds their reports.
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail);
 

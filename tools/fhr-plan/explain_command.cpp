@@ -4,6 +4,9 @@
 
 #include <llvm/Support/WithColor.h>
 
+#include "fhr/compiler/unit_filter.hpp"
+
+#include <algorithm>
 #include <cstdlib>
 
 namespace fhr::cli {
@@ -68,11 +71,48 @@ std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail de
   return reports;
 }
 
+std::vector<AnalysedFile> analyse_selected(LoadedFiles &loaded, const UnitFilter &filter) {
+  std::vector<AnalysedFile> analysed;
+  for (const CompiledFile &file : loaded.files)
+    if (file.ok()) analysed.push_back({&file, analyze_module(*file.lowered, loaded.overrides)});
+  if (filter.empty()) return analysed;
+  // A name must select a unit in some file; the suggestion comes from the first.
+  UnitFilter unknown;
+  for (const std::string &name : filter.plans)
+    if (std::none_of(analysed.begin(), analysed.end(), [&](const AnalysedFile &a) {
+          return std::any_of(a.analysis.plans.begin(), a.analysis.plans.end(),
+                             [&](const PlanExplanation &p) { return p.name == name; });
+        }))
+      unknown.plans.push_back(name);
+  for (const std::string &name : filter.programs)
+    if (std::none_of(analysed.begin(), analysed.end(), [&](const AnalysedFile &a) {
+          return std::any_of(a.analysis.programs.begin(), a.analysis.programs.end(),
+                             [&](const ProgramReport &p) { return p.name == name; });
+        }))
+      unknown.programs.push_back(name);
+  if (!unknown.empty()) {
+    const Analysis none;
+    for (const std::string &message :
+         unknown_units(analysed.empty() ? none : analysed.front().analysis, unknown)) {
+      loaded.input_diagnostics.push_back({"", DiagCode::BadOption, Severity::Error, message});
+      print_input_diagnostic(loaded.input_diagnostics.back());
+    }
+    loaded.ok = false;
+    return {}; // a mistyped name reports nothing rather than a misleading "all feasible"
+  }
+  for (AnalysedFile &a : analysed)
+    select_units(a.analysis, filter);
+  return analysed;
+}
+
 int run_explain(const CommonOptions &options) {
   LoadedFiles loaded = load_files(options);
+  std::vector<AnalysedFile> analysed = analyse_selected(loaded, options.filter);
   bool feasible = true;
   if (options.format == "json") {
-    std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
+    std::vector<FileReport> reports;
+    for (const AnalysedFile &a : analysed)
+      reports.push_back(build_report(*a.file->lowered, a.analysis, ReportDetail::AllSteps));
     nlohmann::ordered_json document = explain_json(reports);
     add_diagnostics_json(document, diagnostic_inputs(loaded));
     llvm::outs() << json_text(document) << '\n';
@@ -80,13 +120,14 @@ int run_explain(const CommonOptions &options) {
       feasible = feasible && r.feasible;
   } else {
     bool first = true;
-    for (const CompiledFile &file : loaded.files) {
-      if (!file.ok()) continue;
-      if (!first) llvm::outs() << '\n';
+    for (const AnalysedFile &a : analysed) {
+      if (!first && !options.summary) llvm::outs() << '\n';
       first = false;
-      Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
-      print_explain_text(llvm::outs(), *file.lowered, analysis);
-      feasible = feasible && analysis.feasible();
+      if (options.summary)
+        print_explain_summary(llvm::outs(), *a.file->lowered, a.analysis);
+      else
+        print_explain_text(llvm::outs(), *a.file->lowered, a.analysis);
+      feasible = feasible && a.analysis.feasible();
     }
   }
   llvm::outs().flush();

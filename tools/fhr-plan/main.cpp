@@ -85,6 +85,16 @@ cl::opt<std::string> run_program("program", cl::desc("Run only this program"), c
                                  cl::sub(run_command));
 cl::opt<std::string> run_plan("plan", cl::desc("Run only this plan, as a scope"), cl::value_desc("NAME"),
                               cl::sub(run_command));
+cl::list<std::string> unit_plans("plan", cl::desc("Report only this plan (repeatable)"),
+                                 cl::value_desc("NAME"), cl::ZeroOrMore, cl::sub(explain_command),
+                                 cl::sub(check_command));
+cl::list<std::string> unit_programs("program", cl::desc("Report only this program (repeatable)"),
+                                    cl::value_desc("NAME"), cl::ZeroOrMore, cl::sub(explain_command),
+                                    cl::sub(check_command));
+cl::opt<bool> explain_summary("summary",
+                              cl::desc("One line per plan and program: verdict, peak, budget and headroom "
+                                       "per location"),
+                              cl::sub(explain_command));
 cl::opt<bool> fmt_check("check", cl::desc("Change nothing; exit 1 and name each file that is not formatted"),
                         cl::sub(fmt_command));
 cl::opt<bool> fmt_in_place("i", cl::desc("Rewrite the files in place"), cl::sub(fmt_command));
@@ -293,6 +303,9 @@ int main(int argc, char **argv) {
       return fhr::cli::kBadInput;
     }
   if (!stdin_filename.empty()) options.compile.stdin_name = stdin_filename;
+  options.filter.plans.assign(unit_plans.begin(), unit_plans.end());
+  options.filter.programs.assign(unit_programs.begin(), unit_programs.end());
+  options.summary = explain_summary;
   fhr::cli::DiffOptions diff;
   diff.profile = link_profile;
   if (!max_peak_increase.empty()) {

@@ -16,8 +16,13 @@ namespace fhr {
 /// Version of the JSON schema of `explain --format json`.
 inline constexpr const char *kExplainSchema = "fhr-explain/2";
 
-/// Prints the text report of one file, unit by unit.
+/// Prints the text report of one file, unit by unit: every step (runs of
+/// one family instruction that behave alike as one row, `×N`), the peaks
+/// per location and the failure.
 void print_explain_text(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis);
+/// `explain --summary`: one line per plan and program with its verdict and,
+/// per location, the peak, the budget and the headroom at the peak.
+void print_explain_summary(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis);
 nlohmann::ordered_json explain_json(const std::vector<FileReport> &reports);
 
 /// Serialises JSON output. Names and labels come from user files and may hold
