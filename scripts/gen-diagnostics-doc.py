@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerates docs/diagnostics.md: every diagnostic code with an example
-input and the exact output of `fhr-plan check` on it.
+"""Regenerates docs/diagnostics.md: every diagnostic code (errors E0xxx,
+warnings W0xxx) with an example input and the exact output of
+`fhr-plan check` on it. The tool embeds the page: `fhr-plan explain-code
+CODE` prints a section, SARIF rules carry its first paragraph.
 
 Usage: scripts/gen-diagnostics-doc.py build/tools/fhr-plan
 """
@@ -10,9 +12,12 @@ import subprocess
 import sys
 import tempfile
 
-TOOL = sys.argv[1]
-CODES = re.findall(r'FHR_DIAGNOSTIC\((\w+), "(E\d+)", "([^"]*)"\)',
-                   open("dsl/include/fhr/dsl/diagnostic_codes.def").read())
+TOOL = os.path.abspath(sys.argv[1])
+DEF = open("dsl/include/fhr/dsl/diagnostic_codes.def").read()
+CODES = re.findall(r'FHR_DIAGNOSTIC\((\w+), "(E\d+)", "([^"]*)"\)', DEF)
+CODES += [(identifier, code, summary) for identifier, code, _flag, summary in
+          re.findall(r'FHR_WARNING\((\w+), "(W\d+)", "([^"]*)", "([^"]*)"\)', DEF)]
+FLAGS = dict((code, flag) for _, code, flag, _ in re.findall(r'FHR_WARNING\((\w+), "(W\d+)", "([^"]*)", "([^"]*)"\)', DEF))
 
 # code -> (explanation, example input or None, extra command-line arguments)
 EXAMPLES = {
@@ -59,6 +64,8 @@ EXAMPLES = {
               "value w 16 MiB storage 15 MiB at pinned\n", []),
     "E0205": ("The file would expand to more than 10,000,000 statements or declare more than 1,000,000 values.",
               "for i in 0..100000000000 { }\n", []),
+    "E0206": ("A decimal size must come to a whole number of bytes: `1.5 GiB` is 1610612736 B, `1.1 KiB` "
+              "(1126.4 B) is an error.", "value w 1.1 KiB at pinned\n", []),
     "E0301": ("A location is spelled wrongly: `cuda` without an index, a non-canonical index, or an index past 127.",
               "budget cuda:128 80 GiB\n", []),
     "E0302": ("`devices` must be between 0 and 128.", "devices 200\n", []),
@@ -88,15 +95,47 @@ EXAMPLES = {
               "(docs/planner.md, \"Model\"); the message names the rule and the step.",
               "value k 1 MiB replicable source pinned\nplan \"p\" { enter { ensure k at cuda:0 } }\n", [], "solve"),
     "E0501": ("A `--budget` option is not `LOCATION=SIZE`.", "budget pinned 1 GiB\n", ["--budget", "cuda=1GiB"]),
+    "E0502": ("A `--budget` names a device the file does not declare (`devices N`): a manager for that machine "
+              "could not be built, so `check` refuses it as `run` would. It is reported at the `devices` line.",
+              "devices 1\nbudget cuda:0 40 GiB\n", ["--budget", "cuda:7=10GiB"]),
+    "E0503": ("An option's value is not one the tool knows: an unknown `-W` warning, an unknown code for "
+              "`explain-code`, a `--plan` or `--program` name that no file has (with the closest name).", "budget pinned 1 GiB\n", ["-Wbogus"]),
+    "E0504": ("The front end stops after `--error-limit` errors (20 by default; 0 means no limit), so that a "
+              "broken file cannot flood the output.", "const a = x\nconst b = y\nconst c = z\n", ["--error-limit=2"]),
+    "W0001": ("A size without a unit is a number of bytes: `budget cuda:0 40` budgets 40 bytes. Write `40 B` if "
+              "that is meant (the fix-it), or give a unit. Zero and sizes computed from constants are not "
+              "reported.", "budget cuda:0 40\n", []),
+    "W0002": ("A `for` range whose first bound is above its last runs no iteration; ranges count up and exclude "
+              "the last bound.", "for i in 5..2 { }\n", []),
+    "W0003": ("In a file with programs, a plan that no program runs (`run`, `scope`) is checked only on its own; "
+              "it is usually a misspelt or forgotten `run`.",
+              "plan \"stage-1\" { }\nplan \"stage-2\" { }\nprogram { run \"stage-1\" }\n", []),
+    "W0004": ("A `budget` line for a device the file does not declare with `devices N`: `run` cannot build a "
+              "manager for it.", "devices 1\nbudget cuda:3 1 GiB\n", []),
+    "W0005": ("The same location is given twice with `--budget`; the last one applies (as with most options), "
+              "and the warning says which was replaced.", "budget pinned 1 GiB\n",
+              ["--budget", "cuda:0=40GiB", "--budget", "cuda:0=80GiB"]),
 }
 
 out = ["# Diagnostics", "",
-       "Every error `fhr-plan` reports has a stable code. Errors print as",
-       "`file:line:col: error: [CODE] message`, then the source line with a caret",
-       "under the offending text, then a `note:` with a hint where one helps. The",
-       "parser resumes at the next line that starts a top-level statement, so one",
-       "run shows every independent error. Any error makes `explain`, `check`",
-       "exit with status 2.", "",
+       "Every diagnostic `fhr-plan` reports has a stable code: `E0xxx` for errors, `W0xxx` for",
+       "warnings. They print as `file:line:col: error: [CODE] message`, then the source line",
+       "with a caret under the offending text, then `note:` lines: other places that explain",
+       "it (\"first declared here\", \"unclosed '{' opened here\", the loop iteration it",
+       "happened in) and a hint or suggested fix. Columns count Unicode characters. The",
+       "parser resumes at the next line that starts a top-level statement, so one run shows",
+       "every independent error; a loop stops expanding at its first error, the same",
+       "diagnostic reported again counts as one (\"in N iterations\"), and after",
+       "`--error-limit` errors (20) the front end stops (E0504). Any error makes `explain`,",
+       "`check`, `compile` and `run` exit with status 2; warnings do not, unless made errors.",
+       "",
+       "Warnings are controlled as in C compilers: `-Wno-FLAG` turns one off, `-Werror` makes",
+       "them all errors, `-Werror=FLAG` one, `-Wnone` all off. `check --format github`,",
+       "`--format sarif` and `explain --format json` carry every diagnostic too, and",
+       "`fhr-plan explain-code CODE` (or `--explain CODE`) prints its entry below.", "",
+       "| flag | code |", "|---|---|"]
+out += [f"| `-W{FLAGS[code]}` | [{code}](#{code}) |" for _, code, _ in CODES if code in FLAGS]
+out += ["",
        "This page is generated by `scripts/gen-diagnostics-doc.py build/tools/fhr-plan`;",
        "each example is the tool's real output.", ""]
 missing = [code for _, code, _ in CODES if code not in EXAMPLES]
@@ -106,7 +145,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for identifier, code, summary in CODES:
         text, example, args, *verb = EXAMPLES[code]
         verb = verb[0] if verb else "check"
-        out += [f"## {code}: {summary}", "", text, ""]
+        out += [f'<a id="{code}"></a>', "", f"## {code}: {summary}", "", text, ""]
         if example is None and not args:
             out += ["(No short example: it needs an input over 1 GiB.)", ""]
             continue
@@ -116,15 +155,16 @@ with tempfile.TemporaryDirectory() as tmp:
                 f.write(example)
             out += ["```", example.rstrip("\n"), "```", ""]
         files = [path] if example is not None else []
-        if args and not args[0].startswith("--"):
+        if args and not args[0].startswith("-"):
             files, args = args, []
         result = subprocess.run([TOOL, verb, *args, *files], capture_output=True, text=True,
                                 cwd=tmp, env={**os.environ, "NO_COLOR": "1"})
         shown = result.stderr.replace(path, "example.fhr")
         cmd = " ".join([f"fhr-plan {verb}", *args, *(["example.fhr"] if example is not None else files)])
         out += ["```console", f"$ {cmd}", shown.rstrip("\n"), "```", ""]
-        if result.returncode != 2:
-            sys.exit(f"{code}: expected exit 2, got {result.returncode}")
-        if example is not None and f"[{code}]" not in result.stderr:
+        expected = 0 if code.startswith("W") else 2
+        if result.returncode != expected:
+            sys.exit(f"{code}: expected exit {expected}, got {result.returncode}:\n{result.stderr}")
+        if f"[{code}]" not in result.stderr:
             sys.exit(f"{code}: example does not produce it:\n{result.stderr}")
-open("docs/diagnostics.md", "w").write("\n".join(out))
+open("docs/diagnostics.md", "w").write("\n".join(out).rstrip("\n") + "\n")

@@ -24,8 +24,10 @@ export PYTHONPATH=$PWD/build-gpu/python:$fhelium:$third/triton-csprng
 
 prepare() {
   mkdir -p "$third/include" "$third/cmake"
-  cp -r ../shared/third_party/fhelium-0.10.0 ../shared/third_party/triton-csprng "$third/" 2>/dev/null ||
-    cp -r /work/shared/third_party/fhelium-0.10.0 /work/shared/third_party/triton-csprng "$third/"
+  # FHR_THIRD_PARTY: the folder holding fhelium-0.10.0 and triton-csprng
+  # (outside the repository: FHElium is never copied into the project).
+  local from=${FHR_THIRD_PARTY:?set FHR_THIRD_PARTY to the folder with fhelium-0.10.0 and triton-csprng}
+  cp -r "$from/fhelium-0.10.0" "$from/triton-csprng" "$third/"
   cp -r /usr/include/nlohmann /usr/include/xxhash.h /usr/include/dlpack "$third/include/"
   cp -r /usr/share/cmake/nlohmann_json "$third/cmake/"
   grep -qx '/.third_party/' .git/info/exclude 2>/dev/null || echo '/.third_party/' >>"$(git rev-parse --git-path info/exclude)"

@@ -1,5 +1,10 @@
 #include "fhr/compiler/output.hpp"
 
+#include "fhr/compiler/diagnostic_output.hpp"
+
+#include <algorithm>
+#include <iterator>
+
 namespace fhr {
 
 namespace {
@@ -13,27 +18,6 @@ void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
       const SourceSpan &span = unit.steps[*unit.failure].span;
       f(report, unit, span.line, span.column);
     }
-}
-
-/// GitHub workflow commands need %, CR and LF escaped in the message, and
-/// also ',' and ':' in properties.
-std::string github_escape(const std::string &text, bool property) {
-  std::string out;
-  for (char c : text) {
-    if (c == '%')
-      out += "%25";
-    else if (c == '\r')
-      out += "%0D";
-    else if (c == '\n')
-      out += "%0A";
-    else if (property && c == ':')
-      out += "%3A";
-    else if (property && c == ',')
-      out += "%2C";
-    else
-      out += c;
-  }
-  return out;
 }
 
 } // namespace
@@ -54,30 +38,50 @@ void print_check_github(llvm::raw_ostream &os, const std::vector<FileReport> &re
       });
 }
 
-nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports, const std::string &version) {
+nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports,
+                                   const DiagnosticInputs &diagnostics, const std::string &version) {
   using json = nlohmann::ordered_json;
-  json results = json::array();
-  for_each_failure(reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line,
-                                unsigned column) {
+  // Rules: the simulator's error classes, then every diagnostic code.
+  const ErrorClass classes[] = {ErrorClass::Budget, ErrorClass::Handle,    ErrorClass::Unavailable,
+                                ErrorClass::InUse,  ErrorClass::Ownership, ErrorClass::InvalidArgument};
+  json rules = json::array();
+  for (ErrorClass error : classes) {
+    const std::string text = std::string(error_class_name(error)) + " predicted by the residency simulator";
+    rules.push_back(json{{"id", "fhr/" + std::string(error_class_id(error))},
+                         {"shortDescription", json{{"text", text}}},
+                         {"fullDescription", json{{"text", text + " (docs/semantics.md gives the rules)"}}},
+                         {"helpUri", docs_uri("explain.md")},
+                         {"defaultConfiguration", json{{"level", "error"}}}});
+  }
+  const std::size_t diagnostic_rules_offset = rules.size();
+  for (json &rule : sarif::diagnostic_rules())
+    rules.push_back(std::move(rule));
+  json results = sarif::diagnostic_results(diagnostics, diagnostic_rules_offset);
+  for_each_failure(reports, [&](const FileReport &report, const ReportUnit &unit, unsigned, unsigned) {
     const ReportStep &step = unit.steps[*unit.failure];
+    const auto index = static_cast<std::size_t>(
+        std::find(std::begin(classes), std::end(classes), step.error) - std::begin(classes));
     json result;
     result["ruleId"] = "fhr/" + std::string(error_class_id(step.error));
+    if (index < std::size(classes)) result["ruleIndex"] = index;
     result["level"] = "error";
     result["message"] = json{{"text", failure_summary(unit)}};
     result["locations"] = json::array(
-        {json{{"physicalLocation", json{{"artifactLocation", json{{"uri", report.file}}},
-                                        {"region", json{{"startLine", line}, {"startColumn", column}}}}}}});
+        {json{{"physicalLocation", json{{"artifactLocation", sarif::artifact_location(report.file)},
+                                        {"region", sarif::region(step.span, unit.failure_excerpt)}}}}});
+    result["partialFingerprints"] =
+        json{{"fhrFailure/v1",
+              sarif::fingerprint({std::string(error_class_id(step.error)), unit.name, step.text})}};
     results.push_back(std::move(result));
   });
-  json rules = json::array();
-  for (ErrorClass error : {ErrorClass::Budget, ErrorClass::Handle, ErrorClass::Unavailable, ErrorClass::InUse,
-                           ErrorClass::Ownership, ErrorClass::InvalidArgument}) {
-    rules.push_back(json{{"id", "fhr/" + std::string(error_class_id(error))},
-                         {"shortDescription", json{{"text", std::string(error_class_name(error)) +
-                                                                " predicted by the residency simulator"}}}});
-  }
   json run;
   run["tool"] = json{{"driver", json{{"name", "fhr-plan"}, {"version", version}, {"rules", rules}}}};
+  json invocation{{"executionSuccessful", !diagnostics.has_errors()}};
+  if (!diagnostics.unlocated.empty())
+    invocation["toolExecutionNotifications"] = sarif::notifications(diagnostics, diagnostic_rules_offset);
+  run["invocations"] = json::array({std::move(invocation)});
+  run["originalUriBaseIds"] = sarif::original_uri_base_ids();
+  run["columnKind"] = "unicodeCodePoints";
   run["results"] = std::move(results);
   json log;
   log["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";

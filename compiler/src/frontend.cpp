@@ -12,14 +12,15 @@ namespace fhr {
 
 namespace {
 
-llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef path) {
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read_input(llvm::StringRef path,
+                                                               llvm::StringRef stdin_name = "<stdin>") {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return llvm::createStringError(buffer.getError(), "[%s] cannot read '%s': %s",
                                    diag_code_text(DiagCode::UnreadableFile).data(), path.str().c_str(),
                                    buffer.getError().message().c_str());
-  if (path == "-") return llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), "<stdin>");
+  if (path == "-") return llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), stdin_name);
   return std::move(*buffer);
 }
 
@@ -34,10 +35,10 @@ llvm::Expected<bytecode::Module> load_bytes(llvm::StringRef bytes, llvm::StringR
 }
 
 /// Parse, sema and, without errors, lowering and verification.
-CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer) {
+CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer, const CompileOptions &options) {
   CompiledFile compiled;
   compiled.name = buffer->getBufferIdentifier().str();
-  compiled.source = std::make_unique<SourceFile>(std::move(buffer));
+  compiled.source = std::make_unique<SourceFile>(std::move(buffer), options.diagnostics);
   compiled.syntax = parse(*compiled.source);
   compiled.module = analyze(compiled.syntax, *compiled.source);
   if (!compiled.ok()) return compiled;
@@ -85,15 +86,79 @@ llvm::Expected<CompiledFile> compile_module_bytes(llvm::StringRef bytes, llvm::S
   return compiled;
 }
 
-llvm::Expected<CompiledFile> compile_file(llvm::StringRef path) {
-  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path);
+llvm::Expected<CompiledFile> compile_file(llvm::StringRef path, const CompileOptions &options) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = read_input(path, options.stdin_name);
   if (!buffer) return buffer.takeError();
-  if (!is_module((*buffer)->getBuffer())) return compile_buffer(std::move(*buffer));
+  if (!is_module((*buffer)->getBuffer())) return compile_buffer(std::move(*buffer), options);
   return compile_module_bytes((*buffer)->getBuffer(), (*buffer)->getBufferIdentifier());
 }
 
-CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name) {
-  return compile_buffer(llvm::MemoryBuffer::getMemBufferCopy(text, name));
+CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name, const CompileOptions &options) {
+  return compile_buffer(llvm::MemoryBuffer::getMemBufferCopy(text, name), options);
+}
+
+InputDiagnostic input_diagnostic(std::string file, llvm::Error error) {
+  InputDiagnostic diagnostic;
+  diagnostic.file = std::move(file);
+  diagnostic.message = llvm::toString(std::move(error));
+  llvm::StringRef text = diagnostic.message;
+  // Messages of the front end start with their code: "[E0015] cannot read ...".
+  if (text.startswith("[") && text.size() > 7 && text[6] == ']')
+    if (std::optional<DiagCode> code = find_diag_code(text.substr(1, 5))) {
+      diagnostic.code = *code;
+      diagnostic.message = text.substr(7).ltrim().str();
+    }
+  return diagnostic;
+}
+
+ParsedOverrides parse_budget_overrides(const std::vector<std::string> &texts,
+                                       const DiagnosticOptions &options) {
+  ParsedOverrides parsed;
+  auto warn = [&](DiagCode code, std::string message) {
+    if (!options.enabled(code)) return;
+    const bool error = options.is_error(code);
+    if (error) message += " [-Werror=" + warning_flag(code).str() + "]";
+    parsed.diagnostics.push_back({"", code, error ? Severity::Error : Severity::Warning, std::move(message)});
+  };
+  for (const std::string &text : texts) {
+    llvm::Expected<BudgetOverride> override = parse_budget_override(text);
+    if (!override) {
+      parsed.diagnostics.push_back(input_diagnostic("", override.takeError()));
+      continue;
+    }
+    const llvm::StringRef size = llvm::StringRef(text).split('=').second;
+    if (override->budget_bytes != 0 && size.find_first_of("BKMGT") == llvm::StringRef::npos)
+      warn(DiagCode::BareSize, "--budget " + text + ": a size without a unit is bytes; write '" +
+                                   size.trim().str() + " B' if bytes are meant, or give a unit such as '" +
+                                   size.trim().str() + "GiB'");
+    for (std::size_t i = 0; i < parsed.overrides.size(); ++i)
+      if (parsed.overrides[i].location == override->location)
+        warn(DiagCode::RepeatedOverride, "--budget " + text + " replaces --budget " + parsed.texts[i] +
+                                             ": for one location the last --budget applies");
+    parsed.overrides.push_back(*override);
+    parsed.texts.push_back(text);
+  }
+  return parsed;
+}
+
+void check_overrides(CompiledFile &file, const ParsedOverrides &overrides) {
+  if (!file.module.device_count) return;
+  const unsigned devices = *file.module.device_count;
+  ast::Span declared{0, 0};
+  for (const ast::Stmt &s : file.syntax.statements)
+    if (s.kind == ast::StmtKind::Devices) declared = s.span;
+  for (std::size_t i = 0; i < overrides.overrides.size(); ++i) {
+    const Location at = overrides.overrides[i].location;
+    if (!at.is_cuda() || at.device() < devices) continue;
+    file.source->report(DiagCode::OverrideUnavailableDevice,
+                        "--budget " + overrides.texts[i] + " names " + at.name() +
+                            ", but this file declares " + std::to_string(devices) +
+                            (devices == 1 ? " device" : " devices"),
+                        declared,
+                        devices == 0   ? "this file declares no CUDA device"
+                        : devices == 1 ? "its only device is cuda:0"
+                                       : "its devices are cuda:0 to cuda:" + std::to_string(devices - 1));
+  }
 }
 
 llvm::Expected<BudgetOverride> parse_budget_override(llvm::StringRef text) {

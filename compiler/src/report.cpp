@@ -288,11 +288,15 @@ private:
 void for_each_unit(const VerifiedModule &module, const Analysis &analysis, ReportDetail detail,
                    const std::function<void(const ReportUnit &)> &sink) {
   Builder builder(module, detail);
-  if (analysis.setup.failed_step) sink(builder.setup(analysis.setup));
+  auto emit = [&](ReportUnit unit) {
+    if (unit.failure) unit.failure_excerpt = module.spans.excerpt(unit.steps[*unit.failure].instruction);
+    sink(unit);
+  };
+  if (analysis.setup.failed_step) emit(builder.setup(analysis.setup));
   for (const PlanExplanation &plan : analysis.plans)
-    sink(builder.plan(plan));
+    emit(builder.plan(plan));
   for (const ProgramReport &program : analysis.programs)
-    sink(builder.program(program));
+    emit(builder.program(program));
 }
 
 FileReport build_report(const VerifiedModule &module, const Analysis &analysis, ReportDetail detail) {

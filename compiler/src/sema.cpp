@@ -17,12 +17,27 @@ struct ValueName {
   ValueId first = 0;
   std::uint32_t count = 1;
   bool family = false;
+  ast::Span span; ///< the declaration, for "first declared here"
 };
 
 /// A named lease, hold or reservation created in setup.
 struct LifetimeName {
   std::uint32_t step = 0;
   bool released = false;
+  ast::Span span;
+};
+
+/// A constant and where it is declared.
+struct ConstName {
+  std::uint64_t value = 0;
+  ast::Span span;
+};
+
+/// A loop variable in scope: its name, current value and its loop.
+struct LoopVariable {
+  std::string_view name;
+  std::uint64_t value = 0;
+  ast::Span span; ///< the variable's name in the `for`
 };
 
 class Analyzer {
@@ -32,13 +47,14 @@ public:
   ir::Module run() {
     // Plans are collected before programs so that a program may run a plan
     // declared after it; everything else takes effect in file order.
-    for (ast::StmtId id : file_.top_level)
+    for (ast::StmtId id : file_.top_level) {
+      if (source_.stopped()) break;
       top_statement(id);
-    for (const auto &[program, loop_scope] : deferred_programs_) {
-      loops_ = loop_scope;
-      this->program(program);
     }
+    run_deferred_programs();
     loops_.clear();
+    check_device_budgets();
+    check_unused_plans();
     return std::move(module_);
   }
 
@@ -51,6 +67,31 @@ private:
   }
   void error(DiagCode code, std::string message, ast::Span span, std::string hint = {}) {
     source_.report(code, std::move(message), span, std::move(hint));
+  }
+  /// An error with a note at another place ("first declared here").
+  void error_with_note(DiagCode code, std::string message, ast::Span span, ast::Span note_span,
+                       std::string note, std::string hint = {}) {
+    Diagnostic diagnostic;
+    diagnostic.code = code;
+    diagnostic.message = std::move(message);
+    diagnostic.span = span;
+    diagnostic.hint = std::move(hint);
+    diagnostic.notes.push_back({note_span, std::move(note)});
+    source_.report(std::move(diagnostic));
+  }
+  void warning(DiagCode code, std::string message, ast::Span span, std::string hint = {},
+               std::optional<FixIt> fix = std::nullopt) {
+    Diagnostic diagnostic;
+    diagnostic.code = code;
+    diagnostic.severity = Severity::Warning;
+    diagnostic.message = std::move(message);
+    diagnostic.span = span;
+    diagnostic.hint = std::move(hint);
+    diagnostic.fix = std::move(fix);
+    source_.report(std::move(diagnostic));
+  }
+  std::string_view source_text(ast::Span span) const {
+    return std::string_view(source_.text()).substr(span.begin, span.end - span.begin);
   }
   /// Counts `items` more values and unrolled statements against the limit.
   bool count_expansion(ast::Span span, std::uint64_t items = 1) {
@@ -67,6 +108,11 @@ private:
   // ---- names -------------------------------------------------------------
   std::optional<std::uint64_t> lookup_number(std::string_view name, ast::Span span);
   bool declare_global(std::string_view name, ast::Span span);
+  /// Where `name` is declared (a value or constant anywhere in the file,
+  /// loops included), for "declared later" notes.
+  std::optional<ast::Span> declaration_of(std::string_view name);
+  void unknown_name(std::string message, std::string_view name, ast::Span span,
+                    const std::vector<std::string> &candidates);
   std::vector<std::string> number_names() const;
   std::vector<std::string> value_names() const;
 
@@ -81,6 +127,16 @@ private:
   void action_items(std::span<const ast::StmtId> items, ir::ActionList &out);
   template <typename F>
   void for_each_iteration(const ast::Stmt &s, F &&body);
+  /// Adds "in the iteration i = K" to the errors reported since `reported`.
+  void note_iteration(std::size_t reported, const ast::Stmt &s, std::uint64_t i, std::uint64_t first,
+                      std::uint64_t last);
+
+  // ---- warnings ----------------------------------------------------------------
+  /// W0001: a size written as a bare number of bytes.
+  void check_size_unit(ast::ExprId root);
+  void check_device_budgets();
+  void check_unused_plans();
+  void run_deferred_programs();
 
   // ---- statements ------------------------------------------------------------
   void top_statement(ast::StmtId id);
@@ -98,13 +154,18 @@ private:
   const ast::File &file_;
   SourceFile &source_;
   ir::Module module_;
-  llvm::StringMap<std::uint64_t> consts_;
+  llvm::StringMap<ConstName> consts_;
   llvm::StringMap<ValueName> values_;
   llvm::StringMap<std::uint32_t> plans_;
   llvm::StringMap<LifetimeName> lifetimes_;
-  std::vector<std::pair<std::string_view, std::uint64_t>> loops_;
-  std::vector<std::pair<ast::StmtId, std::vector<std::pair<std::string_view, std::uint64_t>>>>
-      deferred_programs_;
+  std::vector<LoopVariable> loops_;
+  std::vector<std::pair<ast::StmtId, std::vector<LoopVariable>>> deferred_programs_;
+  /// Every value and constant declaration of the file, built on the first
+  /// unknown name.
+  std::optional<llvm::StringMap<ast::Span>> declarations_;
+  std::vector<ast::Span> budget_statement_spans_ = std::vector<ast::Span>(Location::kCount);
+  ast::Span devices_span_;
+  llvm::DenseMap<std::uint32_t, bool> plan_used_;
   std::vector<bool> budgeted_ = std::vector<bool>(Location::kCount, false);
   std::uint64_t expanded_ = 0;
   bool expansion_reported_ = false;
@@ -115,8 +176,8 @@ std::vector<std::string> Analyzer::number_names() const {
   std::vector<std::string> names;
   for (const auto &entry : consts_)
     names.push_back(entry.getKey().str());
-  for (const auto &[name, value] : loops_)
-    names.emplace_back(name);
+  for (const LoopVariable &loop : loops_)
+    names.emplace_back(loop.name);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -131,16 +192,42 @@ std::vector<std::string> Analyzer::value_names() const {
 
 std::optional<std::uint64_t> Analyzer::lookup_number(std::string_view name, ast::Span span) {
   for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
-    if (it->first == name) return it->second;
-  if (auto it = consts_.find(name); it != consts_.end()) return it->second;
+    if (it->name == name) return it->value;
+  if (auto it = consts_.find(name); it != consts_.end()) return it->second.value;
   if (values_.count(name) || plans_.count(name)) {
     error(DiagCode::NameIsNotANumber, "'" + std::string(name) + "' is a value, not a number", span);
     return std::nullopt;
   }
-  std::string suggestion = closest_match(name, number_names());
-  error(DiagCode::UnknownName, "unknown name '" + std::string(name) + "'", span,
-        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  unknown_name("unknown name '" + std::string(name) + "'", name, span, number_names());
   return std::nullopt;
+}
+
+std::optional<ast::Span> Analyzer::declaration_of(std::string_view name) {
+  if (!declarations_) {
+    declarations_.emplace();
+    for (const ast::Stmt &s : file_.statements)
+      if ((s.kind == StmtKind::Value || s.kind == StmtKind::Const) && !s.name.empty())
+        declarations_->try_emplace(s.name, s.name_span);
+  }
+  auto it = declarations_->find(name);
+  if (it == declarations_->end()) return std::nullopt;
+  return it->second;
+}
+
+void Analyzer::unknown_name(std::string message, std::string_view name, ast::Span span,
+                            const std::vector<std::string> &candidates) {
+  Diagnostic diagnostic;
+  diagnostic.code = DiagCode::UnknownName;
+  diagnostic.message = std::move(message);
+  diagnostic.span = span;
+  if (std::optional<ast::Span> declared = declaration_of(name); declared && declared->begin > span.begin) {
+    diagnostic.message += ": it is declared later";
+    diagnostic.notes.push_back({*declared, "'" + std::string(name) + "' is declared here"});
+    diagnostic.hint = "declarations take effect in file order: move it before its first use";
+  } else if (std::string suggestion = closest_match(name, candidates); !suggestion.empty()) {
+    diagnostic.hint = "did you mean '" + suggestion + "'?";
+  }
+  source_.report(std::move(diagnostic));
 }
 
 std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
@@ -159,6 +246,12 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
     if (e.kind == ExprKind::Number) {
       if (e.number_overflow) {
         error(DiagCode::SizeOverflow, "size does not fit in 64 bits", e.span);
+        results.push_back(std::nullopt);
+      } else if (e.number_inexact) {
+        error(DiagCode::FractionalBytes,
+              "'" + std::string(source_text(e.span)) + "' is not a whole number of bytes (between " +
+                  std::to_string(e.number) + " B and " + std::to_string(e.number + 1) + " B)",
+              e.span, "write a whole number of bytes, for example '" + std::to_string(e.number) + " B'");
         results.push_back(std::nullopt);
       } else {
         results.push_back(e.number);
@@ -217,11 +310,20 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
 }
 
 bool Analyzer::declare_global(std::string_view name, ast::Span span) {
-  const bool taken =
-      consts_.count(name) || values_.count(name) ||
-      std::any_of(loops_.begin(), loops_.end(), [&](const auto &loop) { return loop.first == name; });
-  if (taken) error(DiagCode::DuplicateName, "'" + std::string(name) + "' is already declared", span);
-  return !taken;
+  std::optional<ast::Span> first;
+  if (auto it = consts_.find(name); it != consts_.end()) first = it->second.span;
+  if (auto it = values_.find(name); it != values_.end()) first = it->second.span;
+  for (const LoopVariable &loop : loops_)
+    if (loop.name == name) first = loop.span;
+  if (!first) return true;
+  if (first->begin == span.begin)
+    error(DiagCode::DuplicateName,
+          "'" + std::string(name) + "' is declared again by the next iteration of its loop", span,
+          "a declaration inside a loop runs once per iteration: move it out of the loop");
+  else
+    error_with_note(DiagCode::DuplicateName, "'" + std::string(name) + "' is already declared", span, *first,
+                    "first declared here");
+  return false;
 }
 
 std::optional<Location> Analyzer::location(const ast::LocationRef &ref) {
@@ -267,15 +369,23 @@ std::optional<std::string> Analyzer::text(const ast::Stmt &s) {
     }
     bool found = false;
     for (auto it = loops_.rbegin(); it != loops_.rend() && !found; ++it)
-      if (it->first == name) {
-        out += std::to_string(it->second);
+      if (it->name == name) {
+        out += std::to_string(it->value);
         found = true;
       }
     if (!found)
       if (auto it = consts_.find(name); it != consts_.end()) {
-        out += std::to_string(it->second);
+        out += std::to_string(it->second.value);
         found = true;
       }
+    const bool is_name = llvm::all_of(name, [](char ch) { return llvm::isAlnum(ch) || ch == '_'; }) &&
+                         !llvm::isDigit(name.front());
+    if (!found && !is_name) {
+      error(DiagCode::BadInterpolation,
+            "only names can be interpolated: '{" + std::string(name) + "}' is an expression", span,
+            "declare a constant for it (const last = ...) and write {last}");
+      return std::nullopt;
+    }
     if (!found) {
       std::string suggestion = closest_match(name, number_names());
       error(DiagCode::BadInterpolation, "unknown name '" + std::string(name) + "' in '{...}'", span,
@@ -298,9 +408,9 @@ std::optional<std::uint64_t> Analyzer::index_value(ast::ExprId expression) {
 bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, std::uint32_t &count) {
   auto it = values_.find(operand.name);
   if (it == values_.end()) {
-    std::string suggestion = closest_match(operand.name, value_names());
-    error(DiagCode::UnknownName, "unknown value '" + std::string(operand.name) + "'", operand.span,
-          suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    const ast::Span name_span{operand.span.begin,
+                              operand.span.begin + static_cast<std::uint32_t>(operand.name.size())};
+    unknown_name("unknown value '" + std::string(operand.name) + "'", operand.name, name_span, value_names());
     return false;
   }
   const ValueName &value = it->second;
@@ -403,19 +513,140 @@ void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
   std::optional<std::uint64_t> first = evaluate(s.exprs[0]);
   std::optional<std::uint64_t> last = evaluate(s.exprs[1]);
   if (!first || !last) return;
-  if (values_.count(s.name) || consts_.count(s.name) ||
-      std::any_of(loops_.begin(), loops_.end(), [&](const auto &l) { return l.first == s.name; })) {
-    error(DiagCode::DuplicateName, "loop variable '" + std::string(s.name) + "' hides another name",
-          s.name_span);
+  for (const LoopVariable &loop : loops_)
+    if (loop.name == s.name) {
+      error_with_note(DiagCode::DuplicateName,
+                      "loop variable '" + std::string(s.name) + "' hides another name", s.name_span,
+                      loop.span, "the outer loop's variable");
+      return;
+    }
+  if (values_.count(s.name) || consts_.count(s.name)) {
+    const ast::Span other = values_.count(s.name) ? values_[s.name].span : consts_[s.name].span;
+    error_with_note(DiagCode::DuplicateName, "loop variable '" + std::string(s.name) + "' hides another name",
+                    s.name_span, other, "first declared here");
     return;
   }
-  loops_.emplace_back(s.name, 0);
+  const ast::Span range{file_.exprs[s.exprs[0]].span.begin, file_.exprs[s.exprs[1]].span.end};
+  if (*first > *last) {
+    const std::string low(source_text(file_.exprs[s.exprs[1]].span)),
+        high(source_text(file_.exprs[s.exprs[0]].span));
+    warning(DiagCode::EmptyLoop,
+            "the range " + std::to_string(*first) + ".." + std::to_string(*last) +
+                " is reversed: the loop runs no iteration",
+            range,
+            "ranges count up and exclude the end: write '" + low + ".." + high + "' to count from " + low,
+            FixIt{range, low + ".." + high});
+    return;
+  }
+  loops_.push_back({s.name, 0, s.name_span});
   for (std::uint64_t i = *first; i < *last; ++i) {
-    if (!count_expansion(s.span)) break;
-    loops_.back().second = i;
+    if (!count_expansion(s.span) || source_.stopped()) break;
+    loops_.back().value = i;
+    const std::size_t reported = source_.diagnostics().size();
+    const unsigned errors = source_.error_count();
     body();
+    if (source_.error_count() == errors) continue;
+    // The loop stops at its first error: later iterations would repeat it
+    // or fail for the same reason, and a long loop would flood the output.
+    note_iteration(reported, s, i, *first, *last);
+    break;
   }
   loops_.pop_back();
+}
+
+void Analyzer::note_iteration(std::size_t reported, const ast::Stmt &s, std::uint64_t i, std::uint64_t first,
+                              std::uint64_t last) {
+  std::string note = "in the iteration " + std::string(s.name) + " = " + std::to_string(i) + " of " +
+                     std::to_string(first) + ".." + std::to_string(last);
+  if (i + 1 < last)
+    note += "; the loop stops here, " + std::to_string(last - i - 1) + " iterations unchecked";
+  source_.add_note_to_errors_since(reported, {s.name_span, std::move(note)});
+}
+
+void Analyzer::check_size_unit(ast::ExprId root) {
+  // A size with a unit or a name somewhere is deliberate; only unitless
+  // literal arithmetic (`budget cuda:0 40`) is likely a missing unit.
+  std::vector<ast::ExprId> work{root};
+  bool single_literal = true;
+  while (!work.empty()) {
+    const ast::Expr &e = file_.exprs[work.back()];
+    work.pop_back();
+    if (e.kind == ExprKind::Name || (e.kind == ExprKind::Number && e.has_unit)) return;
+    if (e.kind != ExprKind::Number) {
+      single_literal = false;
+      work.push_back(e.lhs);
+      work.push_back(e.rhs);
+    }
+  }
+  const ast::Expr &e = file_.exprs[root];
+  std::optional<std::uint64_t> value = e.kind == ExprKind::Number ? std::optional(e.number) : std::nullopt;
+  if (value == 0u) return; // zero bytes is zero in any unit
+  const std::string text(source_text(e.span));
+  if (single_literal && !e.parenthesized)
+    warning(DiagCode::BareSize, "a size without a unit is bytes: '" + text + "' means " + text + " B", e.span,
+            "write '" + text + " B' if bytes are meant, or give a unit such as '" + text + " GiB'",
+            FixIt{e.span, text + " B"});
+  else
+    warning(DiagCode::BareSize, "a size without a unit is bytes: '" + text + "' has no unit", e.span,
+            "give one of its numbers a unit ('B' if bytes are meant)");
+}
+
+void Analyzer::check_device_budgets() {
+  if (!module_.device_count) return;
+  for (std::size_t i = 0; i < module_.budgets.size(); ++i) {
+    const Location at = module_.budgets[i].first;
+    if (!at.is_cuda() || at.device() < *module_.device_count) continue;
+    Diagnostic diagnostic;
+    diagnostic.code = DiagCode::UndeclaredDeviceBudget;
+    diagnostic.message = "'" + at.name() + "' is not one of the " + std::to_string(*module_.device_count) +
+                         " devices this file declares: a manager for it cannot be built";
+    diagnostic.span = module_.budget_spans[i];
+    diagnostic.notes.push_back({devices_span_, "the machine's devices are declared here"});
+    source_.report(std::move(diagnostic));
+  }
+}
+
+void Analyzer::check_unused_plans() {
+  // Plans are checked on their own as well; in a file with programs, a
+  // plan that none of them runs is usually a misspelt or forgotten run.
+  if (module_.programs.empty() || source_.has_errors()) return;
+  std::vector<std::pair<ast::Span, std::vector<std::string>>> unused; // by declaration (loops share one)
+  for (std::uint32_t i = 0; i < module_.plans.size(); ++i) {
+    if (plan_used_.count(i)) continue;
+    const ir::Plan &plan = module_.plans[i];
+    if (unused.empty() || unused.back().first.begin != plan.span.begin) unused.push_back({plan.span, {}});
+    unused.back().second.push_back(plan.name);
+  }
+  for (const auto &[span, names] : unused) {
+    std::string message = names.size() == 1
+                              ? "plan \"" + names[0] + "\" is not run by any program"
+                              : std::to_string(names.size()) +
+                                    " plans declared here are not run by any program (\"" + names[0] +
+                                    "\", \"" + names[1] + "\"" + (names.size() > 2 ? ", ..." : "") + ")";
+    warning(DiagCode::UnusedPlan, std::move(message), span,
+            "programs are checked as one run; add 'run \"NAME\"' to a program, or remove the plan");
+  }
+}
+
+void Analyzer::run_deferred_programs() {
+  // A program inside a loop is one program per iteration; the first that
+  // has an error stops the others of the same declaration, as a loop
+  // stops at its first error.
+  ast::StmtId failed = ast::kNone;
+  for (const auto &[program, loop_scope] : deferred_programs_) {
+    if (source_.stopped()) break;
+    if (program == failed) continue;
+    loops_ = loop_scope;
+    const std::size_t reported = source_.diagnostics().size();
+    const unsigned errors = source_.error_count();
+    this->program(program);
+    if (source_.error_count() == errors || loops_.empty()) continue;
+    failed = program;
+    const LoopVariable &loop = loops_.back();
+    source_.add_note_to_errors_since(
+        reported, {loop.span, "in the program of the iteration " + std::string(loop.name) + " = " +
+                                  std::to_string(loop.value) + "; later iterations are not checked"});
+  }
 }
 
 void Analyzer::action_items(std::span<const ast::StmtId> items, ir::ActionList &out) {
@@ -435,7 +666,7 @@ void Analyzer::top_statement(ast::StmtId id) {
   switch (s.kind) {
   case StmtKind::Const: {
     std::optional<std::uint64_t> value = evaluate(s.exprs[0]);
-    if (declare_global(s.name, s.name_span) && value) consts_[s.name] = *value;
+    if (declare_global(s.name, s.name_span) && value) consts_[s.name] = ConstName{*value, s.name_span};
     break;
   }
   case StmtKind::Budget:
@@ -445,13 +676,16 @@ void Analyzer::top_statement(ast::StmtId id) {
     if (s.kind == StmtKind::Budget) {
       budget = evaluate(s.exprs[0]);
       if (!budget) break;
+      check_size_unit(s.exprs[0]);
     }
     if (!at) break;
     if (budgeted_[at->index()]) {
-      error(DiagCode::DuplicateBudget, "location '" + at->name() + "' is already declared", s.span);
+      error_with_note(DiagCode::DuplicateBudget, "location '" + at->name() + "' is already declared", s.span,
+                      budget_statement_spans_[at->index()], "first declared here");
       break;
     }
     budgeted_[at->index()] = true;
+    budget_statement_spans_[at->index()] = s.span;
     module_.budgets.emplace_back(*at, budget);
     module_.budget_spans.push_back(s.span);
     break;
@@ -460,11 +694,13 @@ void Analyzer::top_statement(ast::StmtId id) {
     std::optional<std::uint64_t> count = evaluate(s.exprs[0]);
     if (!count) break;
     if (module_.device_count) {
-      error(DiagCode::DuplicateName, "'devices' is already declared", s.span);
+      error_with_note(DiagCode::DuplicateName, "'devices' is already declared", s.span, devices_span_,
+                      "first declared here");
     } else if (*count > Location::kMaxCudaDevices) {
       error(DiagCode::DeviceCount, "devices must be between 0 and 128", s.span);
     } else {
       module_.device_count = static_cast<unsigned>(*count);
+      devices_span_ = s.span;
     }
     break;
   }
@@ -530,6 +766,7 @@ void Analyzer::lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep>
   if (s.kind == StmtKind::Reserve) {
     step.kind = ir::SetupKind::Reserve;
     std::optional<std::uint64_t> nbytes = evaluate(s.exprs[0]);
+    if (nbytes) check_size_unit(s.exprs[0]);
     std::optional<std::string> label = text(s);
     ok = ok && nbytes && label;
     if (label && label->find_first_not_of(" \t\n") == std::string::npos) {
@@ -549,10 +786,11 @@ void Analyzer::lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep>
   step.location = *at;
   if (!s.alias.empty()) {
     if (lifetimes_.count(s.alias) && !lifetimes_[s.alias].released) {
-      error(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime", s.alias_span);
+      error_with_note(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime",
+                      s.alias_span, lifetimes_[s.alias].span, "first named here");
       return;
     }
-    lifetimes_[s.alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false};
+    lifetimes_[s.alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false, s.alias_span};
     step.alias = std::string(s.alias);
   }
   out.push_back(std::move(step));
@@ -573,6 +811,8 @@ void Analyzer::value(const ast::Stmt &s) {
   std::optional<std::uint64_t> storage = s.exprs[2] != ast::kNone ? evaluate(s.exprs[2]) : logical;
   std::optional<Location> at = location(s.locations[0]);
   if (!logical || !storage || !at) return;
+  check_size_unit(s.exprs[1]);
+  if (s.exprs[2] != ast::kNone) check_size_unit(s.exprs[2]);
   if (*storage < *logical) {
     error(DiagCode::StorageBelowLogical,
           "storage (" + std::to_string(*storage) + " B) is smaller than the value's size (" +
@@ -595,7 +835,7 @@ void Analyzer::value(const ast::Stmt &s) {
   spec.replica_mode = s.replicable ? ReplicaMode::Replicable : ReplicaMode::Exclusive;
   spec.recoverability = s.source_placement ? Recoverability::Reconstructible : Recoverability::MustPreserve;
   const auto first = static_cast<ValueId>(module_.values.size());
-  values_[s.name] = ValueName{first, static_cast<std::uint32_t>(count), s.family};
+  values_[s.name] = ValueName{first, static_cast<std::uint32_t>(count), s.family, s.name_span};
   const auto family = s.family ? static_cast<std::uint32_t>(module_.families.size()) : ir::kNoFamily;
   if (s.family)
     module_.families.push_back(ir::Family{std::string(s.name), first, static_cast<std::uint32_t>(count)});
@@ -623,8 +863,15 @@ void Analyzer::plan(const ast::Stmt &s) {
     error(DiagCode::EmptyPlanName, "a plan needs a non-blank name", s.text_span);
     return;
   }
-  if (plans_.count(*name)) {
-    error(DiagCode::DuplicatePlan, "plan \"" + *name + "\" is already declared", s.text_span);
+  if (auto previous = plans_.find(*name); previous != plans_.end()) {
+    const ast::Span first = module_.plans[previous->second].span;
+    if (first.begin == s.text_span.begin)
+      error(DiagCode::DuplicatePlan,
+            "plan \"" + *name + "\" is declared again by the next iteration of its loop", s.text_span,
+            "interpolate the loop variable into the name, as in \"" + *name + "-{i}\"");
+    else
+      error_with_note(DiagCode::DuplicatePlan, "plan \"" + *name + "\" is already declared", s.text_span,
+                      first, "first declared here");
     return;
   }
   ir::Plan plan;
@@ -679,6 +926,7 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
     case StmtKind::Run: {
       std::optional<std::uint32_t> plan = plan_named(s);
       if (!plan) continue;
+      plan_used_[*plan] = true;
       item.kind = s.kind == StmtKind::Scope ? ir::ProgramItemKind::Scope : ir::ProgramItemKind::Run;
       item.plan = *plan;
       if (s.kind == StmtKind::Scope) program_items(children(s), item.body);

@@ -4,6 +4,8 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <algorithm>
+#include <optional>
 #include <type_traits>
 
 namespace fhr {
@@ -29,6 +31,27 @@ std::string printable(const char *begin, const char *end) {
   return out;
 }
 
+const std::vector<std::string> kStatementKeywords = {
+    "const",   "budget", "location", "devices", "value",   "ensure", "copy",    "move", "drop",
+    "discard", "hold",   "lease",    "reserve", "release", "plan",   "program", "for"};
+const std::vector<std::string> kPlanItems = {"reclaim", "reserve", "enter", "exit"};
+const std::vector<std::string> kActionKeywords = {"ensure", "copy", "move", "drop", "discard", "for"};
+const std::vector<std::string> kProgramItems = {"scope",  "run",  "actions", "acquire", "hold",    "reserve",
+                                                "ensure", "copy", "move",    "drop",    "discard", "for"};
+const std::vector<std::string> kLocationWords = {"pageable", "pinned", "pageable-host", "pinned-host"};
+
+/// "did you mean 'value'?" when `word` is a near miss of one of `candidates`.
+std::string suggest_word(llvm::StringRef word, const std::vector<std::string> &candidates) {
+  if (word.empty() || std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return {};
+  // Keywords are short and typos often swap two letters (`valeu`), which
+  // counts as two edits: allow two for words of four letters or more.
+  const std::string match = closest_match(word, candidates, word.size() >= 4 ? 2 : 1);
+  return match.empty() ? std::string() : "did you mean '" + match + "'?";
+}
+
+/// Thrown when the error limit is reached: parsing stops.
+struct ErrorLimitReached {};
+
 /// Parser state: the statements under construction (a stack, since blocks
 /// nest), the expression stack and the nesting depth.
 class Builder {
@@ -42,6 +65,7 @@ public:
   }
 
   ast::Stmt &top() { return open_.back(); }
+  const char *file_start() const { return base_; }
   ast::File &file() { return file_; }
 
   void open(StmtKind kind, ast::Span keyword) {
@@ -94,9 +118,32 @@ public:
   }
   void leave_nesting() { --depth_; }
 
-  void report(DiagCode code, std::string message, const char *begin, const char *end, std::string hint) {
-    source_.report(code, std::move(message), {offset(begin), offset(end)}, std::move(hint));
+  void report(DiagCode code, std::string message, const char *begin, const char *end, std::string hint,
+              std::vector<DiagnosticNote> notes = {}) {
+    Diagnostic diagnostic;
+    diagnostic.code = code;
+    diagnostic.message = std::move(message);
+    diagnostic.span = {offset(begin), offset(end)};
+    diagnostic.hint = std::move(hint);
+    diagnostic.notes = std::move(notes);
+    source_.report(std::move(diagnostic));
     error_reported_ = true;
+    if (source_.stopped()) throw ErrorLimitReached{};
+  }
+
+  /// A block's `{` was read: the innermost open statement has it.
+  void open_brace(std::uint32_t at) {
+    top().alias_span.begin = at; // blocks take no `as`: see ast::block_braces
+    braces_.push_back(at);
+  }
+  void close_brace(std::uint32_t at) {
+    top().alias_span.end = at;
+    if (!braces_.empty()) braces_.pop_back();
+  }
+  /// The innermost `{` still open, if any.
+  std::optional<std::uint32_t> innermost_brace() const {
+    if (braces_.empty()) return std::nullopt;
+    return braces_.back();
   }
 
   /// After a failed statement: forget what it built, report it if nothing
@@ -111,7 +158,7 @@ public:
              "expected a statement (const, budget, location, devices, value, an action, hold, "
              "lease, reserve, release, plan, program or for), found '" +
                  found + "'",
-             begin, word_end == begin ? begin + 1 : word_end, {});
+             begin, word_end == begin ? begin + 1 : word_end, suggest_word(found, kStatementKeywords));
     }
     error_reported_ = false;
     open_.clear();
@@ -119,6 +166,7 @@ public:
     expressions_.clear();
     device_expression_ = ast::kNone;
     depth_ = 0;
+    braces_.clear();
   }
   void statement_done() { error_reported_ = false; }
 
@@ -140,6 +188,7 @@ private:
   ast::ExprId device_expression_ = ast::kNone;
   unsigned depth_ = 0;
   bool error_reported_ = false;
+  std::vector<std::uint32_t> braces_; ///< unclosed `{` offsets, innermost last
 };
 
 std::string suggest_unit(llvm::StringRef word) {
@@ -324,25 +373,47 @@ struct action<grammar::number> {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
-    std::uint64_t value = 0;
-    bool overflow = false;
     std::string_view text = in.string_view();
     std::size_t i = 0;
+    std::uint64_t value = 0;
+    bool overflow = false;
     for (; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_'); ++i) {
       if (text[i] == '_') continue;
-      const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
-      overflow = overflow || value > (UINT64_MAX - digit) / 10;
-      value = value * 10 + digit;
+      overflow |= __builtin_mul_overflow(value, 10u, &value);
+      overflow |= __builtin_add_overflow(value, static_cast<unsigned>(text[i] - '0'), &value);
     }
+    // A fraction: its digits as an integer `part` over 10^decimals, exact
+    // with 128-bit arithmetic (25 digits; more must be zeros).
+    __extension__ using wide = unsigned __int128;
+    wide part = 0, scale = 1;
+    if (i < text.size() && text[i] == '.')
+      for (++i; i < text.size() && (llvm::isDigit(text[i]) || text[i] == '_'); ++i) {
+        if (text[i] == '_') continue;
+        if (scale >= (wide{1} << 84)) { // part * 2^40 must stay below 2^128
+          expression.number_inexact = expression.number_inexact || text[i] != '0';
+          continue;
+        }
+        part = part * 10 + static_cast<unsigned>(text[i] - '0');
+        scale *= 10;
+      }
     while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
       ++i;
+    std::uint64_t multiplier = 1;
     if (i < text.size()) {
-      const std::uint64_t multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
-      overflow = overflow || (value != 0 && multiplier > UINT64_MAX / value);
-      value *= multiplier;
+      multiplier = unit_multiplier(llvm::StringRef(text.substr(i)));
+      expression.has_unit = true;
     }
-    expression.number = value;
+    overflow |= __builtin_mul_overflow(value, multiplier, &value);
+    if (scale > 1 && !overflow) {
+      const wide part_bytes = part * multiplier; // < 10^36 * 2^40 < 2^128
+      const wide whole_bytes = part_bytes / scale;
+      overflow = whole_bytes > UINT64_MAX - value;
+      value += static_cast<std::uint64_t>(whole_bytes);
+      expression.number_inexact = expression.number_inexact || part_bytes % scale != 0;
+    }
+    expression.number = overflow ? 0 : value;
     expression.number_overflow = overflow;
+    expression.number_inexact = expression.number_inexact && !overflow;
     b.push(expression);
   }
 };
@@ -390,6 +461,7 @@ struct action<grammar::parenthesized> {
     // The inner expression keeps its node; its span grows to cover the parentheses.
     const ast::ExprId inner = b.pop();
     b.file().exprs[inner].span = b.span(in);
+    b.file().exprs[inner].parenthesized = true;
     b.push_id(inner);
   }
 };
@@ -443,6 +515,37 @@ struct action<grammar::replicable_mode> {
   }
 };
 template <>
+struct action<grammar::exclusive_mode> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().exclusive = true;
+  }
+};
+template <>
+struct action<grammar::brace_open> {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.open_brace(b.offset(in.begin()));
+  }
+};
+/// A block's closing `}`.
+struct take_close_brace {
+  template <typename Input>
+  static void apply(const Input &in, Builder &b) {
+    b.close_brace(b.offset(in.begin()));
+  }
+};
+template <>
+struct action<grammar::close_actions> : take_close_brace {};
+template <>
+struct action<grammar::close_plan> : take_close_brace {};
+template <>
+struct action<grammar::close_program> : take_close_brace {};
+template <>
+struct action<grammar::close_top_for> : take_close_brace {};
+template <>
+struct action<grammar::close_step> : take_close_brace {};
+template <>
 struct action<grammar::source_placement> {
   template <typename Input>
   static void apply(const Input &, Builder &b) {
@@ -492,15 +595,52 @@ struct control : tao::pegtl::normal<Rule> {
     const char *end = at;
     while (end < in.end() && !llvm::isSpace(*end) && end - at < 40)
       ++end;
+    const llvm::StringRef found(at, static_cast<std::size_t>(end - at));
     std::string hint;
-    if constexpr (std::is_same_v<Rule, grammar::misspelled_unit>)
-      hint = suggest_unit(llvm::StringRef(at, static_cast<std::size_t>(end - at)));
+    if constexpr (std::is_same_v<Rule, grammar::misspelled_unit>) hint = suggest_unit(found);
+    if constexpr (std::is_same_v<Rule, grammar::close_plan>) {
+      hint = suggest_word(found, kPlanItems);
+      if (std::find(kActionKeywords.begin(), kActionKeywords.end(), found.str()) != kActionKeywords.end())
+        hint = "a plan's actions go inside 'enter { }', 'exit { }' or 'reclaim { }'";
+    }
+    if constexpr (std::is_same_v<Rule, grammar::close_program>) hint = suggest_word(found, kProgramItems);
+    if constexpr (std::is_same_v<Rule, grammar::close_actions>) hint = suggest_word(found, kActionKeywords);
+    if constexpr (std::is_same_v<Rule, grammar::close_top_for>)
+      hint = suggest_word(found, kStatementKeywords);
+    if constexpr (std::is_same_v<Rule, grammar::kw_at>) hint = suggest_word(found, {"at"});
+    if constexpr (std::is_same_v<Rule, grammar::kw_to>) hint = suggest_word(found, {"to"});
+    if constexpr (std::is_same_v<Rule, grammar::kw_in>) hint = suggest_word(found, {"in"});
+    if constexpr (std::is_same_v<Rule, grammar::placement>) hint = suggest_word(found, {"at", "source"});
+    if constexpr (std::is_same_v<Rule, grammar::slot_location<0>> ||
+                  std::is_same_v<Rule, grammar::slot_location<1>>) {
+      llvm::StringRef index = found;
+      if (index.consume_front("cuda") && !index.empty() && llvm::all_of(index, llvm::isDigit))
+        hint = "did you mean 'cuda:" + index.str() + "'?";
+      else
+        hint = suggest_word(found.take_while([](char c) { return llvm::isAlnum(c) || c == '-' || c == '_'; }),
+                            kLocationWords);
+    }
+    std::vector<DiagnosticNote> notes;
+    constexpr bool closes_block =
+        std::is_same_v<Rule, grammar::close_plan> || std::is_same_v<Rule, grammar::close_program> ||
+        std::is_same_v<Rule, grammar::close_actions> || std::is_same_v<Rule, grammar::close_top_for>;
+    if constexpr (closes_block) {
+      // A statement keyword at the start of a line, or the end of the file,
+      // where a block should close: the `}` is probably missing.
+      const bool line_start = at == b.file_start() || at[-1] == '\n';
+      const bool statement = std::find(kStatementKeywords.begin(), kStatementKeywords.end(), found.str()) !=
+                             kStatementKeywords.end();
+      if (std::optional<std::uint32_t> brace = b.innermost_brace();
+          brace && (at == in.end() || (line_start && statement)))
+        notes.push_back({{*brace, *brace + 1}, "unclosed '{' opened here"});
+    }
     std::string message = info::message;
     if (at == in.end())
       message += ", found the end of the file";
     else if (end > at)
       message += ", found '" + printable(at, end) + "'";
-    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end, std::move(hint));
+    b.report(info::code, std::move(message), at, end == at ? at + (at < in.end()) : end, std::move(hint),
+             std::move(notes));
     throw grammar::SyntaxAbort{};
   }
 };
@@ -521,7 +661,11 @@ ast::File parse(SourceFile &source) {
   Builder builder(source, file);
   tao::pegtl::memory_input<tao::pegtl::tracking_mode::lazy, tao::pegtl::eol::lf_crlf> input(
       text.data(), text.size(), source.name().str());
-  tao::pegtl::parse<grammar::file, action, control>(input, builder);
+  try {
+    tao::pegtl::parse<grammar::file, action, control>(input, builder);
+  } catch (const ErrorLimitReached &) {
+    // Stopped at the error limit: the statements read so far are kept.
+  }
   return file;
 }
 
@@ -546,6 +690,8 @@ bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expressi
   try {
     tao::pegtl::parse<standalone_expression, action, control>(input, builder);
   } catch (const grammar::SyntaxAbort &) {
+    return false;
+  } catch (const ErrorLimitReached &) {
     return false;
   }
   expression = builder.top().exprs[0];

@@ -35,6 +35,9 @@ for case in "${cases[@]}"; do
   "$tool" $args <"$stdin" >"$out" 2>"$err"
   code=$?
   set -e
+  # SARIF names the working directory (originalUriBaseIds): the same case
+  # must pass in any checkout.
+  sed -i "s|file://$PWD/|file://@ROOT@/|g" "$out" "$err"
   if [ $update = 1 ]; then
     { echo "args: $args"
       [ "$stdin" = /dev/null ] || echo "stdin: $stdin"

@@ -1,7 +1,7 @@
 """FHElium's logN 16 bootstrap with its evaluation keys managed by fhr (issue #13, part 5).
 
 FHElium is found through FHR_FHELIUM_PATH (a copy with its native operators
-built and installed, see ../shared/third_party/README.md); without it, or
+built and installed, see the README beside FHElium's sources); without it, or
 without a GPU, the script prints why it skipped and exits 0. Nothing of
 FHElium is copied here: the script drives its public engine and bootstrap
 and hooks the two methods of its hybrid key switcher that every key switch

@@ -2,8 +2,10 @@
 /// \file
 /// The verbs of `fhr-plan`, each a thin layer over the compiler library.
 
+#include "fhr/compiler/diagnostic_output.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/report.hpp"
+#include "fhr/compiler/unit_filter.hpp"
 
 #include <cstdint>
 #include <string>
@@ -18,21 +20,49 @@ struct CommonOptions {
   std::vector<std::string> files;
   std::vector<std::string> budget_overrides;
   std::string format;
+  /// Warnings, error limit, the name of standard input.
+  CompileOptions compile;
+  /// `--plan`, `--program` (explain and check).
+  UnitFilter filter;
+  /// `explain --summary`.
+  bool summary = false;
 };
 
-/// Compiles every file, printing diagnostics to stderr. `ok` is false when a
-/// file could not be read or had errors; `overrides` receives the parsed
-/// `--budget` options.
 /// Prints `fhr-plan: error: <message>` to stderr.
 void report_error(llvm::Error error);
 
+/// The files of a command compiled, their diagnostics printed to stderr.
+/// `ok` is false when a file could not be read or had errors; `overrides`
+/// holds the parsed `--budget` options.
 struct LoadedFiles {
   std::vector<CompiledFile> files;
   std::vector<BudgetOverride> overrides;
+  /// Command-line problems and files that could not be read or loaded (the
+  /// machine-readable formats report them beside the files' diagnostics).
+  std::vector<InputDiagnostic> input_diagnostics;
   bool ok = true;
 };
-LoadedFiles load_files(const CommonOptions &options);
+/// Without `print_diagnostics`, a second load of the same files stays quiet.
+LoadedFiles load_files(const CommonOptions &options, bool print_diagnostics = true);
+/// Every diagnostic of `loaded`, for the machine-readable formats.
+DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded);
+/// Prints an unlocated diagnostic: `fhr-plan: error: [E0501] ...`.
+void print_input_diagnostic(const InputDiagnostic &diagnostic);
 
+int run_fmt(const CommonOptions &options, bool check, bool in_place);
+/// Prints the docs/diagnostics.md entry of a code.
+int run_explain_code(const std::string &code);
+
+/// A file without errors interpreted, with the units the command selects.
+struct AnalysedFile {
+  const CompiledFile *file = nullptr;
+  Analysis analysis;
+};
+/// Interprets every file without errors and keeps the units `filter`
+/// selects. A name that selects nothing in any file is an error (E0503):
+/// printed, added to `loaded`'s diagnostics, `loaded.ok` cleared, and
+/// nothing is returned.
+std::vector<AnalysedFile> analyse_selected(LoadedFiles &loaded, const UnitFilter &filter);
 /// Analyses the good files and builds their reports.
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail);
 

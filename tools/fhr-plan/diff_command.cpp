@@ -17,7 +17,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 /// An explain document from a plan file (or module), or from an explain
-/// JSON file (`.json`, schema fhr-explain/1) such as a stored baseline.
+/// JSON file (`.json`, schema fhr-explain/2, or /1 as stored before: their
+/// units are the same) such as a stored baseline.
 std::optional<json> explanation_of(const std::string &path, const CommonOptions &options) {
   if (llvm::StringRef(path).endswith(".json")) {
     llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
@@ -27,8 +28,9 @@ std::optional<json> explanation_of(const std::string &path, const CommonOptions 
       return std::nullopt;
     }
     json document = json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end(), nullptr, false);
+    const std::string schema = document.is_object() ? document.value("schema", std::string()) : std::string();
     if (document.is_discarded() || !document.is_object() ||
-        document.value("schema", std::string()) != kExplainSchema || !document.contains("files")) {
+        (schema != kExplainSchema && schema != "fhr-explain/1") || !document.contains("files")) {
       report_error(llvm::createStringError(std::errc::invalid_argument,
                                            "%s: not an explain document (schema %s)", path.c_str(),
                                            kExplainSchema));

@@ -4,6 +4,9 @@
 
 #include <llvm/Support/WithColor.h>
 
+#include "fhr/compiler/unit_filter.hpp"
+
+#include <algorithm>
 #include <cstdlib>
 
 namespace fhr::cli {
@@ -16,31 +19,46 @@ void report_error(llvm::Error error) {
   llvm::WithColor::error(llvm::errs(), "fhr-plan") << llvm::toString(std::move(error)) << '\n';
 }
 
-LoadedFiles load_files(const CommonOptions &options) {
+void print_input_diagnostic(const InputDiagnostic &diagnostic) {
+  const bool warning = diagnostic.severity == Severity::Warning;
+  (warning ? llvm::WithColor::warning(llvm::errs(), "fhr-plan")
+           : llvm::WithColor::error(llvm::errs(), "fhr-plan"))
+      << "[" << diag_code_text(diagnostic.code) << "] " << diagnostic.message << '\n';
+}
+
+LoadedFiles load_files(const CommonOptions &options, bool print_diagnostics) {
   LoadedFiles loaded;
-  for (const std::string &text : options.budget_overrides) {
-    llvm::Expected<BudgetOverride> parsed = parse_budget_override(text);
-    if (!parsed) {
-      report_error(parsed.takeError());
-      loaded.ok = false;
-      continue;
-    }
-    loaded.overrides.push_back(*parsed);
+  ParsedOverrides overrides = parse_budget_overrides(options.budget_overrides, options.compile.diagnostics);
+  for (InputDiagnostic &diagnostic : overrides.diagnostics) {
+    if (print_diagnostics) print_input_diagnostic(diagnostic);
+    loaded.ok = loaded.ok && diagnostic.severity != Severity::Error;
+    loaded.input_diagnostics.push_back(std::move(diagnostic));
   }
+  loaded.overrides = overrides.overrides;
   for (const std::string &path : options.files) {
-    llvm::Expected<CompiledFile> compiled = compile_file(path);
+    llvm::Expected<CompiledFile> compiled = compile_file(path, options.compile);
     if (!compiled) {
-      report_error(compiled.takeError());
+      loaded.input_diagnostics.push_back(
+          input_diagnostic(path == "-" ? options.compile.stdin_name : path, compiled.takeError()));
+      if (print_diagnostics) print_input_diagnostic(loaded.input_diagnostics.back());
       loaded.ok = false;
       continue;
     }
-    if (!compiled->ok()) {
+    check_overrides(*compiled, overrides);
+    if (print_diagnostics && compiled->source && !compiled->source->diagnostics().empty())
       compiled->source->print(llvm::errs(), stderr_colors());
-      loaded.ok = false;
-    }
+    loaded.ok = loaded.ok && compiled->ok();
     loaded.files.push_back(std::move(*compiled));
   }
   return loaded;
+}
+
+DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded) {
+  DiagnosticInputs inputs;
+  for (const CompiledFile &file : loaded.files)
+    if (file.source) inputs.sources.push_back(file.source.get()); // a module file has no text
+  inputs.unlocated = loaded.input_diagnostics;
+  return inputs;
 }
 
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail) {
@@ -53,23 +71,63 @@ std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail de
   return reports;
 }
 
+std::vector<AnalysedFile> analyse_selected(LoadedFiles &loaded, const UnitFilter &filter) {
+  std::vector<AnalysedFile> analysed;
+  for (const CompiledFile &file : loaded.files)
+    if (file.ok()) analysed.push_back({&file, analyze_module(*file.lowered, loaded.overrides)});
+  if (filter.empty()) return analysed;
+  // A name must select a unit in some file; the suggestion comes from the first.
+  UnitFilter unknown;
+  for (const std::string &name : filter.plans)
+    if (std::none_of(analysed.begin(), analysed.end(), [&](const AnalysedFile &a) {
+          return std::any_of(a.analysis.plans.begin(), a.analysis.plans.end(),
+                             [&](const PlanExplanation &p) { return p.name == name; });
+        }))
+      unknown.plans.push_back(name);
+  for (const std::string &name : filter.programs)
+    if (std::none_of(analysed.begin(), analysed.end(), [&](const AnalysedFile &a) {
+          return std::any_of(a.analysis.programs.begin(), a.analysis.programs.end(),
+                             [&](const ProgramReport &p) { return p.name == name; });
+        }))
+      unknown.programs.push_back(name);
+  if (!unknown.empty()) {
+    const Analysis none;
+    for (const std::string &message :
+         unknown_units(analysed.empty() ? none : analysed.front().analysis, unknown)) {
+      loaded.input_diagnostics.push_back({"", DiagCode::BadOption, Severity::Error, message});
+      print_input_diagnostic(loaded.input_diagnostics.back());
+    }
+    loaded.ok = false;
+    return {}; // a mistyped name reports nothing rather than a misleading "all feasible"
+  }
+  for (AnalysedFile &a : analysed)
+    select_units(a.analysis, filter);
+  return analysed;
+}
+
 int run_explain(const CommonOptions &options) {
   LoadedFiles loaded = load_files(options);
+  std::vector<AnalysedFile> analysed = analyse_selected(loaded, options.filter);
   bool feasible = true;
   if (options.format == "json") {
-    std::vector<FileReport> reports = analyse_files(loaded, ReportDetail::AllSteps);
-    llvm::outs() << json_text(explain_json(reports)) << '\n';
+    std::vector<FileReport> reports;
+    for (const AnalysedFile &a : analysed)
+      reports.push_back(build_report(*a.file->lowered, a.analysis, ReportDetail::AllSteps));
+    nlohmann::ordered_json document = explain_json(reports);
+    add_diagnostics_json(document, diagnostic_inputs(loaded));
+    llvm::outs() << json_text(document) << '\n';
     for (const FileReport &r : reports)
       feasible = feasible && r.feasible;
   } else {
     bool first = true;
-    for (const CompiledFile &file : loaded.files) {
-      if (!file.ok()) continue;
-      if (!first) llvm::outs() << '\n';
+    for (const AnalysedFile &a : analysed) {
+      if (!first && !options.summary) llvm::outs() << '\n';
       first = false;
-      Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
-      print_explain_text(llvm::outs(), *file.lowered, analysis);
-      feasible = feasible && analysis.feasible();
+      if (options.summary)
+        print_explain_summary(llvm::outs(), *a.file->lowered, a.analysis);
+      else
+        print_explain_text(llvm::outs(), *a.file->lowered, a.analysis);
+      feasible = feasible && a.analysis.feasible();
     }
   }
   llvm::outs().flush();

@@ -120,7 +120,10 @@ int run_explain_pictures(const CommonOptions &options, const TimeOptions &time) 
   if (options.format == "text") {
     const int status = run_explain(options);
     if (status == kBadInput) return status;
-    LoadedFiles loaded = load_files(CommonOptions{options.files, options.budget_overrides, "json"});
+    CommonOptions json_options = options;
+    json_options.format = "json";
+    // run_explain printed the diagnostics already.
+    LoadedFiles loaded = load_files(json_options, /*print_diagnostics=*/false);
     nlohmann::ordered_json document = explain_json(analyse_files(loaded, ReportDetail::AllSteps));
     add_predicted_time(document, *links);
     print_predicted_time(document);

@@ -2,7 +2,7 @@
 /// \file
 /// What a change does to its plans (`fhr-plan diff`, `check --baseline`):
 /// per plan and program, the change in verdict, peak per location,
-/// headroom and predicted time between two `fhr-explain/1` documents, as
+/// headroom and predicted time between two explain documents (`fhr-explain/1` or `/2`), as
 /// text, JSON (schema `fhr-diff/1`) and a Markdown pull-request comment
 /// (docs/ci.md).
 ///
@@ -50,7 +50,7 @@ struct PlanDiff {
   std::size_t became_infeasible() const;
 };
 
-/// Compares two fhr-explain/1 documents (all their files' units).
+/// Compares two explain documents (all their files' units).
 PlanDiff diff_explanations(const nlohmann::ordered_json &old_document,
                            const nlohmann::ordered_json &new_document);
 

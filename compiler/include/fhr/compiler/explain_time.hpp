@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Time and memory over the steps of an explained plan or program, read
-/// from an `fhr-explain/1` document (docs/explain-json.md): what the
+/// from an explain document (`fhr-explain/1` or `/2`) (docs/explain-json.md): what the
 /// pictures draw, what `explain --profile` adds and what `diff` compares.
 /// Working from the document keeps these consumers independent of how the
 /// explanation was computed.
@@ -67,13 +67,13 @@ struct UnitMemory {
   std::vector<StepTransfer> transfers;
 };
 
-/// The memory stacks of one unit of an fhr-explain/1 document.
+/// The memory stacks of one unit of an explain document (fhr-explain/1 or /2).
 UnitMemory unit_memory(const nlohmann::ordered_json &unit);
 
 /// The steps of one unit as the time predictor needs them (one per step).
 std::vector<TimelineStep> unit_timeline_steps(const nlohmann::ordered_json &unit, const UnitMemory &memory);
 
-/// Adds the predicted time to every unit of an fhr-explain/1 document: a
+/// Adds the predicted time to every unit of an explain document (fhr-explain/1 or /2): a
 /// `time` object per step, `predicted_us` per unit and `links` (the
 /// profile's machine) at the top (docs/explain-json.md).
 void add_predicted_time(nlohmann::ordered_json &document, const LinkModel &links,

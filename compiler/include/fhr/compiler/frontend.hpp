@@ -22,6 +22,25 @@
 
 namespace fhr {
 
+/// How files are read and checked.
+struct CompileOptions {
+  DiagnosticOptions diagnostics;
+  /// What `-` is called in diagnostics and reports (`--stdin-filename`).
+  std::string stdin_name = "<stdin>";
+};
+
+/// A diagnostic without a place in a source file: about the command line
+/// (`file` empty) or about a whole file that could not be read or loaded.
+struct InputDiagnostic {
+  std::string file;
+  DiagCode code = DiagCode::BadOption;
+  Severity severity = Severity::Error;
+  std::string message;
+};
+
+/// An `llvm::Error` whose text starts with "[E0xxx] " as an InputDiagnostic.
+InputDiagnostic input_diagnostic(std::string file, llvm::Error error);
+
 /// A module that loaded (and so verified), with where its instructions were written.
 struct VerifiedModule {
   std::shared_ptr<const bytecode::Module> module;
@@ -45,7 +64,7 @@ struct CompiledFile {
 /// (recognised by its magic), which is loaded and verified. Fails when the
 /// file cannot be read or the module does not verify; syntax and semantic
 /// errors are in the result's diagnostics.
-llvm::Expected<CompiledFile> compile_file(llvm::StringRef path);
+llvm::Expected<CompiledFile> compile_file(llvm::StringRef path, const CompileOptions &options = {});
 
 /// Reads a file that must be a bytecode module, loads and verifies it.
 llvm::Expected<bytecode::Module> load_module_file(llvm::StringRef path);
@@ -53,11 +72,27 @@ llvm::Expected<bytecode::Module> load_module_file(llvm::StringRef path);
 /// Whether `bytes` start with the bytecode magic.
 bool is_module(llvm::StringRef bytes);
 /// Compiles text held in memory (tests, fuzzing).
-CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name = "<input>");
+CompiledFile compile_text(llvm::StringRef text, llvm::StringRef name = "<input>",
+                          const CompileOptions &options = {});
 /// A module held in memory, as compile_file reads a `.fhrb` file (tests, fuzzing).
 llvm::Expected<CompiledFile> compile_module_bytes(llvm::StringRef bytes, llvm::StringRef name);
 
 /// Parses "cuda:0=40 GiB".
 llvm::Expected<BudgetOverride> parse_budget_override(llvm::StringRef text);
+
+/// Every `--budget` of a command line: the overrides in order, a warning
+/// for a size without a unit (W0001) and for a location given twice
+/// (W0005: the last one applies), errors for those that do not parse.
+struct ParsedOverrides {
+  std::vector<BudgetOverride> overrides;
+  std::vector<std::string> texts; ///< as written, parallel to overrides
+  std::vector<InputDiagnostic> diagnostics;
+};
+ParsedOverrides parse_budget_overrides(const std::vector<std::string> &texts,
+                                       const DiagnosticOptions &options);
+
+/// E0502: an override at a device that `file` does not declare (`devices N`)
+/// is an error in that file, reported at its `devices` statement.
+void check_overrides(CompiledFile &file, const ParsedOverrides &overrides);
 
 } // namespace fhr

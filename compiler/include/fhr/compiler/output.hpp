@@ -14,10 +14,15 @@
 namespace fhr {
 
 /// Version of the JSON schema of `explain --format json`.
-inline constexpr const char *kExplainSchema = "fhr-explain/1";
+inline constexpr const char *kExplainSchema = "fhr-explain/2";
 
-/// Prints the text report of one file, unit by unit.
+/// Prints the text report of one file, unit by unit: every step (runs of
+/// one family instruction that behave alike as one row, `×N`), the peaks
+/// per location and the failure.
 void print_explain_text(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis);
+/// `explain --summary`: one line per plan and program with its verdict and,
+/// per location, the peak, the budget and the headroom at the peak.
+void print_explain_summary(llvm::raw_ostream &os, const VerifiedModule &module, const Analysis &analysis);
 nlohmann::ordered_json explain_json(const std::vector<FileReport> &reports);
 
 /// Serialises JSON output. Names and labels come from user files and may hold
@@ -28,7 +33,10 @@ std::string json_text(const nlohmann::ordered_json &document);
 void print_check_text(llvm::raw_ostream &os, const std::vector<FileReport> &reports);
 /// GitHub workflow commands: `::error file=...,line=...,col=...,title=...::message`.
 void print_check_github(llvm::raw_ostream &os, const std::vector<FileReport> &reports);
-/// SARIF 2.1.0 log with one result per failure.
-nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports, const std::string &version);
+struct DiagnosticInputs;
+/// SARIF 2.1.0 log: one result per diagnostic (errors and warnings of every
+/// input) and per failure, rules with their documentation.
+nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports,
+                                   const DiagnosticInputs &diagnostics, const std::string &version);
 
 } // namespace fhr

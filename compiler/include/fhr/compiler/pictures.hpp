@@ -8,7 +8,7 @@
 /// with hover details and a step table linked to the charts, or as one SVG
 /// document for other documents.
 ///
-/// Both read an `fhr-explain/1` document; time fields missing from it are
+/// Both read an explain document (`fhr-explain/1` or `/2`); time fields missing from it are
 /// predicted with the given link model first.
 
 #include "fhr/model/link_model.hpp"

@@ -39,6 +39,9 @@ struct ReportUnit {
   std::vector<LocationPrediction> locations;
   /// Index into steps of the first failure.
   std::optional<std::size_t> failure;
+  /// The text of the failing step's line (SARIF counts its columns in code
+  /// points, the span in bytes); empty without a failure.
+  std::string failure_excerpt;
 };
 
 struct FileReport {

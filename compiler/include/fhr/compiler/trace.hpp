@@ -38,7 +38,7 @@ struct TraceDocument {
   std::vector<TraceInstant> instants;
 };
 
-/// The predicted spans of every unit of an fhr-explain/1 document with
+/// The predicted spans of every unit of an explain document (fhr-explain/1 or /2) with
 /// time fields: each step that moves bytes on its engine's track, every
 /// step on the unit's "steps" track, acquires and holds on "leases" too.
 /// Units follow each other in time.

@@ -28,7 +28,11 @@ struct Expr {
   Span span;
   std::uint64_t number = 0;     ///< Number: the value with its unit applied
   bool number_overflow = false; ///< Number: literal times unit does not fit 64 bits
-  std::string_view name;        ///< Name
+  bool number_inexact =
+      false;             ///< Number: a decimal that is not a whole number of bytes (`number` is its floor)
+  bool has_unit = false; ///< Number: written with a unit
+  bool parenthesized = false; ///< written inside parentheses
+  std::string_view name;      ///< Name
   ExprId lhs = kNone, rhs = kNone;
 };
 
@@ -94,6 +98,8 @@ struct Stmt {
   Span text_span;
   bool has_text = false;
   std::string_view alias; ///< `as NAME`
+  /// `as NAME`. A statement with a block takes no `as`: there it holds the
+  /// offsets of the block's `{` (begin) and `}` (end), see block_braces().
   Span alias_span;
   ExprId exprs[3] = {kNone, kNone, kNone}; ///< see the grammar for each kind
   LocationRef locations[2];                ///< [1] is `from` of a move
@@ -102,9 +108,27 @@ struct Stmt {
   /// Value: replica mode given, `replicable`, `source` placement.
   bool replicable = false;
   bool source_placement = false;
-  bool family = false;  ///< Value: declared as name[count]
-  bool pending = false; ///< Lease: `pending`
+  bool family = false;    ///< Value: declared as name[count]
+  bool pending = false;   ///< Lease: `pending`
+  bool exclusive = false; ///< Value: `exclusive` written
 };
+
+/// The offsets of a block statement's `{` and `}`: {kNone, kNone} without a
+/// block. (Kept in alias_span, unused by blocks, so statements stay small.)
+inline Span block_braces(const Stmt &s) {
+  switch (s.kind) {
+  case StmtKind::Plan:
+  case StmtKind::Reclaim:
+  case StmtKind::Enter:
+  case StmtKind::Exit:
+  case StmtKind::Program:
+  case StmtKind::Scope:
+  case StmtKind::Actions:
+  case StmtKind::Step:
+  case StmtKind::For: return s.alias_span;
+  default: return {kNone, kNone};
+  }
+}
 
 struct File {
   std::vector<Stmt> statements;

@@ -23,7 +23,8 @@ struct comment : seq<one<'#'>, until<eolf>> {};
 struct line_number : plus<digit> {};
 struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, line_number, star<blank>, eolf> {
 };
-struct separator : sor<ascii::space, comment, line_directive> {};
+/// Runs of blanks are one match (indentation is most of the whitespace).
+struct separator : sor<plus<ascii::space>, comment, line_directive> {};
 struct ws : star<separator> {};
 
 struct kw_const : TAO_PEGTL_KEYWORD("const") {};
@@ -92,7 +93,11 @@ struct misspelled_unit : seq<sor<TAO_PEGTL_ISTRING("kib"), TAO_PEGTL_ISTRING("mi
                                  TAO_PEGTL_ISTRING("gb"), TAO_PEGTL_ISTRING("tb"), TAO_PEGTL_ISTRING("b")>,
                              not_at<identifier_other>> {};
 struct reject_unit : raise<misspelled_unit> {};
-struct number : seq<digits, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
+/// `1.5 GiB`: a decimal is allowed where it gives a whole number of bytes
+/// (sema checks that); `0..4` stays a range since a digit must follow '.'.
+struct fraction : seq<one<'.'>, digits> {};
+struct number
+    : seq<digits, opt<fraction>, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
 
 struct expression;
 struct paren_close : one<')'> {};
@@ -144,6 +149,8 @@ template <ast::StmtKind K, typename Keyword>
 struct begin : Keyword {};
 
 struct equals : one<'='> {};
+/// Every block's `{`: the parser remembers where it opened, for "unclosed
+/// `{` opened here".
 struct brace_open : one<'{'> {};
 struct alias : seq<kw_as, ws, must<alias_name>> {};
 

@@ -21,7 +21,7 @@ struct SolveOptions {
   ExactOptions exact_options;
   /// Issue loads during earlier steps' compute (no effect without compute times).
   bool prefetch = true;
-    HeuristicOptions heuristic;
+  HeuristicOptions heuristic;
   /// Compute the bound, verify the schedule and time it (off: only choose
   /// the schedule, for timing the planner itself).
   bool verify = true;
