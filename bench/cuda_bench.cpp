@@ -185,6 +185,11 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
     release = [](std::byte *p) { std::free(p); };
   }
   const Handle h = m.adopt(data, bytes, host, release, ReplicaMode::Replicable);
+  // The raw copies use a buffer of their own: the manager frees the adopted
+  // one when the move below takes its replica away.
+  std::byte *raw_host =
+      host == kPinned ? pinned_block(bytes, 1) : static_cast<std::byte *>(std::aligned_alloc(4096, bytes));
+  if (host != kPinned) std::memset(raw_host, 1, bytes);
   void *device = nullptr;
   check(cudaMalloc(&device, bytes));
   cudaStream_t stream = nullptr;
@@ -194,7 +199,7 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
   m.drop(h, kGpu);
   for (int r = 0; r < rounds; ++r) {
     raw_in.push_back(time_of([&] {
-      check(cudaMemcpyAsync(device, data, bytes, cudaMemcpyDefault, stream));
+      check(cudaMemcpyAsync(device, raw_host, bytes, cudaMemcpyDefault, stream));
       check(cudaStreamSynchronize(stream));
     }));
     in.push_back(time_of([&] { m.ensure(h, kGpu); }));
@@ -204,7 +209,7 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
     out.push_back(time_of([&] { m.ensure(h, host); }));
     m.drop(h, kGpu);
     raw_out.push_back(time_of([&] {
-      check(cudaMemcpyAsync(data, device, bytes, cudaMemcpyDefault, stream));
+      check(cudaMemcpyAsync(raw_host, device, bytes, cudaMemcpyDefault, stream));
       check(cudaStreamSynchronize(stream));
     }));
   }
@@ -216,6 +221,10 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
   rate_row("  raw `cudaMemcpyAsync` + synchronise", bytes, raw_out);
   check(cudaFree(device));
   check(cudaStreamDestroy(stream));
+  if (host == kPinned)
+    cudaFreeHost(raw_host);
+  else
+    std::free(raw_host);
   m.discard(h);
 }
 
