@@ -276,7 +276,7 @@ py::object transition(PyManager &self, ActionKind kind, py::handle handle_object
     return m.discard(handle);
   });
   PyReport py_report;
-  py_report.report = std::move(report);
+  py_report.report = report;
   py_report.handle = py::reinterpret_borrow<py::object>(handle_object);
   py_report.requested_from = from_location;
   for (const std::optional<Location> &l : {py_report.report.destination, py_report.report.source})
