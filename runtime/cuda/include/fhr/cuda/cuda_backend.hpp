@@ -30,6 +30,11 @@ namespace fhr {
 struct CudaBackendOptions {
   /// Page-locked host blocks kept for reuse after their replica goes.
   std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
+  /// Pageable host blocks of 2 MiB or more kept for reuse after their
+  /// replica goes, their pages still faulted in (fresh pages cost a fault
+  /// and the kernel's zeroing each: a copy into them runs at a third of the
+  /// speed). 0: every block goes back to the system at once.
+  std::uint64_t pageable_pool_bytes = std::uint64_t{4} << 30;
   /// What each device's memory pool keeps after frees instead of returning
   /// it to the driver.
   std::uint64_t device_pool_release_threshold = ~std::uint64_t{0};
