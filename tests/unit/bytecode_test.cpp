@@ -226,7 +226,8 @@ static std::vector<char> replacement_values(char good) {
     const int byte = static_cast<unsigned char>(good);
     candidates = {0, 1, 0x7f, 0x80, 0xff, byte ^ 0x01, byte ^ 0x80, byte ^ 0xff};
   } else {
-    for (int value = 0; value < 256; ++value) candidates.push_back(value);
+    for (int value = 0; value < 256; ++value)
+      candidates.push_back(value);
   }
   std::vector<char> values;
   for (int value : candidates)
