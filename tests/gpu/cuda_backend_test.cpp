@@ -422,10 +422,9 @@ TEST_CASE("gpu: large pageable blocks come back from the pageable pool, bytes in
   const std::uint64_t expected = checksum_of({data, kLarge});
   const Handle h = gpu.manager.adopt(data, kLarge, pinned, free_pinned, ReplicaMode::Replicable);
   auto pageable_pool = [&] {
-    for (const SnapshotLocation &l : gpu.manager.snapshot().locations)
-      if (l.location == pageable) return std::make_pair(*l.pool_in_use_bytes, *l.pool_idle_bytes);
-    FAIL("no pageable location in the snapshot");
-    return std::make_pair(std::uint64_t{0}, std::uint64_t{0});
+    const std::optional<PoolFigures> figures = gpu.backend.memory->pool_figures(pageable);
+    REQUIRE(figures);
+    return std::make_pair(figures->in_use_bytes, figures->idle_bytes);
   };
   const auto before = pageable_pool();
   // pinned -> pageable: a host-to-host copy on the copier threads.

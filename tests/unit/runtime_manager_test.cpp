@@ -108,12 +108,19 @@ TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the
   TransitionReport again = manager.copy(h, pinned);
   CHECK(again.no_op);
   CHECK(again.reason == "destination already resident");
+  // A no-op is stamped once, with the coarse clock, never before the
+  // transition that came before it ended; the next real one starts after.
+  CHECK(again.started_at_ns == again.completed_at_ns);
+  CHECK(again.started_at_ns >= r.completed_at_ns);
+  CHECK(r.started_at_ns > 0);
   CHECK(manager.state_version() == 3);
 
   // pageable → pinned already resident: a move that only removes the source.
   TransitionReport removal = manager.move(h, pinned);
   CHECK_FALSE(removal.no_op);
   CHECK(removal.source == pageable);
+  CHECK(removal.started_at_ns >= again.completed_at_ns); // a fine stamp: the coarse one is behind it
+  CHECK(removal.started_at_ns <= removal.completed_at_ns);
   CHECK(manager.replicas(h) == std::vector<Location>{pinned});
   CHECK(g_freed == 1); // the adopted buffer went with its replica
   CHECK(manager.account(pageable).used_bytes == 0);

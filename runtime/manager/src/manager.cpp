@@ -44,10 +44,13 @@ private:
 /// transition fails is freed with this object.
 class Manager::Hooks final : public TransitionHooks {
 public:
-  Hooks(Manager &manager, Location destination, Stream stream, PreparedCopy *prepared)
-      : manager_(manager), destination_(destination), stream_(stream), prepared_(prepared) {}
+  Hooks(Manager &manager, Location destination, Stream stream, PreparedCopy *prepared,
+        std::uint64_t *started_at_ns)
+      : manager_(manager), destination_(destination), stream_(stream), prepared_(prepared),
+        started_at_ns_(started_at_ns) {}
 
   void load(ValueId value, Location location) override {
+    stamp_start();
     Record &record = manager_.records_[value];
     Storage storage = manager_.backend_.memory->allocate(location, logical_bytes(value));
     {
@@ -58,6 +61,7 @@ public:
   }
 
   void copy(ValueId value, Location from, Location to) override {
+    stamp_start();
     if (prepared_ && prepared_->from == from && prepared_->to == to) {
       pending_.emplace_back(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
       prepared_ = nullptr;
@@ -72,15 +76,23 @@ public:
   }
 
   void install(ValueId value, Location location) override {
+    stamp_start();
     auto it =
         std::find_if(pending_.begin(), pending_.end(), [&](const auto &p) { return p.first == location; });
     manager_.install_replica(value, location, std::move(it->second));
     pending_.erase(it);
   }
 
-  void remove(ValueId value, Location location) override { manager_.remove_replica(value, location); }
+  void remove(ValueId value, Location location) override {
+    stamp_start();
+    manager_.remove_replica(value, location);
+  }
 
 private:
+  /// A transition starts when its first piece of work does.
+  void stamp_start() {
+    if (*started_at_ns_ == 0) *started_at_ns_ = now_ns();
+  }
   std::size_t logical_bytes(ValueId value) const {
     return static_cast<std::size_t>(manager_.state_.value(value).spec.logical_nbytes);
   }
@@ -94,6 +106,7 @@ private:
   Location destination_;
   Stream stream_;
   PreparedCopy *prepared_;
+  std::uint64_t *started_at_ns_;
   std::vector<std::pair<Location, Storage>> pending_;
 };
 
@@ -301,11 +314,12 @@ Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> s
 
 TransitionReport Manager::run_transition(const Action &action, Stream stream, PreparedCopy *prepared) {
   TransitionReport report;
-  report.started_at_ns = prepared ? prepared->started_at_ns : now_ns();
+  // Stamped by the first piece of work (Hooks); a no-op does none.
+  report.started_at_ns = prepared ? prepared->started_at_ns : 0;
   FailureDetail detail;
   Outcome outcome;
   {
-    Hooks hooks(*this, action.location, stream, prepared);
+    Hooks hooks(*this, action.location, stream, prepared, &report.started_at_ns);
     outcome = state_.apply(action, &detail, &hooks);
   }
   if (outcome.failed()) {
@@ -329,9 +343,16 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
   report.logical_nbytes = spec.logical_nbytes;
   report.storage_nbytes = spec.storage_nbytes;
   if (report.no_op) report.reason = no_op_reason(outcome.reason);
-  // A no-op does no work: one clock read stamps it (on VMs a read costs as
-  // much as the rest of the no-op).
-  report.completed_at_ns = report.no_op ? report.started_at_ns : now_ns();
+  if (report.started_at_ns == 0) {
+    // A no-op does no work: it is stamped with the coarse clock (a fine
+    // read costs as much as the rest of the no-op on a VM), never before
+    // the manager's last stamp, so reports stay in order.
+    report.started_at_ns = std::max(coarse_now_ns(), last_stamp_ns_);
+    report.completed_at_ns = report.started_at_ns;
+  } else {
+    report.completed_at_ns = now_ns();
+    last_stamp_ns_ = report.completed_at_ns;
+  }
   record_trace(report);
   return report;
 }

@@ -360,6 +360,9 @@ private:
   /// §2.7: the block of every installed replica, by address.
   AddressRanges<ReplicaOf> storage_index_;
   std::uint64_t next_handle_id_ = 1;
+  /// The completion stamp of the latest transition that did work: no-ops,
+  /// stamped with the coarse clock, are never stamped before it.
+  std::uint64_t last_stamp_ns_ = 0;
   std::size_t trace_capacity_;
   /// A ring of the last trace_capacity_ reports: recording never allocates
   /// once it is full. trace_next_ is where the next report goes.

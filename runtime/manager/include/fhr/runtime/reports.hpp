@@ -23,8 +23,11 @@ struct TransitionReport {
   std::optional<Location> destination;
   std::uint64_t logical_nbytes = 0;
   std::uint64_t storage_nbytes = 0;
-  /// Steady-clock nanoseconds; a no-op's completion is its start (it does
-  /// no work, and is stamped once).
+  /// Steady-clock nanoseconds: the start of the transition's first piece of
+  /// work (allocation, load, copy, install or removal) and its completion. A
+  /// no-op does no work: both are one read of the coarse monotonic clock
+  /// (the kernel tick's resolution), never before the previous report's
+  /// completion.
   std::uint64_t started_at_ns = 0;
   std::uint64_t completed_at_ns = 0;
   /// The no-op reason (static text), or empty.
