@@ -206,8 +206,8 @@ std::optional<ast::Span> Analyzer::declaration_of(std::string_view name) {
   if (!declarations_) {
     declarations_.emplace();
     for (const ast::Stmt &s : file_.statements)
-      if ((s.kind == StmtKind::Value || s.kind == StmtKind::Const) && !s.name.empty())
-        declarations_->try_emplace(s.name, s.name_span);
+      if ((s.kind == StmtKind::Value || s.kind == StmtKind::Const) && !file_.name(s).empty())
+        declarations_->try_emplace(file_.name(s), s.name_span);
   }
   auto it = declarations_->find(name);
   if (it == declarations_->end()) return std::nullopt;
@@ -259,7 +259,7 @@ std::optional<std::uint64_t> Analyzer::evaluate(ast::ExprId root) {
       continue;
     }
     if (e.kind == ExprKind::Name) {
-      results.push_back(lookup_number(e.name, e.span));
+      results.push_back(lookup_number(file_.name(e), e.span));
       continue;
     }
     if (!frame.expanded) {
@@ -338,7 +338,7 @@ std::optional<Location> Analyzer::location(const ast::LocationRef &ref) {
     return Location::cuda(static_cast<unsigned>(*device));
   }
   LocationParseError problem{};
-  if (std::optional<Location> parsed = parse_location(ref.text, &problem)) return parsed;
+  if (std::optional<Location> parsed = parse_location(file_.text(ref), &problem)) return parsed;
   std::string hint;
   if (problem.kind == LocationParseError::Kind::MissingIndex) hint = "write cuda:0 for the first GPU";
   error(DiagCode::BadLocation, problem.message, ref.span, hint);
@@ -347,7 +347,7 @@ std::optional<Location> Analyzer::location(const ast::LocationRef &ref) {
 
 std::optional<std::string> Analyzer::text(const ast::Stmt &s) {
   std::string out;
-  std::string_view raw = s.text;
+  std::string_view raw = file_.text(s);
   const ast::Span span = s.text_span;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const char c = raw[i];
@@ -406,15 +406,15 @@ std::optional<std::uint64_t> Analyzer::index_value(ast::ExprId expression) {
 }
 
 bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, std::uint32_t &count) {
-  auto it = values_.find(operand.name);
+  const std::string_view operand_name = file_.name(operand);
+  auto it = values_.find(operand_name);
   if (it == values_.end()) {
-    const ast::Span name_span{operand.span.begin,
-                              operand.span.begin + static_cast<std::uint32_t>(operand.name.size())};
-    unknown_name("unknown value '" + std::string(operand.name) + "'", operand.name, name_span, value_names());
+    const ast::Span name_span{operand.span.begin, operand.name_end};
+    unknown_name("unknown value '" + std::string(operand_name) + "'", operand_name, name_span, value_names());
     return false;
   }
   const ValueName &value = it->second;
-  const std::string name(operand.name);
+  const std::string name(operand_name);
   if (operand.kind == ast::OperandKind::Whole) {
     if (value.family) {
       error(DiagCode::FamilyNeedsIndex,
@@ -513,16 +513,16 @@ void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
   std::optional<std::uint64_t> first = evaluate(s.exprs[0]);
   std::optional<std::uint64_t> last = evaluate(s.exprs[1]);
   if (!first || !last) return;
+  const std::string_view name = file_.name(s);
   for (const LoopVariable &loop : loops_)
-    if (loop.name == s.name) {
-      error_with_note(DiagCode::DuplicateName,
-                      "loop variable '" + std::string(s.name) + "' hides another name", s.name_span,
-                      loop.span, "the outer loop's variable");
+    if (loop.name == name) {
+      error_with_note(DiagCode::DuplicateName, "loop variable '" + std::string(name) + "' hides another name",
+                      s.name_span, loop.span, "the outer loop's variable");
       return;
     }
-  if (values_.count(s.name) || consts_.count(s.name)) {
-    const ast::Span other = values_.count(s.name) ? values_[s.name].span : consts_[s.name].span;
-    error_with_note(DiagCode::DuplicateName, "loop variable '" + std::string(s.name) + "' hides another name",
+  if (values_.count(name) || consts_.count(name)) {
+    const ast::Span other = values_.count(name) ? values_[name].span : consts_[name].span;
+    error_with_note(DiagCode::DuplicateName, "loop variable '" + std::string(name) + "' hides another name",
                     s.name_span, other, "first declared here");
     return;
   }
@@ -538,7 +538,7 @@ void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
             FixIt{range, low + ".." + high});
     return;
   }
-  loops_.push_back({s.name, 0, s.name_span});
+  loops_.push_back({name, 0, s.name_span});
   for (std::uint64_t i = *first; i < *last; ++i) {
     if (!count_expansion(s.span) || source_.stopped()) break;
     loops_.back().value = i;
@@ -556,7 +556,7 @@ void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
 
 void Analyzer::note_iteration(std::size_t reported, const ast::Stmt &s, std::uint64_t i, std::uint64_t first,
                               std::uint64_t last) {
-  std::string note = "in the iteration " + std::string(s.name) + " = " + std::to_string(i) + " of " +
+  std::string note = "in the iteration " + std::string(file_.name(s)) + " = " + std::to_string(i) + " of " +
                      std::to_string(first) + ".." + std::to_string(last);
   if (i + 1 < last)
     note += "; the loop stops here, " + std::to_string(last - i - 1) + " iterations unchecked";
@@ -666,7 +666,8 @@ void Analyzer::top_statement(ast::StmtId id) {
   switch (s.kind) {
   case StmtKind::Const: {
     std::optional<std::uint64_t> value = evaluate(s.exprs[0]);
-    if (declare_global(s.name, s.name_span) && value) consts_[s.name] = ConstName{*value, s.name_span};
+    const std::string_view name = file_.name(s);
+    if (declare_global(name, s.name_span) && value) consts_[name] = ConstName{*value, s.name_span};
     break;
   }
   case StmtKind::Budget:
@@ -721,15 +722,16 @@ void Analyzer::top_statement(ast::StmtId id) {
   case StmtKind::Lease:
   case StmtKind::Reserve: lifetime_statement(s, module_.setup); break;
   case StmtKind::Release: {
-    auto it = lifetimes_.find(s.name);
+    const std::string_view name = file_.name(s);
+    auto it = lifetimes_.find(name);
     if (it == lifetimes_.end() || it->second.released) {
       std::vector<std::string> names;
       for (const auto &entry : lifetimes_)
         if (!entry.getValue().released) names.push_back(entry.getKey().str());
-      std::string suggestion = closest_match(s.name, names);
+      std::string suggestion = closest_match(name, names);
       error(DiagCode::UnknownLifetime,
-            it == lifetimes_.end() ? "nothing named '" + std::string(s.name) + "' to release"
-                                   : "'" + std::string(s.name) + "' is already released",
+            it == lifetimes_.end() ? "nothing named '" + std::string(name) + "' to release"
+                                   : "'" + std::string(name) + "' is already released",
             s.name_span, suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
       break;
     }
@@ -738,7 +740,7 @@ void Analyzer::top_statement(ast::StmtId id) {
     step.kind = ir::SetupKind::Release;
     step.span = s.span;
     step.target = it->second.step;
-    step.alias = std::string(s.name);
+    step.alias = std::string(name);
     module_.setup.push_back(std::move(step));
     break;
   }
@@ -784,14 +786,14 @@ void Analyzer::lifetime_statement(const ast::Stmt &s, std::vector<ir::SetupStep>
   }
   if (!ok) return;
   step.location = *at;
-  if (!s.alias.empty()) {
-    if (lifetimes_.count(s.alias) && !lifetimes_[s.alias].released) {
-      error_with_note(DiagCode::DuplicateName, "'" + std::string(s.alias) + "' already names a lifetime",
-                      s.alias_span, lifetimes_[s.alias].span, "first named here");
+  if (const std::string_view alias = file_.alias(s); !alias.empty()) {
+    if (lifetimes_.count(alias) && !lifetimes_[alias].released) {
+      error_with_note(DiagCode::DuplicateName, "'" + std::string(alias) + "' already names a lifetime",
+                      s.alias_span, lifetimes_[alias].span, "first named here");
       return;
     }
-    lifetimes_[s.alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false, s.alias_span};
-    step.alias = std::string(s.alias);
+    lifetimes_[alias] = LifetimeName{static_cast<std::uint32_t>(out.size()), false, s.alias_span};
+    step.alias = std::string(alias);
   }
   out.push_back(std::move(step));
 }
@@ -820,7 +822,8 @@ void Analyzer::value(const ast::Stmt &s) {
           file_.exprs[s.exprs[2]].span);
     return;
   }
-  if (!declare_global(s.name, s.name_span)) return;
+  const std::string_view name = file_.name(s);
+  if (!declare_global(name, s.name_span)) return;
   if (count > kMaxValues - module_.values.size()) {
     error(DiagCode::TooManyValues,
           "a file may declare at most " + std::to_string(kMaxValues) + " values; this family adds " +
@@ -835,13 +838,13 @@ void Analyzer::value(const ast::Stmt &s) {
   spec.replica_mode = s.replicable ? ReplicaMode::Replicable : ReplicaMode::Exclusive;
   spec.recoverability = s.source_placement ? Recoverability::Reconstructible : Recoverability::MustPreserve;
   const auto first = static_cast<ValueId>(module_.values.size());
-  values_[s.name] = ValueName{first, static_cast<std::uint32_t>(count), s.family, s.name_span};
+  values_[name] = ValueName{first, static_cast<std::uint32_t>(count), s.family, s.name_span};
   const auto family = s.family ? static_cast<std::uint32_t>(module_.families.size()) : ir::kNoFamily;
   if (s.family)
-    module_.families.push_back(ir::Family{std::string(s.name), first, static_cast<std::uint32_t>(count)});
+    module_.families.push_back(ir::Family{std::string(name), first, static_cast<std::uint32_t>(count)});
   for (std::uint64_t i = 0; i < count; ++i) {
     ir::Value value;
-    value.name = s.family ? std::string(s.name) + "[" + std::to_string(i) + "]" : std::string(s.name);
+    value.name = s.family ? std::string(name) + "[" + std::to_string(i) + "]" : std::string(name);
     value.spec = spec;
     value.location = *at;
     value.span = s.span;
@@ -885,7 +888,7 @@ void Analyzer::plan(const ast::Stmt &s) {
     case StmtKind::Exit: action_items(children(item), plan.exit); break;
     default: { // Reserve
       std::vector<ir::SetupStep> steps;
-      if (!item.alias.empty()) {
+      if (!file_.alias(item).empty()) {
         error(DiagCode::MisplacedStatement,
               "a plan's reservations end with the plan; 'as' names are for setup", item.alias_span);
         break;
@@ -950,14 +953,14 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
       if (!operand_list(s, item.values) || !at) continue;
       item.kind = s.kind == StmtKind::Acquire ? ir::ProgramItemKind::Acquire : ir::ProgramItemKind::Hold;
       item.location = *at;
-      if (!s.alias.empty())
+      if (!file_.alias(s).empty())
         error(DiagCode::MisplacedStatement, "inside a program a hold ends with its scope; 'as' is for setup",
               s.alias_span);
       break;
     }
     case StmtKind::Reserve: {
       std::vector<ir::SetupStep> steps;
-      if (!s.alias.empty()) {
+      if (!file_.alias(s).empty()) {
         error(DiagCode::MisplacedStatement,
               "inside a program a reservation ends with its scope; 'as' is for setup", s.alias_span);
         continue;

@@ -153,7 +153,7 @@ private:
     }
     const ast::Expr &b = file_.exprs[base];
     std::string out = b.kind == ExprKind::Number ? number(b)
-                      : b.kind == ExprKind::Name ? std::string(b.name)
+                      : b.kind == ExprKind::Name ? std::string(file_.name(b))
                                                  : expression(base);
     if (b.parenthesized && base != id) out = "(" + out + ")";
     for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
@@ -181,10 +181,10 @@ private:
   // ---- pieces -----------------------------------------------------------------------
   std::string location(const ast::LocationRef &ref) const {
     if (ref.device_expr != ast::kNone) return "cuda:{" + top_expression(ref.device_expr) + "}";
-    return std::string(ref.text);
+    return std::string(file_.text(ref));
   }
   std::string operand(const ast::Operand &o) const {
-    std::string out(o.name);
+    std::string out(file_.name(o));
     switch (o.kind) {
     case ast::OperandKind::Whole: break;
     case ast::OperandKind::Index: out += "[" + top_expression(o.first) + "]"; break;
@@ -200,17 +200,20 @@ private:
     return out;
   }
   std::string string(const ast::Stmt &s) const { return source(s.text_span).str(); }
-  std::string alias(const ast::Stmt &s) const { return s.alias.empty() ? "" : " as " + std::string(s.alias); }
+  std::string alias(const ast::Stmt &s) const {
+    const std::string_view name = file_.alias(s);
+    return name.empty() ? "" : " as " + std::string(name);
+  }
 
   /// The statement's text up to its block, if it has one.
   std::string header(const ast::Stmt &s) const {
     switch (s.kind) {
-    case StmtKind::Const: return "const " + std::string(s.name) + " = " + top_expression(s.exprs[0]);
+    case StmtKind::Const: return "const " + std::string(file_.name(s)) + " = " + top_expression(s.exprs[0]);
     case StmtKind::Budget: return "budget " + location(s.locations[0]) + " " + top_expression(s.exprs[0]);
     case StmtKind::LocationDecl: return "location " + location(s.locations[0]);
     case StmtKind::Devices: return "devices " + top_expression(s.exprs[0]);
     case StmtKind::Value: {
-      std::string out = "value " + std::string(s.name);
+      std::string out = "value " + std::string(file_.name(s));
       if (s.family) out += "[" + top_expression(s.exprs[0]) + "]";
       out += " " + top_expression(s.exprs[1]);
       if (s.exprs[2] != ast::kNone) out += " storage " + top_expression(s.exprs[2]);
@@ -236,7 +239,7 @@ private:
     case StmtKind::Reserve:
       return "reserve " + location(s.locations[0]) + " " + top_expression(s.exprs[0]) + " " + string(s) +
              alias(s);
-    case StmtKind::Release: return "release " + std::string(s.name);
+    case StmtKind::Release: return "release " + std::string(file_.name(s));
     case StmtKind::Plan: return "plan " + string(s);
     case StmtKind::Reclaim: return "reclaim";
     case StmtKind::Enter: return "enter";
@@ -245,7 +248,7 @@ private:
     case StmtKind::Scope: return "scope " + string(s);
     case StmtKind::Run: return "run " + string(s);
     case StmtKind::Actions: return "actions " + string(s);
-    case StmtKind::For: return "for " + std::string(s.name) + " in " + range(s.exprs[0], s.exprs[1]);
+    case StmtKind::For: return "for " + std::string(file_.name(s)) + " in " + range(s.exprs[0], s.exprs[1]);
     case StmtKind::Step: return "step " + string(s);
     // A workload's leaf statements keep their text (their operands are
     // already in canonical form after the keyword).

@@ -74,23 +74,24 @@ public:
     statement.keyword = keyword;
     statement.span = keyword;
     statement.first_operand = static_cast<std::uint32_t>(file_.operands.size());
+    // Until it closes, first_child is where its children start on the stack.
+    statement.first_child = static_cast<std::uint32_t>(pending_children_.size());
     open_.push_back(statement);
-    open_children_.emplace_back();
   }
 
   void close(std::uint32_t end) {
-    ast::Stmt statement = open_.back();
-    open_.pop_back();
+    ast::Stmt &statement = open_.back();
     statement.span.end = end;
     statement.operand_count = static_cast<std::uint32_t>(file_.operands.size()) - statement.first_operand;
-    std::vector<ast::StmtId> &children = open_children_.back();
+    const auto children = pending_children_.begin() + statement.first_child;
+    statement.child_count = static_cast<std::uint32_t>(pending_children_.end() - children);
     statement.first_child = static_cast<std::uint32_t>(file_.children.size());
-    statement.child_count = static_cast<std::uint32_t>(children.size());
-    file_.children.insert(file_.children.end(), children.begin(), children.end());
-    open_children_.pop_back();
+    file_.children.insert(file_.children.end(), children, pending_children_.end());
+    pending_children_.erase(children, pending_children_.end());
     const auto id = static_cast<ast::StmtId>(file_.statements.size());
     file_.statements.push_back(statement);
-    (open_children_.empty() ? file_.top_level : open_children_.back()).push_back(id);
+    open_.pop_back();
+    (open_.empty() ? file_.top_level : pending_children_).push_back(id);
   }
 
   ast::ExprId push(const ast::Expr &expression) {
@@ -162,7 +163,7 @@ public:
     }
     error_reported_ = false;
     open_.clear();
-    open_children_.clear();
+    pending_children_.clear();
     expressions_.clear();
     device_expression_ = ast::kNone;
     depth_ = 0;
@@ -183,7 +184,9 @@ private:
   ast::File &file_;
   const char *base_;
   std::vector<ast::Stmt> open_;
-  std::vector<std::vector<ast::StmtId>> open_children_;
+  /// Closed statements whose block is still open, innermost block's last:
+  /// one stack for all levels, so a statement costs no vector of its own.
+  std::vector<ast::StmtId> pending_children_;
   std::vector<ast::ExprId> expressions_;
   ast::ExprId device_expression_ = ast::kNone;
   unsigned depth_ = 0;
@@ -270,7 +273,6 @@ template <>
 struct action<grammar::duration> {
   template <typename Input>
   static void apply(const Input &in, Builder &b) {
-    b.top().text = in.string_view();
     b.top().text_span = b.span(in);
   }
 };
@@ -303,7 +305,6 @@ template <>
 struct action<grammar::declared_name> {
   template <typename Input>
   static void apply(const Input &in, Builder &b) {
-    b.top().name = in.string_view();
     b.top().name_span = b.span(in);
   }
 };
@@ -312,17 +313,14 @@ template <>
 struct action<grammar::alias_name> {
   template <typename Input>
   static void apply(const Input &in, Builder &b) {
-    b.top().alias = in.string_view();
     b.top().alias_span = b.span(in);
   }
 };
 
-/// A string literal's raw contents (escapes are interpreted by sema).
+/// A string literal, quotes included (escapes are interpreted by sema).
 struct take_text {
   template <typename Input>
   static void apply(const Input &in, Builder &b) {
-    std::string_view quoted = in.string_view();
-    b.top().text = quoted.substr(1, quoted.size() - 2);
     b.top().text_span = b.span(in);
     b.top().has_text = true;
   }
@@ -346,7 +344,6 @@ struct action<grammar::slot_location<Slot>> {
   static void apply(const Input &in, Builder &b) {
     ast::LocationRef &ref = b.top().locations[Slot];
     ref.span = b.span(in);
-    ref.text = in.string_view();
     ref.device_expr = b.take_device_expression();
     ref.present = true;
   }
@@ -374,6 +371,14 @@ struct action<grammar::number> {
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
     std::string_view text = in.string_view();
+    // Indices are short plain integers: those need none of what follows.
+    if (text.size() <= 9 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      for (char c : text)
+        expression.number = expression.number * 10 + static_cast<unsigned>(c - '0');
+      b.push(expression);
+      return;
+    }
     std::size_t i = 0;
     std::uint64_t value = 0;
     bool overflow = false;
@@ -425,7 +430,7 @@ struct action<grammar::name_reference> {
     ast::Expr expression;
     expression.kind = ast::ExprKind::Name;
     expression.span = b.span(in);
-    expression.name = in.string_view();
+    expression.name_span = expression.span;
     b.push(expression);
   }
 };
@@ -472,7 +477,7 @@ struct action<grammar::operand_name> {
   static void apply(const Input &in, Builder &b) {
     ast::Operand operand;
     operand.span = b.span(in);
-    operand.name = in.string_view();
+    operand.name_end = operand.span.end;
     b.file().operands.push_back(operand);
   }
 };
@@ -650,6 +655,7 @@ struct control : tao::pegtl::normal<Rule> {
 ast::File parse(SourceFile &source) {
   ast::File file;
   llvm::StringRef text = source.text();
+  file.source = std::string_view(text.data(), text.size());
   if (text.size() >= kMaxSourceBytes) {
     source.report(DiagCode::FileTooLarge,
                   "input is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB", {0, 0});
@@ -658,6 +664,8 @@ ast::File parse(SourceFile &source) {
   // A rough size hint: one statement per 24 bytes of source.
   file.statements.reserve(text.size() / 24);
   file.exprs.reserve(text.size() / 24);
+  file.operands.reserve(text.size() / 24);
+  file.children.reserve(text.size() / 24);
   Builder builder(source, file);
   tao::pegtl::memory_input<tao::pegtl::tracking_mode::lazy, tao::pegtl::eol::lf_crlf> input(
       text.data(), text.size(), source.name().str());
@@ -683,6 +691,7 @@ struct error_info<tao::pegtl::eof> {
 } // namespace grammar
 
 bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expression) {
+  file.source = std::string_view(source.text().data(), source.text().size());
   Builder builder(source, file);
   builder.open(StmtKind::Const, {0, 0});
   tao::pegtl::memory_input<tao::pegtl::tracking_mode::lazy, tao::pegtl::eol::lf_crlf> input(

@@ -3,7 +3,10 @@
 /// The syntax tree of a `.fhr` file. Statements, expressions and operands
 /// live in flat arrays and refer to each other by index, so a file with a
 /// million actions is a few large allocations rather than millions of small
-/// ones. Every node keeps the byte span of its text for diagnostics.
+/// ones. Every node keeps the byte span of its text for diagnostics, and its
+/// names and strings only as spans: the File reads them out of the parsed
+/// buffer (which outlives the tree), so a node holds no pointers and an
+/// action statement takes about a hundred bytes.
 
 #include <cstdint>
 #include <string_view>
@@ -24,22 +27,21 @@ inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
 enum class ExprKind : std::uint8_t { Number, Name, Add, Subtract, Multiply, Divide };
 
 struct Expr {
-  ExprKind kind = ExprKind::Number;
+  std::uint64_t number = 0; ///< Number: the value with its unit applied
   Span span;
-  std::uint64_t number = 0;     ///< Number: the value with its unit applied
+  Span name_span; ///< Name: the name (`span` grows over parentheses), see File::name
+  ExprId lhs = kNone, rhs = kNone;
+  ExprKind kind = ExprKind::Number;
   bool number_overflow = false; ///< Number: literal times unit does not fit 64 bits
   bool number_inexact =
       false;             ///< Number: a decimal that is not a whole number of bytes (`number` is its floor)
   bool has_unit = false; ///< Number: written with a unit
   bool parenthesized = false; ///< written inside parentheses
-  std::string_view name;      ///< Name
-  ExprId lhs = kNone, rhs = kNone;
 };
 
 /// A location as written: a fixed spelling, or `cuda:{expr}`.
 struct LocationRef {
-  Span span;
-  std::string_view text;      ///< e.g. "pinned", "cuda:3"
+  Span span;                  ///< its text, e.g. "pinned", "cuda:3" (File::text)
   ExprId device_expr = kNone; ///< set for cuda:{expr}
   bool present = false;
 };
@@ -50,9 +52,9 @@ enum class OperandKind : std::uint8_t { Whole, Index, Range, All };
 struct Operand {
   OperandKind kind = OperandKind::Whole;
   Span span;
-  std::string_view name;
-  ExprId first = kNone; ///< index, or range start
-  ExprId last = kNone;  ///< range end (exclusive)
+  std::uint32_t name_end = 0; ///< the name is [span.begin, name_end), see File::name
+  ExprId first = kNone;       ///< index, or range start
+  ExprId last = kNone;        ///< range end (exclusive)
 };
 
 enum class StmtKind : std::uint8_t {
@@ -90,16 +92,16 @@ enum class StmtKind : std::uint8_t {
 
 struct Stmt {
   StmtKind kind = StmtKind::Const;
+  bool has_text = false; ///< a string literal was written (File::text)
   Span span;             ///< the whole statement
   Span keyword;          ///< its first word
-  std::string_view name; ///< const / value / for variable / release target
-  Span name_span;
-  std::string_view text; ///< raw string literal contents (plan, label, ...)
+  Span name_span;        ///< const / value / for variable / release target (File::name)
+  /// A string literal, quotes included (plan, label, ...), or a compute
+  /// statement's duration (File::text).
   Span text_span;
-  bool has_text = false;
-  std::string_view alias; ///< `as NAME`
-  /// `as NAME`. A statement with a block takes no `as`: there it holds the
-  /// offsets of the block's `{` (begin) and `}` (end), see block_braces().
+  /// `as NAME` (File::alias). A statement with a block takes no `as`: there
+  /// it holds the offsets of the block's `{` (begin) and `}` (end), see
+  /// block_braces().
   Span alias_span;
   ExprId exprs[3] = {kNone, kNone, kNone}; ///< see the grammar for each kind
   LocationRef locations[2];                ///< [1] is `from` of a move
@@ -131,12 +133,36 @@ inline Span block_braces(const Stmt &s) {
 }
 
 struct File {
+  /// The parsed buffer: every span of the tree is into it. It belongs to the
+  /// SourceFile, which outlives the tree.
+  std::string_view source;
   std::vector<Stmt> statements;
   std::vector<Expr> exprs;
   std::vector<Operand> operands;
   /// Children of blocks, contiguous per block.
   std::vector<StmtId> children;
   std::vector<StmtId> top_level;
+
+  /// The source text of `span`.
+  std::string_view text(Span span) const { return source.substr(span.begin, span.end - span.begin); }
+  /// A const, value, `for` variable or release target's name; empty if none.
+  std::string_view name(const Stmt &s) const { return text(s.name_span); }
+  /// A string literal's raw contents between the quotes (escapes are
+  /// sema's), or a compute statement's duration as written; empty if none.
+  std::string_view text(const Stmt &s) const {
+    if (!s.has_text) return text(s.text_span);
+    return text(Span{s.text_span.begin + 1, s.text_span.end - 1});
+  }
+  /// `as NAME`; empty without one (and for blocks, which take none).
+  std::string_view alias(const Stmt &s) const {
+    return block_braces(s).begin == kNone ? text(s.alias_span) : std::string_view();
+  }
+  /// A location as written ("pinned", "cuda:3", "cuda:{d + 1}").
+  std::string_view text(const LocationRef &ref) const { return text(ref.span); }
+  /// An operand's value or family name.
+  std::string_view name(const Operand &o) const { return text(Span{o.span.begin, o.name_end}); }
+  /// A Name expression's name.
+  std::string_view name(const Expr &e) const { return text(e.name_span); }
 };
 
 /// A `@line N` directive: lines after the one holding byte `offset` count

@@ -11,6 +11,9 @@
 #include "fhr/dsl/diagnostics.hpp"
 
 #include <tao/pegtl.hpp>
+#include <tao/pegtl/contrib/analyze_traits.hpp>
+
+#include <string_view>
 
 namespace fhr::grammar {
 
@@ -25,7 +28,41 @@ struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, lin
 };
 /// Runs of blanks are one match (indentation is most of the whitespace).
 struct separator : sor<plus<ascii::space>, comment, line_directive> {};
-struct ws : star<separator> {};
+/// `star<separator>`, written out: a plan is mostly whitespace between
+/// tokens, and this skips a run of blanks in one loop and tries the other
+/// separators only where a `#` or `@` follows, where star<separator> tries
+/// all three alternatives after every run.
+struct ws {
+  using rule_t = ws;
+  using subs_t = type_list<separator>;
+
+  static bool starts_separator(const char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == '#' || c == '@';
+  }
+
+  /// Most calls find no whitespace at all (`w[1]` has three places that
+  /// may have some): that answer is inlined, the loop is not.
+  template <apply_mode A, rewind_mode M, template <typename...> class Action,
+            template <typename...> class Control, typename ParseInput, typename... States>
+  static bool match(ParseInput &in, States &&...st) {
+    if (in.empty() || !starts_separator(*in.current())) return true;
+    return skip<A, Action, Control>(in, st...);
+  }
+
+  template <apply_mode A, template <typename...> class Action, template <typename...> class Control,
+            typename ParseInput, typename... States>
+  [[gnu::noinline]] static bool skip(ParseInput &in, States &&...st) {
+    for (;;) {
+      const char *p = in.current();
+      while (p != in.end() && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
+        ++p;
+      in.bump(static_cast<std::size_t>(p - in.current()));
+      if (p == in.end() || (*p != '#' && *p != '@')) return true;
+      if (!Control<separator>::template match<A, rewind_mode::required, Action, Control>(in, st...))
+        return true;
+    }
+  }
+};
 
 struct kw_const : TAO_PEGTL_KEYWORD("const") {};
 struct kw_budget : TAO_PEGTL_KEYWORD("budget") {};
@@ -68,7 +105,43 @@ struct keyword
           kw_lease, kw_pending, kw_acquire, kw_reserve, kw_release, kw_as, kw_plan, kw_reclaim, kw_enter,
           kw_exit, kw_program, kw_scope, kw_run, kw_actions, kw_for, kw_in> {};
 
-struct name : seq<not_at<keyword>, identifier> {};
+/// An identifier that is not one of the alternatives of `Keywords` (an
+/// `sor` of keyword rules). The same language as
+/// `seq<not_at<Keywords>, identifier>`, but it reads the word once and
+/// compares it with the few keywords of its length and first letter instead
+/// of trying every keyword rule at every name (names are most of a plan).
+template <typename Keywords>
+struct identifier_except {
+  using rule_t = identifier_except;
+  using subs_t = empty_list;
+
+  template <char... Cs>
+  static bool is_one_of(std::string_view word, ascii::keyword<Cs...> /*unused*/) {
+    static constexpr char text[] = {Cs...};
+    return word.size() == sizeof...(Cs) && word[0] == text[0] &&
+           std::char_traits<char>::compare(word.data(), text, sizeof...(Cs)) == 0;
+  }
+  template <typename... Alternatives>
+  static bool is_keyword(std::string_view word, sor<Alternatives...> /*unused*/) {
+    return (is_one_of(word, Alternatives{}) || ...);
+  }
+
+  template <typename ParseInput>
+  static bool match(ParseInput &in) {
+    const char *const begin = in.current();
+    const char *const end = in.end();
+    if (begin == end || !internal::identifier_first::test(*begin)) return false;
+    const char *p = begin + 1;
+    while (p != end && internal::identifier_other::test(*p))
+      ++p;
+    const auto size = static_cast<std::size_t>(p - begin);
+    if (is_keyword(std::string_view(begin, size), Keywords{})) return false;
+    in.bump_in_this_line(size);
+    return true;
+  }
+};
+
+struct name : identifier_except<keyword> {};
 
 /// Names that declare something (const, value, for variable, `as`, release).
 struct declared_name : name {};
@@ -83,7 +156,24 @@ struct string_body : seq<star<string_char>, must<string_close>> {};
 struct string_literal : seq<one<'"'>, string_body> {};
 
 // ---- expressions -----------------------------------------------------------
-struct digits : seq<digit, star<opt<one<'_'>>, digit>> {};
+/// `seq<digit, star<opt<one<'_'>>, digit>>` (a `_` only between digits) in
+/// one loop: numbers are in every index.
+struct digits {
+  using rule_t = digits;
+  using subs_t = empty_list;
+
+  template <typename ParseInput>
+  static bool match(ParseInput &in) {
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    const char *p = in.current();
+    const char *const end = in.end();
+    if (p == end || !is_digit(*p)) return false;
+    for (++p; p != end; ++p)
+      if (!is_digit(*p) && !(*p == '_' && p + 1 != end && is_digit(p[1]))) break;
+    in.bump_in_this_line(static_cast<std::size_t>(p - in.current()));
+    return true;
+  }
+};
 struct unit : sor<TAO_PEGTL_KEYWORD("KiB"), TAO_PEGTL_KEYWORD("MiB"), TAO_PEGTL_KEYWORD("GiB"),
                   TAO_PEGTL_KEYWORD("TiB"), TAO_PEGTL_KEYWORD("KB"), TAO_PEGTL_KEYWORD("MB"),
                   TAO_PEGTL_KEYWORD("GB"), TAO_PEGTL_KEYWORD("TB"), TAO_PEGTL_KEYWORD("B")> {};
@@ -96,8 +186,11 @@ struct reject_unit : raise<misspelled_unit> {};
 /// `1.5 GiB`: a decimal is allowed where it gives a whole number of bytes
 /// (sema checks that); `0..4` stays a range since a digit must follow '.'.
 struct fraction : seq<one<'.'>, digits> {};
-struct number
-    : seq<digits, opt<fraction>, opt<star<blank>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
+/// The first letters of units and their misspellings: the unit
+/// alternatives are tried only where one follows.
+struct unit_letter : one<'K', 'M', 'G', 'T', 'B', 'k', 'm', 'g', 't', 'b'> {};
+struct number : seq<digits, opt<fraction>,
+                    opt<star<blank>, at<unit_letter>, sor<unit, seq<at<misspelled_unit>, reject_unit>>>> {};
 
 struct expression;
 struct paren_close : one<')'> {};
@@ -314,3 +407,12 @@ FHR_SYNTAX_ERROR(close_top_for, ExpectedBlockItem, "expected a statement or '}'"
 #undef FHR_SYNTAX_ERROR
 
 } // namespace fhr::grammar
+
+// What PEGTL's grammar analysis (tests/grammar/analysis_test.cpp) needs to
+// know of the rules written out by hand: whether they consume on success.
+template <typename Name, typename Keywords>
+struct tao::pegtl::analyze_traits<Name, fhr::grammar::identifier_except<Keywords>> : analyze_any_traits<> {};
+template <typename Name>
+struct tao::pegtl::analyze_traits<Name, fhr::grammar::digits> : analyze_any_traits<> {};
+template <typename Name>
+struct tao::pegtl::analyze_traits<Name, fhr::grammar::ws> : analyze_opt_traits<fhr::grammar::separator> {};
