@@ -414,12 +414,13 @@ bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, 
     return false;
   }
   const ValueName &value = it->second;
-  const std::string name(operand_name);
+  // Only error messages spell the name: no string for an operand that is fine.
+  const auto name = [&] { return std::string(operand_name); };
   if (operand.kind == ast::OperandKind::Whole) {
     if (value.family) {
       error(DiagCode::FamilyNeedsIndex,
-            "'" + name + "' is a family of " + std::to_string(value.count) + " values", operand.span,
-            "write " + name + "[i], " + name + "[a..b] or " + name + "[*]");
+            "'" + name() + "' is a family of " + std::to_string(value.count) + " values", operand.span,
+            "write " + name() + "[i], " + name() + "[a..b] or " + name() + "[*]");
       return false;
     }
     first_value = value.first;
@@ -427,7 +428,7 @@ bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, 
     return true;
   }
   if (!value.family) {
-    error(DiagCode::NotAFamily, "'" + name + "' is a single value, not a family", operand.span);
+    error(DiagCode::NotAFamily, "'" + name() + "' is a single value, not a family", operand.span);
     return false;
   }
   std::uint64_t first = 0, last = value.count;
@@ -442,7 +443,7 @@ bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, 
       last = *end;
       if (first >= last) {
         error(DiagCode::EmptyRange,
-              "range " + std::to_string(first) + ".." + std::to_string(last) + " of '" + name +
+              "range " + std::to_string(first) + ".." + std::to_string(last) + " of '" + name() +
                   "' is empty (ranges are half-open: first..last excludes last)",
               operand.span);
         return false;
@@ -450,7 +451,7 @@ bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, 
     }
     if (last > value.count) {
       error(DiagCode::IndexOutOfRange,
-            "index " + std::to_string(last - 1) + " is out of range for '" + name + "' (" +
+            "index " + std::to_string(last - 1) + " is out of range for '" + name() + "' (" +
                 std::to_string(value.count) + " values: 0.." + std::to_string(value.count) + ")",
             operand.span);
       return false;
