@@ -295,13 +295,14 @@ void bind_plan_files(py::module_ &m) {
             r.wait_body();
             if (!without_gil([&] { return r.runner->enter_next_statement(); })) return py::none();
             py::str plan(std::string(*r.runner->current_plan()));
-            if (background) {
+            // A `run` statement has no body; a scope's runs here or beside the caller.
+            if (r.runner->current_body_pending() && background) {
               // Materialization is synchronous (§17): a body's prefetch copies
               // would hold this thread until they landed. On a thread of its
               // own the body copies while the caller goes on with its work.
               ModuleRunner *runner = r.runner.get();
               r.body = std::async(std::launch::async, [runner] { return runner->run_current_body(); });
-            } else {
+            } else if (r.runner->current_body_pending()) {
               without_gil([&] { return r.runner->run_current_body(); });
             }
             return plan;

@@ -63,6 +63,8 @@ public:
   void abandon_program();
   /// The plan of the entered statement; none before the first and after the last.
   std::optional<std::uint32_t> current_plan() const;
+  /// Whether the entered statement is a scope whose body has not run yet.
+  bool current_body_pending() const { return walk_ && walk_->body.has_value(); }
 
 private:
   using Walk = ProgramWalk;

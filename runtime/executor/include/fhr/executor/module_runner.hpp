@@ -63,6 +63,7 @@ public:
   bool run_current_body() { return interpreter_.run_current_body(); }
   RunResult finish_program() { return interpreter_.finish_program(); }
   void abandon_program() { interpreter_.abandon_program(); }
+  bool current_body_pending() const { return interpreter_.current_body_pending(); }
   /// The name of the entered statement's plan; none outside a statement.
   std::optional<std::string_view> current_plan() const;
 
