@@ -3,15 +3,21 @@
 # machine from the project root, with the folder .third_party carried
 # (prepared here by `scripts/gpu-python.sh prepare`). Stages:
 #   prepare   (here) copy FHElium, triton-csprng and the header-only
-#             dependencies (nlohmann/json, xxHash, dlpack) into .third_party
+#             dependencies (nlohmann/json, xxHash, dlpack) into .third_party,
+#             and compile the solved bootstrap program there
+#             (.third_party/bootstrap-solved.fhrb, with this tree's fhr-plan:
+#             the GPU machine's runtime-only build has no compiler)
 #   build     build FHElium's native operators and fhr's runtime-only tree
 #             with the CUDA backend and `_fhr` for that machine's Python
 #             and pybind11
 #   test      pytest tests/python (the GPU and FHElium cases run there)
 #   bench     bench/python_bench.py beside FHElium's manager
-#   bootstrap tests/integration/fhelium_bootstrap.py: plain, unconstrained,
-#             trace (writes $OUT/bootstrap-trace.json), lru
-#   solved    the solved mode, with PLAN=path/to/plan.fhr (fhr-plan solve's output)
+#   bootstrap tests/integration/fhelium_bootstrap.py: plain, trace (writes
+#             $OUT/bootstrap-trace.json), then REPEATS (1) rounds of
+#             unconstrained, lru (the §18 controller) and solved (the
+#             compiled program, PLAN), interleaved
+#   solved    the solved mode alone, PLAN=path/to/plan.fhrb (default: the
+#             one prepare compiled)
 # Results (JSON lines) go to $OUT (or ./gpu-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +25,7 @@ out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 third=$PWD/.third_party
 fhelium=/tmp/fhelium
+plan=${PLAN:-$third/bootstrap-solved.fhrb}
 export FHR_FHELIUM_PATH=$fhelium
 export PYTHONPATH=$PWD/build-gpu/python:$fhelium:$third/triton-csprng
 
@@ -30,6 +37,8 @@ prepare() {
   cp -r "$from/fhelium-0.10.0" "$from/triton-csprng" "$third/"
   cp -r /usr/include/nlohmann /usr/include/xxhash.h /usr/include/dlpack "$third/include/"
   cp -r /usr/share/cmake/nlohmann_json "$third/cmake/"
+  local tool=${FHR_PLAN:-build/tools/fhr-plan}
+  "$tool" compile bench/fhelium/bootstrap-solved.fhr -o "$third/bootstrap-solved.fhrb"
   grep -qx '/.third_party/' .git/info/exclude 2>/dev/null || echo '/.third_party/' >>"$(git rev-parse --git-path info/exclude)"
 }
 
@@ -63,15 +72,20 @@ bench() {
 }
 
 bootstrap() {
-  for mode in plain unconstrained trace lru; do
+  for mode in plain trace; do
     python3 tests/integration/fhelium_bootstrap.py --mode "$mode" --trace-out "$out/bootstrap-trace.json" |
       tee -a "$out/bootstrap.jsonl"
+  done
+  local round
+  for round in $(seq "${REPEATS:-1}"); do
+    python3 tests/integration/fhelium_bootstrap.py --mode unconstrained | tee -a "$out/bootstrap.jsonl"
+    python3 tests/integration/fhelium_bootstrap.py --mode lru | tee -a "$out/bootstrap.jsonl"
+    solved
   done
 }
 
 solved() {
-  python3 tests/integration/fhelium_bootstrap.py --mode solved --plan "${PLAN:?PLAN=plan.fhr}" |
-    tee -a "$out/bootstrap.jsonl"
+  python3 tests/integration/fhelium_bootstrap.py --mode solved --plan "$plan" | tee -a "$out/bootstrap.jsonl"
 }
 
 for stage in "$@"; do

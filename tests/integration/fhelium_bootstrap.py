@@ -18,12 +18,18 @@ Modes (one per run, each prints one JSON object):
   GPU time between them (CUDA events on the consumer stream), written as an
   ``fhr-workload/1`` JSON (``--trace-out``) for ``fhr-plan solve``.
 - ``lru``: a cuda:0 budget (``--budget-gib``, 3 by default) for the keys;
-  a key switch whose key is absent evicts the least recently used keys
-  (DROP of their cuda:0 replica; the pinned one stays) and loads it.
-- ``solved``: the same budget, running the plans of a program printed by
-  ``fhr-plan solve`` (``--plan``): before the k-th key switch the scope of
-  the program's k-th plan is entered (its reclaim and enter actions), the
-  previous one exited.
+  each key switch is a ``use`` of the §18 controller (``ResidencyController``
+  with the reference ``DeterministicTieredLRU``, cuda:0 spilling to pinned
+  then pageable memory): a key that is absent evicts the least recently
+  used ones (a DROP of their cuda:0 replica: the pinned one stays) and is
+  copied in, and the use's lease gives it to the switch.
+- ``solved``: the same budget, running the program printed by ``fhr-plan
+  solve`` (``--plan``, a ``.fhr`` or its compiled ``.fhrb``) a statement at
+  a time with the runtime's interpreter: at the k-th key switch the
+  program's k-th statement is current (its scope entered: reclaim and
+  enter actions; then its body, the planner's prefetches, on a thread of
+  its own so that the copies do not hold the host), the previous one
+  exited.
 
 Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
 the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
@@ -33,7 +39,6 @@ allocated memory and their sum (fhr's pools are not PyTorch's allocator).
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import json
 import os
@@ -153,7 +158,9 @@ class ManagedKeys:
         self.names: dict[int, str] = {}  # id(stand-in) -> name
         self.uses: list[str] = []
         self.before_use = lambda name: None  # the residency policy: makes the key resident at cuda:0
+        self.borrow = self.lease  # how a switch gets the key's cuda:0 replica
         self.events: list[Any] | None = None
+        self.released: dict[str, Any] = {}  # name -> event after its last switch's kernels (solved)
         for name, key in boot.named_keys().items():
             boot.engine.validate_key_switch_key(key)  # once, on the device, as FHElium checks it
             pinned = key.pin_memory(copy=True)
@@ -161,6 +168,7 @@ class ManagedKeys:
             self.sizes[name] = pinned.storage_nbytes
             self.names[id(pinned)] = name
             self.replace(name, pinned)
+        self.name_of = {handle: name for name, handle in self.handles.items()}
         self.torch.cuda.synchronize()
         self.torch.cuda.empty_cache()  # the device copies are gone; their memory goes back
         self.hook()
@@ -203,9 +211,9 @@ class ManagedKeys:
 
     @contextlib.contextmanager
     def resident(self, key: Any) -> Any:
-        """The key's cuda:0 replica, leased on the current stream while the
-        switch enqueues its kernels; the release records an event there, so
-        the replica stays until they ran."""
+        """The key's cuda:0 replica for one switch, on the current stream
+        (leased, or through a controller's use), so that the replica stays
+        until the switch's kernels ran."""
         name = self.names.get(id(key))
         if name is None:
             raise RuntimeError(f"a key switch used a key fhr does not manage ({type(key).__name__})")
@@ -216,6 +224,15 @@ class ManagedKeys:
             event.record(stream)
             self.events.append(event)
         self.before_use(name)
+        with self.borrow(name, stream) as device_key:
+            yield device_key
+        done = self.torch.cuda.Event()
+        done.record(stream)
+        self.released[name] = done
+
+    @contextlib.contextmanager
+    def lease(self, name: str, stream: Any) -> Any:
+        """A lease on the consumer stream; its release records an event there."""
         handle = self.handles[name]
         lease = self.manager.acquire([handle], at=self.cuda0, consumer_stream=stream)
         try:
@@ -246,64 +263,84 @@ class ManagedKeys:
         }
 
 
-class LeastRecentlyUsed:
-    """Keys leave cuda:0 least recently used first (their pinned replica
-    stays, so a DROP suffices), until the needed one fits."""
+class ControllerLRU:
+    """Each key switch a ``use`` of the §18 controller with the reference
+    policy, spilling cuda:0 to pinned then pageable memory (the tiers of the
+    trace's workload; the keys' pinned replicas make every eviction a DROP)."""
 
     def __init__(self, keys: ManagedKeys) -> None:
+        fhr = keys.fhr
         self.keys = keys
-        self.order: collections.OrderedDict[str, None] = collections.OrderedDict()
+        policy = fhr.DeterministicTieredLRU({keys.cuda0: [fhr.PINNED_HOST, fhr.PAGEABLE_HOST]})
+        self.controller = fhr.ResidencyController(keys.manager, policy)
+        self.requests = {
+            name: fhr.ResidencyRequest(f"ks/{name}", (fhr.ResidencyRequirement(handle, keys.cuda0),))
+            for name, handle in keys.handles.items()
+        }
+        keys.borrow = self.borrow
 
-    def __call__(self, name: str) -> None:
+    @contextlib.contextmanager
+    def borrow(self, name: str, stream: Any) -> Any:
         keys, fhr = self.keys, self.keys.fhr
-        if name in self.order:
-            self.order.move_to_end(name)
-            return
-        while self.order and self.used() + keys.sizes[name] > keys.budget_bytes:
-            victim = next(iter(self.order))
-            try:
-                keys.manager.drop(keys.handles[victim], keys.cuda0)
-            except fhr.ResidencyInUseError:
-                keys.torch.cuda.current_stream().synchronize()  # its last lease's kernels still run
-                keys.manager.drop(keys.handles[victim], keys.cuda0)
-            del self.order[victim]
-        keys.manager.ensure(keys.handles[name], keys.cuda0)
-        self.order[name] = None
-
-    def used(self) -> int:
-        return sum(self.keys.sizes[n] for n in self.order)
+        use = self.controller.use(self.requests[name], consumer_streams={keys.cuda0: stream})
+        try:
+            use.__enter__()
+        except fhr.ResidencyPlanError:
+            # Every other key's last switch may still be running (pending
+            # leases are no candidates): wait for them once and decide again.
+            stream.synchronize()
+            use = self.controller.use(self.requests[name], consumer_streams={keys.cuda0: stream})
+            use.__enter__()
+        try:
+            yield use.value(keys.handles[name], at=keys.cuda0)
+        finally:
+            use.close()
 
 
-class SolvedPlan:
-    """Before the k-th key use, the scope of the program's k-th plan."""
+class SolvedProgram:
+    """At the k-th key use, the program's k-th statement is current: the
+    runtime's interpreter walks the program (BoundPlanFile.program_steps),
+    each scope's body (the prefetches) on a thread of its own."""
 
     def __init__(self, keys: ManagedKeys, path: str) -> None:
         import fhr
 
         self.keys = keys
-        self.bound = fhr.load(path).bind(keys.manager, keys.handles)
-        self.plans = list(self.bound.file.plans)
-        self.scope: Any = None
+        file = fhr.load(path)
+        if len(file.programs) != 1:
+            raise SystemExit(f"{path}: expected the one program fhr-plan solve prints, found {len(file.programs)}")
+        self.bound = file.bind(keys.manager, keys.handles)
+        self.plans = list(file.plans)  # solve prints one plan per step, in program order
+        # The keys each step's reclaim drops (looked up once, not at every switch).
+        self.drops = [
+            [keys.name_of[action.handle] for action in self.bound.plan(plan).reclaim] for plan in self.plans
+        ]
+        self.steps = self.bound.program_steps(file.programs[0], background=True)
         self.next = 0
 
     def __call__(self, name: str) -> None:
         if self.next >= len(self.plans):
-            raise RuntimeError(f"the plan has {len(self.plans)} steps; the bootstrap made more key uses")
-        if self.scope is not None:
-            try:
-                self.scope.__exit__(None, None, None)
-            except self.keys.fhr.ResidencyInUseError:
-                self.keys.torch.cuda.current_stream().synchronize()
-                raise
-        self.scope = self.bound.scope(self.plans[self.next])
-        self.scope.__enter__()
+            raise RuntimeError(f"the program has {len(self.plans)} steps; the bootstrap made more key uses")
+        # A reclaim drops a key whose last switch may still be running on the
+        # GPU (its lease is pending): wait for that switch alone.
+        for dropped in self.drops[self.next]:
+            done = self.keys.released.get(dropped)
+            if done is not None:
+                done.synchronize()
+        plan = next(self.steps, None)
+        if plan is None:
+            failure = self.steps.result.failure if self.steps.result else None
+            raise RuntimeError(f"the program stopped before key use {self.next}: {failure}")
+        if plan != self.plans[self.next] or plan.split("/", 1)[1] != name:
+            raise RuntimeError(f"key use {self.next} is {name}, the program's statement {plan}")
         self.next += 1
 
     def close(self) -> None:
-        if self.scope is not None:
-            self.scope.__exit__(None, None, None)
+        run = self.steps.close()
+        if not run.completed:
+            raise RuntimeError(f"the program failed: {run.failure}")
         if self.next != len(self.plans):
-            raise RuntimeError(f"the bootstrap made {self.next} key uses; the plan has {len(self.plans)} steps")
+            raise RuntimeError(f"the bootstrap made {self.next} key uses; the program has {len(self.plans)} steps")
 
 
 def workload(keys: ManagedKeys, budget_bytes: int) -> dict[str, Any]:
@@ -350,11 +387,11 @@ def main() -> None:
         if arguments.mode == "trace":
             keys.events = []
     elif arguments.mode == "lru":
-        keys.before_use = LeastRecentlyUsed(keys)
+        ControllerLRU(keys)
     else:
         if not arguments.plan:
-            raise SystemExit("--mode solved needs --plan PROGRAM.fhr (fhr-plan solve's output)")
-        solved = SolvedPlan(keys, arguments.plan)
+            raise SystemExit("--mode solved needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output)")
+        solved = SolvedProgram(keys, arguments.plan)
         keys.before_use = solved
     result.update(boot.run())
     if solved is not None:

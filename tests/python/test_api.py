@@ -19,6 +19,9 @@ SEED_NAMES = [
     "ResidencyPlanExplanation", "ResidencyPlanReport", "ResidencyReservation", "ResidencyReservationSnapshot",
     "ResidencyScope", "ResidencySnapshot", "ResidencySource", "ResidencyTransitionReport",
     "ResidencyValueSnapshot", "ResidencyValueSpec", "cuda_location",
+    # §18, the controller
+    "DeterministicTieredLRU", "ResidencyController", "ResidencyDecision", "ResidencyRequest",
+    "ResidencyRequirement",
 ]
 MANAGER_MEMBERS = [
     "manager_id", "state_version", "locations", "adopt", "register_source", "ensure", "copy", "move", "drop",

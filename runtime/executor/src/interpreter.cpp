@@ -54,14 +54,105 @@ RunResult Interpreter::run_plan(std::uint32_t plan) {
 }
 
 RunResult Interpreter::run_program(std::uint32_t program) {
+  begin_program(program);
+  try {
+    return finish_program();
+  } catch (...) { // a usage error of the target, not a result: the next run starts afresh
+    walk_.reset();
+    throw;
+  }
+}
+
+void Interpreter::begin_program(std::uint32_t program) {
   if (program >= module_.programs.size())
     throw std::invalid_argument("no program " + std::to_string(program));
+  if (walk_) throw std::logic_error("a program is already being run");
   const bytecode::ProgramEntry &entry = module_.programs[program];
-  RunResult run;
-  run.name = module_.strings[entry.name];
-  target_.record_into(&run);
-  run.completed = run_body(entry.body, /*setup=*/false);
+  walk_.emplace();
+  walk_->run.name = module_.strings[entry.name];
+  walk_->pc = entry.body.begin;
+  walk_->end = entry.body.end;
+}
+
+Interpreter::Walk &Interpreter::walk() {
+  if (!walk_) throw std::logic_error("no program is being run");
+  return *walk_;
+}
+
+std::optional<std::uint32_t> Interpreter::current_plan() const { return walk_ ? walk_->plan : std::nullopt; }
+
+bool Interpreter::run_current_body() {
+  Walk &w = walk();
+  if (!w.ok || !w.body) return w.ok;
+  target_.record_into(&w.run);
+  const InstructionRange body = *w.body;
+  w.body.reset();
+  if (!run_body(body, /*setup=*/false)) { // as run_scope does
+    target_.abandon_scope();
+    w.plan.reset();
+    w.ok = false;
+  }
   target_.record_into(nullptr);
+  return w.ok;
+}
+
+bool Interpreter::end_current_statement(Walk &w) {
+  if (!w.plan) return true;
+  if (w.body && !run_current_body()) return false;
+  target_.record_into(&w.run);
+  const std::uint32_t plan = *w.plan;
+  w.plan.reset();
+  w.ok = target_.exit_scope(plans_.plan(plan));
+  return w.ok;
+}
+
+bool Interpreter::enter_next_statement() {
+  Walk &w = walk();
+  if (!w.ok || !end_current_statement(w)) return false;
+  target_.record_into(&w.run);
+  while (w.ok && w.pc < w.end) {
+    const Instruction &in = module_.code[w.pc];
+    if (in.opcode == Opcode::Scope || in.opcode == Opcode::Run) {
+      if (!target_.enter_scope(plans_.plan(in.index()))) {
+        w.ok = false;
+        break;
+      }
+      w.plan = in.index();
+      if (in.opcode == Opcode::Scope) {
+        const std::uint32_t close = matching_end(module_.code, w.pc);
+        w.body = InstructionRange{w.pc + 1, close};
+        w.pc = close + 1;
+      } else {
+        ++w.pc;
+      }
+      target_.record_into(nullptr);
+      return true;
+    }
+    w.ok = run_statement(w.pc, /*setup=*/false, w.lifetimes);
+  }
+  target_.record_into(nullptr);
+  return false;
+}
+
+void Interpreter::abandon_program() {
+  if (!walk_) return;
+  if (walk_->plan) target_.abandon_scope();
+  release_last_first(walk_->lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  walk_.reset();
+}
+
+RunResult Interpreter::finish_program() {
+  Walk &w = walk();
+  while (enter_next_statement()) {
+  }
+  target_.record_into(&w.run);
+  // Lifetimes the program body opened end with it, the last first (§7,
+  // §12.3), whether it completed or stopped at a failure.
+  release_last_first(w.lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  target_.record_into(nullptr);
+  RunResult run = std::move(w.run);
+  run.completed = w.ok;
+  walk_.reset();
   return run;
 }
 
@@ -70,57 +161,62 @@ bool Interpreter::run_body(InstructionRange range, bool setup) {
   // whether the body completed or stopped at a failure.
   std::vector<Target::Token> lifetimes;
   bool ok = true;
-  for (std::uint32_t pc = range.begin; ok && pc < range.end;) {
-    const Instruction &in = module_.code[pc];
-    const StepKind direct = setup ? StepKind::Setup : StepKind::Direct;
-    switch (in.opcode) {
-    case Opcode::Declare: {
-      const bytecode::Declaration &d = module_.declarations[in.index()];
-      for (ValueId v = d.first_value; ok && v < d.first_value + d.value_count(); ++v)
-        ok = target_.declare(d, v, step_at(StepKind::Setup, pc, v));
-      ++pc;
-      break;
-    }
-    case Opcode::Scope: {
-      const std::uint32_t close = matching_end(module_.code, pc);
-      ok = run_scope(in.index(), InstructionRange{pc + 1, close});
-      pc = close + 1;
-      break;
-    }
-    case Opcode::Run:
-      ok = run_scope(in.index(), std::nullopt);
-      ++pc;
-      break;
-    case Opcode::Actions: {
-      const std::uint32_t close = matching_end(module_.code, pc);
-      ok = run_actions(pc, InstructionRange{pc + 1, close});
-      pc = close + 1;
-      break;
-    }
-    case Opcode::Release: {
-      auto it = std::find_if(named_lifetimes_.begin(), named_lifetimes_.end(),
-                             [&](const auto &entry) { return entry.first == in.index(); });
-      // The verifier guarantees an earlier named lifetime; setup got here,
-      // so it opened.
-      if (it == named_lifetimes_.end()) throw std::logic_error("release of a lifetime that is not open");
-      ok = target_.release(it->second, step_at(StepKind::Setup, pc));
-      named_lifetimes_.erase(it);
-      ++pc;
-      break;
-    }
-    default:
-      if (bytecode::is_action(in.opcode)) {
-        for (ValueId v = in.value; ok && v < in.value + in.count; ++v)
-          ok = target_.apply(action_of(in, v), step_at(direct, pc, v));
-        ++pc;
-      } else {
-        ok = run_lifetime(pc, setup, lifetimes);
-        pc += bytecode::has_items(in.opcode) ? 1 + in.index() : 1;
-      }
-      break;
-    }
-  }
+  for (std::uint32_t pc = range.begin; ok && pc < range.end;)
+    ok = run_statement(pc, setup, lifetimes);
   release_last_first(lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  return ok;
+}
+
+bool Interpreter::run_statement(std::uint32_t &pc, bool setup, std::vector<Target::Token> &lifetimes) {
+  const Instruction &in = module_.code[pc];
+  const StepKind direct = setup ? StepKind::Setup : StepKind::Direct;
+  bool ok = true;
+  switch (in.opcode) {
+  case Opcode::Declare: {
+    const bytecode::Declaration &d = module_.declarations[in.index()];
+    for (ValueId v = d.first_value; ok && v < d.first_value + d.value_count(); ++v)
+      ok = target_.declare(d, v, step_at(StepKind::Setup, pc, v));
+    ++pc;
+    break;
+  }
+  case Opcode::Scope: {
+    const std::uint32_t close = matching_end(module_.code, pc);
+    ok = run_scope(in.index(), InstructionRange{pc + 1, close});
+    pc = close + 1;
+    break;
+  }
+  case Opcode::Run:
+    ok = run_scope(in.index(), std::nullopt);
+    ++pc;
+    break;
+  case Opcode::Actions: {
+    const std::uint32_t close = matching_end(module_.code, pc);
+    ok = run_actions(pc, InstructionRange{pc + 1, close});
+    pc = close + 1;
+    break;
+  }
+  case Opcode::Release: {
+    auto it = std::find_if(named_lifetimes_.begin(), named_lifetimes_.end(),
+                           [&](const auto &entry) { return entry.first == in.index(); });
+    // The verifier guarantees an earlier named lifetime; setup got here,
+    // so it opened.
+    if (it == named_lifetimes_.end()) throw std::logic_error("release of a lifetime that is not open");
+    ok = target_.release(it->second, step_at(StepKind::Setup, pc));
+    named_lifetimes_.erase(it);
+    ++pc;
+    break;
+  }
+  default:
+    if (bytecode::is_action(in.opcode)) {
+      for (ValueId v = in.value; ok && v < in.value + in.count; ++v)
+        ok = target_.apply(action_of(in, v), step_at(direct, pc, v));
+      ++pc;
+    } else {
+      ok = run_lifetime(pc, setup, lifetimes);
+      pc += bytecode::has_items(in.opcode) ? 1 + in.index() : 1;
+    }
+    break;
+  }
   return ok;
 }
 

@@ -29,10 +29,20 @@ PlanSpec ModuleRunner::plan(std::string_view name) const {
 
 RunResult ModuleRunner::run_plan(std::string_view name) { return run_plan(plan_index(name)); }
 
-RunResult ModuleRunner::run_program(std::string_view name) {
+std::uint32_t ModuleRunner::program_index(std::string_view name) const {
   for (std::uint32_t i = 0; i < module_.programs.size(); ++i)
-    if (module_.strings[module_.programs[i].name] == name) return run_program(i);
+    if (module_.strings[module_.programs[i].name] == name) return i;
   throw std::invalid_argument("the module has no program '" + std::string(name) + "'");
+}
+
+RunResult ModuleRunner::run_program(std::string_view name) { return run_program(program_index(name)); }
+
+void ModuleRunner::begin_program(std::string_view name) { interpreter_.begin_program(program_index(name)); }
+
+std::optional<std::string_view> ModuleRunner::current_plan() const {
+  const std::optional<std::uint32_t> plan = interpreter_.current_plan();
+  if (!plan) return std::nullopt;
+  return std::string_view(module_.strings[module_.plans[*plan].name]);
 }
 
 } // namespace fhr

@@ -27,6 +27,17 @@ from fhr._fhr import (
     cuda_device_count,
     cuda_location,
 )
+from fhr._controller import (
+    DeterministicTieredLRU,
+    EvictionCandidate,
+    ResidencyController,
+    ResidencyDecision,
+    ResidencyEviction,
+    ResidencyPolicy,
+    ResidencyRequest,
+    ResidencyRequirement,
+    ResidencyUse,
+)
 from fhr._lifetimes import BorrowedValues
 from fhr._manager import ResidencyManager
 from fhr._model import Recoverability, ReplicaMode, ResidencySource, ResidencyValueSpec
@@ -39,7 +50,7 @@ from fhr._plan import (
     ResidencyAction,
     ResidencyPlan,
 )
-from fhr._planfile import BoundPlanFile, DeclaredValue, PlanFile, PlanRun, PlanStep, load
+from fhr._planfile import BoundPlanFile, DeclaredValue, PlanFile, PlanRun, PlanStep, ProgramSteps, load
 from fhr._records import (
     MaterializationSnapshot,
     ResidencyActionExplanation,
@@ -89,9 +100,11 @@ __all__ = [
     "BoundPlanFile",
     "CudaBackend",
     "DeclaredValue",
+    "DeterministicTieredLRU",
     "DiscardValue",
     "DropResident",
     "EnsureResident",
+    "EvictionCandidate",
     "FhrError",
     "MaterializationSnapshot",
     "MemoryReservation",
@@ -100,13 +113,17 @@ __all__ = [
     "PlanFileError",
     "PlanRun",
     "PlanStep",
+    "ProgramSteps",
     "Recoverability",
     "ReplicaMode",
     "ResidencyAction",
     "ResidencyActionExplanation",
     "ResidencyBudgetError",
     "ResidencyClosedError",
+    "ResidencyController",
+    "ResidencyDecision",
     "ResidencyError",
+    "ResidencyEviction",
     "ResidencyHandle",
     "ResidencyHandleError",
     "ResidencyHold",
@@ -123,7 +140,10 @@ __all__ = [
     "ResidencyPlanExecutionError",
     "ResidencyPlanExplanation",
     "ResidencyPlanReport",
+    "ResidencyPolicy",
     "ResidencyReentrancyError",
+    "ResidencyRequest",
+    "ResidencyRequirement",
     "ResidencyReservation",
     "ResidencyReservationSnapshot",
     "ResidencyScope",
@@ -133,6 +153,7 @@ __all__ = [
     "ResidencyStaleStateError",
     "ResidencyTransitionReport",
     "ResidencyUnavailableError",
+    "ResidencyUse",
     "ResidencyValueSnapshot",
     "ResidencyValueSpec",
     "SimulatedBackend",

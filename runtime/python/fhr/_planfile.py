@@ -245,3 +245,81 @@ class BoundPlanFile:
         if name not in self.file.programs:
             raise KeyError(name)
         return _run(self._run.run_program(name))
+
+    def program_steps(self, name: str, *, background: bool = False) -> ProgramSteps:
+        """Program ``name`` a statement at a time (see :class:`ProgramSteps`)."""
+        if name not in self.file.programs:
+            raise KeyError(name)
+        return ProgramSteps(self, name, background=background)
+
+
+class ProgramSteps:
+    """A program run one ``run`` or ``scope`` statement at a time by the
+    runtime's interpreter, for a caller doing its own work while each is
+    current: ``next()`` ends the current statement (its body, then its
+    exit), runs the statements before the next one, enters that one and
+    runs its body, and returns the statement's plan name. With
+    ``background``, the body runs on a thread of its own (the manager's
+    copies are synchronous, §17: prefetches then do not hold the caller);
+    ``wait()`` waits for it. The iteration stops at the program's end or at
+    its first failing step; ``close()`` ends it and returns the whole run
+    (``result``), whose ``failure`` is that step."""
+
+    def __init__(self, bound: BoundPlanFile, name: str, *, background: bool = False) -> None:
+        self._bound = bound
+        self._background = bool(background)
+        self.name = name
+        self.result: PlanRun | None = None
+        self.current: str | None = None
+        self._abandoned = False
+        bound._run.begin_program(name)
+
+    def __iter__(self) -> ProgramSteps:
+        return self
+
+    def __next__(self) -> str:
+        if self.result is not None or self._abandoned:
+            raise StopIteration
+        plan = self._bound._run.next_statement(self._background)
+        if plan is None:
+            self.close()
+            raise StopIteration
+        self.current = plan
+        return str(plan)
+
+    def wait(self) -> bool:
+        """Waits for the current body (background); False when it failed."""
+        return bool(self._bound._run.wait_body())
+
+    def close(self) -> PlanRun:
+        """Runs the rest of the program and returns the run; idempotent."""
+        if self._abandoned:
+            raise RuntimeError(f"the run of program {self.name!r} was abandoned")
+        if self.result is None:
+            self.current = None
+            self.result = _run(self._bound._run.finish_program())
+        return self.result
+
+    def __enter__(self) -> ProgramSteps:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # A failure of the caller's own work stops the walk; otherwise it finishes.
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Stops where it is: the current statement's scope is left without
+        its exit and nothing more of the program runs (``result`` stays None)."""
+        if self.result is None and not self._abandoned:
+            self._abandoned = True
+            self.current = None
+            self._bound._run.abandon_program()
+
+    def __del__(self) -> None:
+        # An abandoned walk ends here, so that the file's plans and programs
+        # can run again.
+        if getattr(self, "result", True) is None:
+            self.abandon()

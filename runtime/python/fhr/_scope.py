@@ -76,11 +76,15 @@ class ResidencyScope:
             if self._stage != "created":
                 raise RuntimeError("ResidencyScope cannot be entered twice")
             self._stage = "closed"  # any failure below consumes the scope
-            core = self._manager._scope(self._plan, self._transfer_streams, self._expected_state_version)
+            core = self._open()
             core.enter()
             self._core = core
             self._stage = "entered"
         return self
+
+    def _open(self) -> Any:
+        """The runtime's scope (a controller's decision scope opens its own)."""
+        return self._manager._scope(self._plan, self._transfer_streams, self._expected_state_version)
 
     def close(self) -> None:
         """Runs the exit actions and releases the reservations; idempotent."""

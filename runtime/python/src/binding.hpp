@@ -204,6 +204,10 @@ ActionSpec to_action_spec(PyManager &manager, py::handle action);
 TransferStreams to_transfer_streams(PyManager &manager, py::handle mapping);
 /// ResidencyPlan -> PlanSpec; `sequence` receives reclaim + enter + exit actions.
 PlanSpec to_plan_spec(PyManager &manager, py::handle plan, std::vector<py::object> *sequence);
+/// The Python action (EnsureResident, ...) and plan (ResidencyPlan) of the
+/// runtime's specs, over the manager's handle objects (plan_files.cpp).
+py::object action_object(PyManager &manager, const ActionSpec &action);
+py::object plan_object(PyManager &manager, const PlanSpec &spec);
 
 // ---- records.cpp ----------------------------------------------------------
 
@@ -238,6 +242,7 @@ void bind_lifetimes(py::module_ &m);
 void bind_backends(py::module_ &m);
 void bind_storage_view(py::module_ &m);
 void bind_plan_files(py::module_ &m);
+void bind_controller(py::module_ &m);
 
 /// The Python class `name` of the package module `module` (cached by Python).
 py::object python_class(const char *module, const char *name);

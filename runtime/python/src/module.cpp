@@ -13,4 +13,5 @@ PYBIND11_MODULE(_fhr, m) {
   bind_lifetimes(m);
   bind_manager(m);
   bind_plan_files(m);
+  bind_controller(m);
 }

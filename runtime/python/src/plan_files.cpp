@@ -6,6 +6,7 @@
 #include "fhr/bytecode/module.hpp"
 
 #include <cstring>
+#include <future>
 #include <unordered_map>
 
 namespace fhr::python {
@@ -78,9 +79,19 @@ struct PyPlanRun {
   std::unique_ptr<MappedBinder> binder;
   std::shared_ptr<CommittedTransitions> committed = std::make_shared<CommittedTransitions>();
   std::unique_ptr<ModuleRunner> runner;
+  /// A program run a statement at a time: the current scope's body when it
+  /// runs on its own thread (ProgramSteps with background bodies).
+  std::future<bool> body;
   ~PyPlanRun() {
     py::gil_scoped_release release;
+    if (body.valid()) body.wait();
+    runner->abandon_program();
     runner.reset();
+  }
+  /// Waits for a body running on its own thread; false when it failed.
+  bool wait_body() {
+    if (!body.valid()) return true;
+    return without_gil([&] { return body.get(); });
   }
   template <typename Run>
   py::object run(Run &&work);
@@ -136,26 +147,29 @@ py::object PyPlanRun::run(Run &&work) {
   return run_result(manager.cast<PyManager &>(), *runner, result, *committed);
 }
 
+} // namespace
+
+py::object action_object(PyManager &manager, const ActionSpec &a) {
+  py::object handle = manager.meta(a.handle).handle;
+  switch (a.kind) {
+  case ActionKind::Ensure:
+  case ActionKind::Copy:
+    return python_class("fhr._plan", "EnsureResident")(handle, location_object(a.location));
+  case ActionKind::Move:
+    return python_class("fhr._plan", "MoveResident")(handle, location_object(a.location),
+                                                     optional_location(a.from));
+  case ActionKind::Drop:
+    return python_class("fhr._plan", "DropResident")(handle, location_object(a.location));
+  case ActionKind::Discard: break;
+  }
+  return python_class("fhr._plan", "DiscardValue")(handle);
+}
+
 py::object plan_object(PyManager &manager, const PlanSpec &spec) {
   auto actions = [&](const std::vector<ActionSpec> &phase) {
     py::list out;
-    for (const ActionSpec &a : phase) {
-      py::object handle = manager.meta(a.handle).handle;
-      switch (a.kind) {
-      case ActionKind::Ensure:
-      case ActionKind::Copy:
-        out.append(python_class("fhr._plan", "EnsureResident")(handle, location_object(a.location)));
-        break;
-      case ActionKind::Move:
-        out.append(python_class("fhr._plan", "MoveResident")(handle, location_object(a.location),
-                                                             optional_location(a.from)));
-        break;
-      case ActionKind::Drop:
-        out.append(python_class("fhr._plan", "DropResident")(handle, location_object(a.location)));
-        break;
-      case ActionKind::Discard: out.append(python_class("fhr._plan", "DiscardValue")(handle)); break;
-      }
-    }
+    for (const ActionSpec &a : phase)
+      out.append(action_object(manager, a));
     return py::tuple(out);
   };
   py::list reservations;
@@ -167,8 +181,6 @@ py::object plan_object(PyManager &manager, const PlanSpec &spec) {
       py::arg("exit") = actions(spec.exit), py::arg("reservations") = py::tuple(reservations),
       py::arg("reclaim") = actions(spec.reclaim));
 }
-
-} // namespace
 
 void bind_plan_files(py::module_ &m) {
   py::class_<PyPlanModule>(m, "_PlanModule", "A loaded and verified bytecode module.")
@@ -270,6 +282,44 @@ void bind_plan_files(py::module_ &m) {
       .def("plan",
            [](PyPlanRun &r, const std::string &name) {
              return plan_object(r.manager.cast<PyManager &>(), r.runner->plan(name));
+           })
+      .def("begin_program",
+           [](PyPlanRun &r, const std::string &name) {
+             r.committed->clear();
+             without_gil([&] { r.runner->begin_program(name); });
+           })
+      .def(
+          "next_statement",
+          [](PyPlanRun &r, bool background) -> py::object {
+            // The previous body first: the statements run in program order.
+            r.wait_body();
+            if (!without_gil([&] { return r.runner->enter_next_statement(); })) return py::none();
+            py::str plan(std::string(*r.runner->current_plan()));
+            // A `run` statement has no body; a scope's runs here or beside the caller.
+            if (r.runner->current_body_pending() && background) {
+              // Materialization is synchronous (§17): a body's prefetch copies
+              // would hold this thread until they landed. On a thread of its
+              // own the body copies while the caller goes on with its work.
+              ModuleRunner *runner = r.runner.get();
+              r.body = std::async(std::launch::async, [runner] { return runner->run_current_body(); });
+            } else if (r.runner->current_body_pending()) {
+              without_gil([&] { return r.runner->run_current_body(); });
+            }
+            return plan;
+          },
+          py::arg("background"))
+      .def("wait_body", [](PyPlanRun &r) { return r.wait_body(); })
+      .def("abandon_program",
+           [](PyPlanRun &r) {
+             r.wait_body();
+             without_gil([&] { r.runner->abandon_program(); });
+           })
+      .def("finish_program",
+           [](PyPlanRun &r) {
+             r.wait_body();
+             // Not r.run: the transitions committed since begin_program pair with the steps.
+             const RunResult result = without_gil([&] { return r.runner->finish_program(); });
+             return run_result(r.manager.cast<PyManager &>(), *r.runner, result, *r.committed);
            })
       .def("handle", [](PyPlanRun &r, std::uint32_t value_id) {
         return r.manager.cast<PyManager &>().meta(r.runner->handle_of(value_id)).handle;

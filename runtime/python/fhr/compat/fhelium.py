@@ -7,9 +7,8 @@ An FHElium program switches managers by changing one import::
 
 FHElium's values (``Plaintext``, ``Ciphertext``, keys: its TensorResident
 types of one tensor) are adopted without a copy and leased back rebuilt
-over fhr's storage. What differs is listed in docs/python.md; the automatic
-controller (``ResidencyController``, its requests and policies) is not
-provided yet and raises ``AttributeError`` when imported from here.
+over fhr's storage. What differs is listed in docs/python.md (the automatic controller's
+names are FHElium's; its policy interface, ``ResidencyPolicy``, is fhr's).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from fhr import (
     PAGEABLE_HOST,
     PINNED_HOST,
     BorrowedValues,
+    DeterministicTieredLRU,
     DiscardValue,
     DropResident,
     EnsureResident,
@@ -28,6 +28,8 @@ from fhr import (
     ReplicaMode,
     ResidencyAction,
     ResidencyActionExplanation,
+    ResidencyController,
+    ResidencyDecision,
     ResidencyHandle,
     ResidencyHold,
     ResidencyLease,
@@ -37,6 +39,8 @@ from fhr import (
     ResidencyPlan,
     ResidencyPlanExplanation,
     ResidencyPlanReport,
+    ResidencyRequest,
+    ResidencyRequirement,
     ResidencyReservation,
     ResidencyReservationSnapshot,
     ResidencyScope,

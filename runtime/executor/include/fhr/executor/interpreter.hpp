@@ -20,6 +20,16 @@
 
 namespace fhr {
 
+/// A program being walked by an Interpreter (begin_program .. finish_program).
+struct ProgramWalk {
+  RunResult run;
+  std::uint32_t pc = 0, end = 0;
+  std::optional<std::uint32_t> plan;              ///< the entered statement's plan
+  std::optional<bytecode::InstructionRange> body; ///< its body, while not run yet
+  std::vector<Target::Token> lifetimes;           ///< the program body's own lifetimes
+  bool ok = true;
+};
+
 class Interpreter {
 public:
   /// `plans` belongs to the module to run; both outlive the interpreter.
@@ -33,8 +43,38 @@ public:
   /// Program `program` from the target's current state.
   RunResult run_program(std::uint32_t program);
 
+  /// Program `program` one statement at a time, for a caller that runs its
+  /// own work while each `run` or `scope` statement is current (the Python
+  /// package's ProgramSteps); run_program is the same walk without pauses.
+  /// enter_next_statement() ends the current statement (its body, if not
+  /// run yet, then its exit), runs the statements up to the next `run` or
+  /// `scope` and enters that one; false at the end of the program or at a
+  /// failure. run_current_body() runs the current scope's body (none: true).
+  /// finish_program() runs what is left and returns the whole run. A failure
+  /// ends the walk as it ends run_program. std::logic_error for a second
+  /// begin before finish, or a step without a begin.
+  void begin_program(std::uint32_t program);
+  bool enter_next_statement();
+  bool run_current_body();
+  RunResult finish_program();
+  /// Stops the walk where it is: the current scope is left without its exit
+  /// (as after a failing body), the program body's lifetimes end, nothing
+  /// else runs. No-op when no program is being run.
+  void abandon_program();
+  /// The plan of the entered statement; none before the first and after the last.
+  std::optional<std::uint32_t> current_plan() const;
+  /// Whether the entered statement is a scope whose body has not run yet.
+  bool current_body_pending() const { return walk_ && walk_->body.has_value(); }
+
 private:
+  using Walk = ProgramWalk;
+  Walk &walk();
+  bool end_current_statement(Walk &w);
+
   bool run_body(bytecode::InstructionRange range, bool setup);
+  /// One statement at `pc` (a scope with its body, a primitive, a lifetime,
+  /// ...); advances `pc` past it.
+  bool run_statement(std::uint32_t &pc, bool setup, std::vector<Target::Token> &lifetimes);
   bool run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes);
   bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body);
   bool run_actions(std::uint32_t pc, bytecode::InstructionRange list);
@@ -44,6 +84,7 @@ private:
   Target &target_;
   /// Setup's named lifetimes by the instruction that opened them.
   std::vector<std::pair<std::uint32_t, Target::Token>> named_lifetimes_;
+  std::optional<Walk> walk_;
 };
 
 } // namespace fhr

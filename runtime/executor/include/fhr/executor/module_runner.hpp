@@ -57,9 +57,19 @@ public:
   /// of that name).
   RunResult run_program(std::string_view name);
   RunResult run_program(std::uint32_t index) { return interpreter_.run_program(index); }
+  /// A program a statement at a time (Interpreter::begin_program and after).
+  void begin_program(std::string_view name);
+  bool enter_next_statement() { return interpreter_.enter_next_statement(); }
+  bool run_current_body() { return interpreter_.run_current_body(); }
+  RunResult finish_program() { return interpreter_.finish_program(); }
+  void abandon_program() { interpreter_.abandon_program(); }
+  bool current_body_pending() const { return interpreter_.current_body_pending(); }
+  /// The name of the entered statement's plan; none outside a statement.
+  std::optional<std::string_view> current_plan() const;
 
 private:
   std::uint32_t plan_index(std::string_view name) const;
+  std::uint32_t program_index(std::string_view name) const;
 
   const bytecode::Module &module_;
   mutable PlanTable plans_;
