@@ -9,8 +9,11 @@ the link model's prediction (predicted.duration_us: from its copy's
 start to its commit) and the measured duration (measured.duration_us:
 TransitionReport completed_at - started_at). Prints one row per step that
 moves bytes and, per file, the run totals; the target is within 10% for
-transfers of 16 MiB and more and within 5 us for smaller ones. Exit 1 if
-a step misses its target, 2 if a document is not fhr-run/1.
+transfers of 16 MiB and more and within 5 us for smaller ones. A run's
+total compares the prediction with the time its steps were in flight
+(totals.measured_us); the time the runtime spent between steps is shown
+beside it. Exit 1 if a step misses its target, 2 if a document is not
+fhr-run/1.
 """
 import json
 import sys
@@ -26,6 +29,29 @@ def rows(document):
             if step["transfer"] == "none" or predicted is None or measured is None:
                 continue
             yield run, step, predicted, measured
+
+
+def total_line(run):
+    """A run's predicted and measured totals, or None when it has no prediction.
+
+    A unit may lack any of them: no prediction (predicted_us null), nothing
+    predicted to take time (predicted_us 0: error_percent null), a run
+    stopped before its first step (no measured time), or a document written
+    before span_us existed."""
+    totals = run.get("totals") or {}
+    predicted = totals.get("predicted_us")
+    if predicted is None:
+        return None
+    measured = totals.get("measured_us")
+    text = f"  total {run['kind']} {run['name']}: predicted {predicted:.1f} us"
+    if measured is None:
+        return text + ", not measured"
+    text += f", measured in steps {measured:.1f} us"
+    error = totals.get("error_percent")
+    text += f" ({error:+.1f}%)" if error is not None else f" ({measured - predicted:+.1f} us)"
+    if totals.get("between_steps_us") is not None:
+        text += f"; {totals['between_steps_us']:.1f} us between steps"
+    return text
 
 
 def main(paths):
@@ -48,11 +74,9 @@ def main(paths):
             print(f"{name:24} {run['name'][:32]:32} {step['action'][:44]:44} {step['bytes']:11} "
                   f"{predicted:10.1f}us {measured:10.1f}us {shown:>10}{'' if ok else '  MISS'}")
         for run in document["runs"]:
-            totals = run["totals"]
-            if totals["predicted_us"] is None:
-                continue
-            print(f"  total {run['kind']} {run['name']}: predicted {totals['predicted_us']:.1f} us, "
-                  f"measured {totals['measured_us']:.1f} us ({totals['error_percent']:+.1f}%)")
+            line = total_line(run)
+            if line:
+                print(line)
     print(f"{checked} transfers compared, {misses} outside the target "
           "(10% at 16 MiB and more, 5 us below)")
     return 1 if misses else 0

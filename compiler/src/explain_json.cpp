@@ -54,6 +54,12 @@ json unit_json(const ReportUnit &unit) {
     step["reason"] = s.reason.empty() ? json(nullptr) : json(s.reason);
     step["error_class"] = s.verdict == Verdict::Failed ? json(error_class_id(s.error)) : json(nullptr);
     step["raised"] = s.verdict == Verdict::Failed ? json(error_class_name(s.raised)) : json(nullptr);
+    // What the model decided the step moves: the time predictor and the
+    // pictures read these instead of inferring them from the text.
+    step["value"] = s.value.empty() ? json(nullptr) : json(s.value);
+    step["transfer"] = step_transfer_name(s.transfer);
+    const bool moves = s.transfer != StepTransfer::None && s.source && s.destination;
+    step["link"] = moves ? json(transfer_link_name(s.transfer, *s.source, *s.destination)) : json(nullptr);
     steps.push_back(std::move(step));
   }
   out["steps"] = std::move(steps);

@@ -217,7 +217,9 @@ UnitMemory unit_memory(const json &unit) {
       resident[value].insert(at);
       absent[value].erase(at);
     };
+    LocationSet freed;
     auto remove_replica = [&](Location at) {
+      freed.insert(at);
       if (LocationStacks *stack = stack_at(at)) stack->remove_value(value, bytes);
       resident[value].erase(at);
       absent[value].insert(at);
@@ -286,6 +288,7 @@ UnitMemory unit_memory(const json &unit) {
     }
     out.values.push_back(value);
     out.transfers.push_back(transfer);
+    out.freed.push_back(freed);
     for (LocationStacks &stack : stacks)
       stack.record();
   }
@@ -328,11 +331,12 @@ std::vector<TimelineStep> unit_timeline_steps(const json &unit, const UnitMemory
     const std::optional<Location> source = location_of(step, "source");
     const std::optional<Location> destination = location_of(step, "destination");
     if (!source || !destination) timeline.transfer = StepTransfer::None;
+    timeline.freed = memory.freed[k];
+    timeline.storage_bytes = step.value("storage_bytes", std::uint64_t{0});
     if (timeline.transfer != StepTransfer::None) {
       timeline.source = *source;
       timeline.destination = *destination;
       timeline.frees_source = step_words(step).keyword == "move" && timeline.transfer == StepTransfer::Copy;
-      timeline.storage_bytes = step.value("storage_bytes", std::uint64_t{0});
       if (auto found = locations.find(destination->name()); found != locations.end()) {
         timeline.destination_account.budget_bytes = found->second->budget_bytes;
         timeline.destination_account.used_bytes = found->second->charged_bytes[k];
@@ -358,6 +362,8 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
       for (std::size_t k = 0; k < step_list.size(); ++k) {
         const StepTime &time = timeline.steps[k];
         step_list[k]["time"] = json{{"start_us", microseconds(time.start_seconds)},
+                                    {"copy_start_us", microseconds(time.copy_start_seconds)},
+                                    {"allocation_us", microseconds(time.allocation_seconds)},
                                     {"end_us", microseconds(time.end_seconds)},
                                     {"commit_us", microseconds(time.commit_seconds)},
                                     {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},

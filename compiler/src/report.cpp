@@ -119,8 +119,10 @@ public:
     const std::string name = value_name(action.value);
     const ValueSpec *spec =
         action.value < module_.value_count ? &module_.declaration_of(action.value).spec : nullptr;
-    return step_for(std::move(context), action_text(action), instruction, outcome, spec,
-                    MessageContext{name, {}}, detail);
+    ReportStep step = step_for(std::move(context), action_text(action), instruction, outcome, spec,
+                               MessageContext{name, {}}, detail);
+    step.value = name;
+    return step;
   }
 
   ReportStep reservation_step(std::string context, std::uint32_t instruction, const Outcome &outcome,
@@ -161,6 +163,7 @@ public:
       const ValueId value = phase == StepKind::Reserve ? 0 : plan.phase(phase).actions[s.index].value;
       unit.steps.push_back(plan_step(std::string(step_kind_name(phase)), phase,
                                      plan.instruction_of(phase, s.index), value, s.outcome, detail));
+      unit.steps.back().transfer = s.transfer;
     }
     if (!unit.feasible) unit.failure = unit.steps.size() - 1;
     return unit;
@@ -221,6 +224,7 @@ public:
       if (!shows(n, rows.size(), unit.feasible)) continue;
       ReportStep step = program_step(rows[n], detail);
       step.raised = rows[n].failed() ? rows[n].raised : ErrorClass::None;
+      step.transfer = rows[n].transfer;
       unit.steps.push_back(std::move(step));
     }
     if (!unit.feasible) unit.failure = unit.steps.size() - 1;

@@ -59,6 +59,9 @@ TraceDocument predicted_trace(const json &document) {
         if (time.at("engine").is_string()) {
           TraceSpan copy = span;
           copy.track = time["engine"].get<std::string>();
+          // On its engine from when the engine takes it (after its allocation
+          // and the copies queued ahead of it).
+          copy.start_us = offset + time.value("copy_start_us", time.value("start_us", 0.0));
           copy.end_us = offset + time.value("end_us", 0.0);
           copy.args["window"] = time.value("window", json(nullptr));
           trace.spans.push_back(std::move(copy));

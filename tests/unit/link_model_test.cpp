@@ -15,7 +15,8 @@ using fhr::LinkModel;
 using fhr::Location;
 
 TEST_CASE("link model: every pair of locations takes one link and one engine") {
-  CHECK(fhr::link_between(Location::pageable(), Location::pinned()) == LinkKind::HostToHost);
+  CHECK(fhr::link_between(Location::pageable(), Location::pinned()) == LinkKind::PageableToPinned);
+  CHECK(fhr::link_between(Location::pinned(), Location::pageable()) == LinkKind::PinnedToPageable);
   CHECK(fhr::link_between(Location::pinned(), Location::cuda(0)) == LinkKind::PinnedToDevice);
   CHECK(fhr::link_between(Location::cuda(1), Location::pinned()) == LinkKind::DeviceToPinned);
   CHECK(fhr::link_between(Location::pageable(), Location::cuda(0)) == LinkKind::PageableToDevice);
@@ -68,13 +69,71 @@ TEST_CASE("link model: the JSON profile round-trips and names what is wrong") {
     return std::string("no error");
   };
   CHECK(error_of("{") == "links profile: $: not valid JSON");
-  CHECK(error_of(R"({"schema": "fhr-links/2"})") == "links profile: $.schema: expected \"fhr-links/1\"");
+  CHECK(error_of(R"({"schema": "fhr-links/3"})") ==
+        "links profile: $.schema: expected \"fhr-links/2\" (or the older \"fhr-links/1\")");
+  // A version-2 document names the two host directions; the old name is not a link there.
+  std::string old_name = text;
+  old_name.replace(old_name.find("\"pageable-pinned\""), 17, "\"host-host\"");
+  CHECK(error_of(old_name) == "links profile: $.links.pageable-pinned: missing");
   std::string no_links = text;
   no_links.replace(no_links.find("\"device-device\""), 15, "\"device-devise\"");
   CHECK(error_of(no_links) == "links profile: $.links.device-device: missing");
   std::string negative = text;
   negative.replace(negative.find("\"bandwidth_gbps\": ") + 18, 1, "-");
-  CHECK(error_of(negative) == "links profile: $.links.host-host[0].bandwidth_gbps: must be positive");
+  CHECK(error_of(negative) == "links profile: $.links.pageable-pinned[0].bandwidth_gbps: must be positive");
+}
+
+TEST_CASE("link model: a version-1 profile loads, its one host-host link serving both host directions") {
+  const std::string v1 = R"({
+    "schema": "fhr-links/1", "machine": "m", "measured": "t",
+    "links": {
+      "host-host": [{"max_bytes": 4096, "latency_us": 1, "bandwidth_gbps": 2},
+                    {"max_bytes": null, "latency_us": 3, "bandwidth_gbps": 4}],
+      "pinned-device": [{"max_bytes": null, "latency_us": 5, "bandwidth_gbps": 50}],
+      "device-pinned": [{"max_bytes": null, "latency_us": 5, "bandwidth_gbps": 50}],
+      "pageable-device": [{"max_bytes": null, "latency_us": 9, "bandwidth_gbps": 20}],
+      "device-pageable": [{"max_bytes": null, "latency_us": 9, "bandwidth_gbps": 20}],
+      "device-device": [{"max_bytes": null, "latency_us": 10, "bandwidth_gbps": 300}]},
+    "duplex_bandwidth_gbps": 90, "device_allocation_us": 70, "pinned_allocation_ns_per_byte": 0.4,
+    "event_record_us": 0.2, "event_query_us": 0.1,
+    "samples": {"host-host": [{"bytes": 4096, "median_us": 3.048}]}})";
+  const LinkModel model = fhr::link_model_from_json(v1);
+  for (const LinkKind host : {LinkKind::PageableToPinned, LinkKind::PinnedToPageable}) {
+    REQUIRE(model.curve(host).classes.size() == 2);
+    CHECK(model.curve(host).seconds(4096) == doctest::Approx(1e-6 + 4096 / 2e9));
+    CHECK(model.curve(host).seconds(1 << 20) == doctest::Approx(3e-6 + (1 << 20) / 4e9));
+    REQUIRE(model.samples[static_cast<std::size_t>(host)].size() == 1);
+    CHECK(model.samples[static_cast<std::size_t>(host)][0].seconds == doctest::Approx(3.048e-6));
+  }
+  // Written back, it is a version-2 profile with the two directions apart.
+  const std::string written = fhr::link_model_to_json(model);
+  CHECK(written.find("\"schema\": \"fhr-links/2\"") != std::string::npos);
+  CHECK(written.find("\"pinned-pageable\"") != std::string::npos);
+  CHECK(written.find("\"host-host\"") == std::string::npos);
+}
+
+TEST_CASE(
+    "link model: the shipped host directions are the fit of their measured medians, 3x apart at 1 GiB") {
+  const LinkModel &shipped = LinkModel::h200();
+  for (const LinkKind host : {LinkKind::PageableToPinned, LinkKind::PinnedToPageable}) {
+    const std::vector<fhr::LinkSample> &samples = shipped.samples[static_cast<std::size_t>(host)];
+    REQUIRE(samples.size() == 12); // 4 KiB .. 1 MiB doubling, 16 MiB, 256 MiB, 1 GiB
+    const fhr::LinkCurve fitted = fhr::fit_link_curve(samples);
+    const fhr::LinkCurve &curve = shipped.curve(host);
+    REQUIRE(fitted.classes.size() == curve.classes.size());
+    for (std::size_t c = 0; c < curve.classes.size(); ++c) {
+      CHECK(curve.classes[c].max_bytes == fitted.classes[c].max_bytes);
+      CHECK(curve.classes[c].latency_seconds ==
+            doctest::Approx(fitted.classes[c].latency_seconds).epsilon(1e-5));
+      CHECK(curve.classes[c].bytes_per_second ==
+            doctest::Approx(fitted.classes[c].bytes_per_second).epsilon(1e-5));
+    }
+  }
+  // docs/benchmarks.md: 134 ms pageable -> pinned, 388 ms pinned -> pageable at 1 GiB.
+  CHECK(shipped.transfer_seconds(Location::pageable(), Location::pinned(), 1 << 30) ==
+        doctest::Approx(0.134).epsilon(1e-4));
+  CHECK(shipped.transfer_seconds(Location::pinned(), Location::pageable(), 1 << 30) ==
+        doctest::Approx(0.388).epsilon(1e-4));
 }
 
 TEST_CASE("link fit: piecewise linear through the medians, exact at every measured size") {

@@ -231,3 +231,41 @@ TEST_CASE("release ends a named hold so a later drop succeeds") {
   CHECK_FALSE(e.analysis.setup.failed_step.has_value());
   CHECK(e.analysis.setup.steps == 5);
 }
+
+TEST_CASE("the simulator and the model target record what moved each step's bytes") {
+  Explained e = explain(R"(
+    value a 10 MiB replicable at pinned
+    value k 10 MiB replicable source pageable
+    plan "p" {
+      enter { ensure a at cuda:0  ensure k at cuda:0  ensure a at cuda:0  move a to pageable from cuda:0 }
+      exit { drop a at pageable  discard k }
+    }
+    program "q" {
+      ensure k at pageable
+      actions "in" { ensure a at cuda:0  move k to cuda:0 }
+      hold a at cuda:0
+    })");
+  const Explanation &plan = e.plan();
+  REQUIRE(plan.steps.size() == 6);
+  CHECK(plan.steps[0].transfer == StepTransfer::Copy); // pinned -> cuda:0
+  CHECK(plan.steps[1].transfer == StepTransfer::Load); // from its source at pageable
+  CHECK(plan.steps[2].transfer == StepTransfer::None); // a no-op
+  CHECK(plan.steps[3].transfer == StepTransfer::Copy);
+  CHECK(plan.steps[4].transfer == StepTransfer::None); // drops and discards free, they do not move
+  CHECK(plan.steps[5].transfer == StepTransfer::None);
+  const std::vector<StepRecord> &program = e.analysis.programs.at(0).run.steps;
+  REQUIRE(program.size() == 4);
+  CHECK(program[0].transfer == StepTransfer::Load); // a load into its own source location
+  CHECK(program[1].transfer == StepTransfer::Copy);
+  CHECK(program[2].transfer == StepTransfer::Copy); // k's pageable replica moves
+  CHECK(program[3].transfer == StepTransfer::None);
+  // The report and explain's JSON carry them, with the link they take.
+  const ReportUnit &unit = e.report.units.at(0);
+  CHECK(unit.steps[1].value == "k");
+  CHECK(unit.steps[1].transfer == StepTransfer::Load);
+  CHECK(transfer_link_name(unit.steps[1].transfer, *unit.steps[1].source, *unit.steps[1].destination) ==
+        "load pageable-device");
+  CHECK(transfer_link_name(StepTransfer::Load, pageable, pageable) == "load");
+  CHECK(transfer_link_name(StepTransfer::Copy, pinned, gpu0) == "pinned-device");
+  CHECK(transfer_link_name(StepTransfer::None, pinned, gpu0).empty());
+}

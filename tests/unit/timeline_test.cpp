@@ -83,8 +83,12 @@ TEST_CASE("timeline: copies on one engine queue; each pays its latency") {
   CHECK(t.windows == 1);
   CHECK(t.steps[0].start_seconds == 0);
   CHECK(t.steps[0].end_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
-  CHECK(t.steps[1].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  // The runtime starts both at once (the span it measures); the second
+  // waits for the engine.
+  CHECK(t.steps[1].start_seconds == 0);
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].end_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == 0); // warm pools: no allocation charged
   CHECK(t.total_seconds == doctest::Approx(2.02 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::Inbound, 0});
   CHECK(t.steps[1].window == 0u);
@@ -190,4 +194,103 @@ TEST_CASE("timeline: a staged pageable copy holds back the copies after it; at m
   CHECK(t.steps[32].start_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].commit_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[31].commit_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
+}
+
+namespace {
+/// round_model() with allocation costs: a device pool grows in 50 us,
+/// cudaHostAlloc costs 1 ns per byte (1 ms per MB).
+LinkModel allocating_model() {
+  LinkModel model = round_model();
+  model.device_allocation_seconds = 50e-6;
+  model.pinned_allocation_seconds_per_byte = 1e-9;
+  return model;
+}
+
+fhr::TimelineOptions cold_pools(fhr::PoolOptions pools = {}) {
+  fhr::TimelineOptions options;
+  options.pools = pools;
+  return options;
+}
+
+TimelineStep moved(fhr::ValueId value, Location from, Location to, std::uint64_t bytes, std::uint32_t group) {
+  TimelineStep step = copy(value, from, to, bytes, true, group);
+  step.freed.insert(from);
+  return step;
+}
+} // namespace
+
+TEST_CASE("timeline, cold pools: a window allocates each destination before its copy, one after another") {
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(1, pinned, gpu0, kMB)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  REQUIRE(t.windows == 1);
+  // The first grows cuda:0's pool (50 us), then copies: 10 us + 1 ms.
+  CHECK(t.steps[0].start_seconds == 0);
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[0].copy_start_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+  // The second is started once the first was allocated, grows the pool
+  // again, and waits for the engine.
+  CHECK(t.steps[1].start_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "timeline, cold pools: freed blocks serve the next allocation of their size; the pinned pool's bound") {
+  // One value goes cuda:0 -> pinned -> cuda:0 -> pinned -> cuda:0, a phase each.
+  const std::vector<TimelineStep> steps = {moved(0, gpu0, pinned, kMB, 0), moved(0, pinned, gpu0, kMB, 1),
+                                           moved(0, gpu0, pinned, kMB, 2), moved(0, pinned, gpu0, kMB, 3)};
+  fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  // Cold pinned block: 1 ms, then the copy 1 ms.
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  // cuda:0's pool grows (50 us); 10 us + 1 ms.
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(3.06 * kMs).epsilon(1e-12));
+  // The pinned block the second move freed, and the device memory the
+  // third freed, serve the last two: no allocation cost.
+  CHECK(t.steps[2].allocation_seconds == 0);
+  CHECK(t.steps[3].allocation_seconds == 0);
+  CHECK(t.total_seconds == doctest::Approx(5.07 * kMs).epsilon(1e-12));
+  // A pinned pool that keeps nothing: the third pays cudaHostAlloc again.
+  fhr::PoolOptions keeps_nothing;
+  keeps_nothing.pinned_pool_bytes = 0;
+  t = fhr::predict_timeline(steps, allocating_model(), cold_pools(keeps_nothing));
+  CHECK(t.steps[2].allocation_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(6.07 * kMs).epsilon(1e-12));
+  // Warm pools (no TimelineOptions::pools): the copies alone.
+  CHECK(fhr::predict_timeline(steps, allocating_model()).total_seconds ==
+        doctest::Approx(4.02 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers; a load allocates twice") {
+  fhr::PoolOptions small_chunks;
+  small_chunks.staging_chunk_bytes = kMB; // two bounce buffers of 1 MB: 2 ms
+  std::vector<TimelineStep> steps = {copy(0, pageable, gpu0, 8 * kMB),
+                                     copy(1, pageable, gpu0, 8 * kMB, false, 1)};
+  fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools(small_chunks));
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(10.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12)); // the pool grows again
+  CHECK(t.total_seconds == doctest::Approx(18.1 * kMs).epsilon(1e-12));
+
+  // A load into cuda:0 from a source at pinned: a cold pinned block (2 ms)
+  // and the device's (50 us), the fill (2 MB at 2 GB/s: 1 ms), the copy
+  // (10 us + 2 ms); the temporary pinned block is kept for the next one.
+  TimelineStep load;
+  load.transfer = StepTransfer::Load;
+  load.source = pinned;
+  load.destination = gpu0;
+  load.storage_bytes = 2 * kMB;
+  TimelineStep again = load;
+  again.value = 1;
+  again.group = 1;
+  t = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, allocating_model(), cold_pools());
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].copy_start_seconds == doctest::Approx(3.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(5.06 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(5.06 * kMs + 3.06 * kMs).epsilon(1e-12));
 }

@@ -3,7 +3,7 @@
 /// `fhr-plan calibrate` (docs/links.md): times the runtime's own copies
 /// through the public Manager API — moves between every pair of location
 /// kinds by size, an eviction beside a prefetch in one plan phase, loads
-/// from a source — and fits a link profile (fhr-links/1) to the medians.
+/// from a source — and fits a link profile (fhr-links/2) to the medians.
 /// On the CUDA backend it also times raw cudaMemcpyAsync copies of the same
 /// sizes for comparison and the driver's fixed costs (allocations,
 /// pinned registration, events).

@@ -29,7 +29,7 @@ cl::SubCommand run_command("run", "Execute programs on a fresh manager with synt
 cl::SubCommand diff_command("diff", "Compare the plans of two files (or explain JSON documents): verdicts, "
                                     "peaks, headroom and predicted time");
 cl::SubCommand calibrate_command("calibrate", "Measure this machine's copy links and write a link profile "
-                                              "(fhr-links/1) for explain --profile");
+                                              "(fhr-links/2) for explain --profile");
 cl::SubCommand fmt_command("fmt", "Print plan files in the canonical layout, comments kept");
 cl::SubCommand explain_code_command("explain-code", "Print the documentation of a diagnostic code");
 cl::SubCommand completion_command("completion", "Print a shell completion script (bash or zsh)");
@@ -94,7 +94,7 @@ cl::opt<RunFormat> run_format("format", cl::desc("Output format"), cl::init(RunF
                                          clEnumValN(RunFormat::Json, "json", "schema fhr-run/1")),
                               cl::sub(run_command));
 cl::opt<std::string> run_profile("profile",
-                                 cl::desc("Predict each step's time with this link profile (fhr-links/1; "
+                                 cl::desc("Predict each step's time with this link profile (fhr-links/2; "
                                           "default h200)"),
                                  cl::value_desc("FILE|h200"), cl::sub(run_command));
 cl::opt<std::string> run_trace("trace", cl::desc("Write a Perfetto trace of predicted and measured spans"),
@@ -139,7 +139,7 @@ cl::opt<ExplainFormat> explain_format(
 cl::opt<std::string> picture_output("o", cl::desc("Write the html, svg or trace output here"),
                                     cl::value_desc("FILE"), cl::sub(explain_command));
 cl::opt<std::string> link_profile("profile",
-                                  cl::desc("Predict time with this link profile (fhr-links/1; h200: the "
+                                  cl::desc("Predict time with this link profile (fhr-links/2; h200: the "
                                            "shipped default)"),
                                   cl::value_desc("FILE|h200"), cl::sub(explain_command),
                                   cl::sub(diff_command), cl::sub(check_command));

@@ -45,13 +45,6 @@ std::string action_text(const bytecode::Module &module, const StepRecord &step,
   return text;
 }
 
-std::string link_name(StepTransfer transfer, Location source, Location destination) {
-  const std::optional<LinkKind> link = link_between(source, destination);
-  const std::string name = link ? std::string(link_kind_name(*link)) : std::string();
-  if (transfer == StepTransfer::Load) return name.empty() ? "load" : "load " + name;
-  return name;
-}
-
 std::string fixed(double number, int digits) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", digits, number);
@@ -67,13 +60,22 @@ json location_json(const std::optional<Location> &location) {
   return location ? json(location->name()) : json(nullptr);
 }
 
-std::string_view transfer_id(StepTransfer transfer) {
-  switch (transfer) {
-  case StepTransfer::Copy: return "copy";
-  case StepTransfer::Load: return "load";
-  case StepTransfer::None: return "none";
+/// Length of the union of [start, end] spans (steps of a window overlap).
+double union_length(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, open_start = 0, open_end = 0;
+  bool open = false;
+  for (const auto &[start, end] : spans) {
+    if (open && start <= open_end) {
+      open_end = std::max(open_end, end);
+      continue;
+    }
+    if (open) total += open_end - open_start;
+    open_start = start;
+    open_end = end;
+    open = true;
   }
-  return "none";
+  return open ? total + open_end - open_start : total;
 }
 
 } // namespace
@@ -114,6 +116,7 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
       origin_ns = t.started_at_ns;
 
   std::map<std::string, LinkTotal> by_link;
+  std::vector<std::pair<double, double>> measured_spans;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepRecord &step = steps[i];
     const bytecode::Instruction &in = module.code[step.instruction];
@@ -149,10 +152,11 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
           static_cast<double>(t.started_at_ns - std::min(t.started_at_ns, origin_ns)) / 1e3;
       row.measured_end_us =
           static_cast<double>(t.completed_at_ns - std::min(t.completed_at_ns, origin_ns)) / 1e3;
-      run.measured_us = std::max(run.measured_us, *row.measured_end_us);
+      run.span_us = std::max(run.span_us, *row.measured_end_us);
+      measured_spans.emplace_back(*row.measured_start_us, *row.measured_end_us);
     }
     if (row.transfer != StepTransfer::None) {
-      row.link = link_name(row.transfer, *row.source, *row.destination);
+      row.link = transfer_link_name(row.transfer, *row.source, *row.destination);
       LinkTotal &total = by_link[row.link];
       total.link = row.link;
       ++total.copies;
@@ -163,6 +167,7 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     }
     run.steps.push_back(std::move(row));
   }
+  run.measured_us = union_length(std::move(measured_spans));
   for (auto &[name, total] : by_link)
     run.links.push_back(total);
   if (const StepRecord *failed = check.run.failure())
@@ -252,11 +257,13 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
       step["source"] = location_json(s.source);
       step["destination"] = location_json(s.destination);
       step["bytes"] = s.bytes;
-      step["transfer"] = transfer_id(s.transfer);
+      step["transfer"] = step_transfer_name(s.transfer);
       step["link"] = s.link.empty() ? json(nullptr) : json(s.link);
       json predicted{{"result", s.predicted_result.empty() ? json(nullptr) : json(s.predicted_result)}};
       if (s.predicted) {
         predicted["start_us"] = rounded_us(s.predicted->start_seconds * 1e6);
+        predicted["copy_start_us"] = rounded_us(s.predicted->copy_start_seconds * 1e6);
+        predicted["allocation_us"] = rounded_us(s.predicted->allocation_seconds * 1e6);
         predicted["end_us"] = rounded_us(s.predicted->end_seconds * 1e6);
         predicted["commit_us"] = rounded_us(s.predicted->commit_seconds * 1e6);
         predicted["duration_us"] = optional_us(s.predicted_duration_us());
@@ -289,6 +296,8 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
     r["totals"] =
         json{{"predicted_us", run.timed ? json(rounded_us(run.predicted_us)) : json(nullptr)},
              {"measured_us", rounded_us(run.measured_us)},
+             {"span_us", rounded_us(run.span_us)},
+             {"between_steps_us", rounded_us(run.span_us - run.measured_us)},
              {"error_us", run.timed ? json(rounded_us(run.measured_us - run.predicted_us)) : json(nullptr)},
              {"error_percent",
               run.timed && run.predicted_us > 0
@@ -324,7 +333,7 @@ TraceDocument run_trace(const std::vector<AnalyzedRun> &runs) {
                       "plans and programs",
                       unit,
                       offset,
-                      offset + (predicted ? run.predicted_us : run.measured_us),
+                      offset + (predicted ? run.predicted_us : run.span_us),
                       json{{"file", run.file}, {"agrees", run.check->agrees()}}};
       trace.spans.push_back(std::move(whole));
     }
@@ -342,13 +351,14 @@ TraceDocument run_trace(const std::vector<AnalyzedRun> &runs) {
           s.transfer != StepTransfer::None ? engine_of(*s.source, *s.destination) : std::nullopt;
       if (s.predicted) {
         const double start = offset + s.predicted->start_seconds * 1e6;
+        const double copy_start = offset + s.predicted->copy_start_seconds * 1e6;
         const double end = offset + s.predicted->end_seconds * 1e6;
         const double commit = offset + s.predicted->commit_seconds * 1e6;
         trace.spans.push_back(
             TraceSpan{TraceSpan::Origin::Predicted, "steps", s.action, start, commit, args});
         if (s.predicted->engine)
           trace.spans.push_back(TraceSpan{TraceSpan::Origin::Predicted, engine_name(*s.predicted->engine),
-                                          s.action, start, end, args});
+                                          s.action, copy_start, end, args});
         // A copy in a window is in place before the steps ahead of it committed.
         if (commit > end)
           trace.spans.push_back(
@@ -371,9 +381,9 @@ TraceDocument run_trace(const std::vector<AnalyzedRun> &runs) {
       }
       if (s.measured_result.rfind("refused", 0) == 0)
         trace.instants.push_back(TraceInstant{TraceSpan::Origin::Measured, "steps", "FAILED: " + s.action,
-                                              offset + s.measured_start_us.value_or(run.measured_us), args});
+                                              offset + s.measured_start_us.value_or(run.span_us), args});
     }
-    offset += std::max(run.predicted_us, run.measured_us);
+    offset += std::max(run.predicted_us, run.span_us);
   }
   return trace;
 }

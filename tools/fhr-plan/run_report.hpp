@@ -57,7 +57,12 @@ struct AnalyzedRun {
   /// Whether each step has a prediction (the explanation had the run's steps).
   bool timed = false;
   double predicted_us = 0; ///< when the last predicted step committed
-  double measured_us = 0;  ///< first measured start to last completion
+  /// The time some step of the run was in flight (the union of the measured
+  /// step spans): the work the prediction times, which runs its steps back
+  /// to back. What the runtime does between steps (the interpreter, scope
+  /// bookkeeping, a plan's preflight) is in `span_us` only.
+  double measured_us = 0;
+  double span_us = 0; ///< first measured start to last completion
   std::uint64_t bytes_moved = 0;
   std::vector<LinkTotal> links;
   std::optional<std::uint32_t> stopped_line;

@@ -52,7 +52,7 @@ cl::opt<bool> solve_no_check("no-check",
                              cl::sub(solve));
 cl::opt<bool> solve_timings("timings", cl::desc("Report how long solving took"), cl::sub(solve));
 cl::opt<std::string> solve_links("links",
-                                 cl::desc("Link profile (fhr-links/1 JSON); default: the measured H200"),
+                                 cl::desc("Link profile (fhr-links/2 JSON); default: the measured H200"),
                                  cl::value_desc("PROFILE.json"), cl::sub(solve));
 enum class SolveFormat { Text, Json };
 cl::opt<SolveFormat>

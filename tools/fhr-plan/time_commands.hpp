@@ -14,7 +14,7 @@
 namespace fhr::cli {
 
 struct TimeOptions {
-  /// `--profile`: a links.json (schema fhr-links/1), `h200` for the shipped
+  /// `--profile`: a links.json (schema fhr-links/2), `h200` for the shipped
   /// default, empty for none (pictures then use the default).
   std::string profile;
   /// `-o`: where the picture goes (standard output when empty).

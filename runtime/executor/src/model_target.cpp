@@ -61,7 +61,10 @@ bool ModelTarget::declare(const bytecode::Declaration &declaration, ValueId valu
 }
 
 bool ModelTarget::apply(const Action &action, StepRecord step) {
-  return record(step, state_.apply(action, &detail_), ErrorClass::None);
+  TransferRecorder recorder;
+  const Outcome outcome = state_.apply(action, &detail_, &recorder);
+  step.transfer = step_transfer(recorder.record, outcome);
+  return record(step, outcome, ErrorClass::None);
 }
 
 bool ModelTarget::protect(LifetimeKind kind, std::span<const ValueId> values, Location at, bool pending,
@@ -116,7 +119,10 @@ bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
     step.instruction = phase.instructions[i];
     step.value = phase.actions[i].value;
     step.container = phase.container;
-    if (!record(step, state_.apply(phase.actions[i], &detail_), ErrorClass::PlanExecution)) return false;
+    TransferRecorder recorder;
+    const Outcome outcome = state_.apply(phase.actions[i], &detail_, &recorder);
+    step.transfer = step_transfer(recorder.record, outcome);
+    if (!record(step, outcome, ErrorClass::PlanExecution)) return false;
   }
   return true;
 }

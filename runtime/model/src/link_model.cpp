@@ -12,7 +12,13 @@ namespace fhr {
 
 namespace {
 constexpr std::array<std::string_view, kLinkKindCount> kLinkNames = {
-    "host-host", "pinned-device", "device-pinned", "pageable-device", "device-pageable", "device-device"};
+    "pageable-pinned", "pinned-pageable", "pinned-device", "device-pinned",
+    "pageable-device", "device-pageable", "device-device"};
+
+constexpr std::string_view kSchema = "fhr-links/2";
+/// The first schema: one `host-host` link stood for both host directions.
+constexpr std::string_view kSchemaOne = "fhr-links/1";
+constexpr std::string_view kHostHostOne = "host-host";
 
 constexpr double kMicro = 1e-6;
 constexpr double kGiga = 1e9;
@@ -28,7 +34,8 @@ std::optional<LinkKind> parse_link_kind(std::string_view name) {
 
 std::optional<LinkKind> link_between(Location from, Location to) {
   if (from == to) return std::nullopt;
-  if (!from.is_cuda() && !to.is_cuda()) return LinkKind::HostToHost;
+  if (!from.is_cuda() && !to.is_cuda())
+    return to == Location::pinned() ? LinkKind::PageableToPinned : LinkKind::PinnedToPageable;
   if (from.is_cuda() && to.is_cuda()) return LinkKind::DeviceToDevice;
   if (to.is_cuda()) return from == Location::pinned() ? LinkKind::PinnedToDevice : LinkKind::PageableToDevice;
   return to == Location::pinned() ? LinkKind::DeviceToPinned : LinkKind::DeviceToPageable;
@@ -119,7 +126,7 @@ std::string link_model_to_json(const LinkModel &model) {
     links[std::string(kLinkNames[i])] = std::move(classes);
   }
   ordered document = {
-      {"schema", "fhr-links/1"},
+      {"schema", std::string(kSchema)},
       {"machine", model.machine},
       {"measured", model.measured},
       {"links", std::move(links)},
@@ -145,15 +152,26 @@ std::string link_model_to_json(const LinkModel &model) {
 LinkModel link_model_from_json(std::string_view input) {
   const json document = json::parse(input.begin(), input.end(), nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) invalid("$", "not valid JSON");
-  if (text(document, "$", "schema") != "fhr-links/1") invalid("$.schema", "expected \"fhr-links/1\"");
+  const std::string schema = text(document, "$", "schema");
+  const bool schema_one = schema == kSchemaOne;
+  if (schema != kSchema && !schema_one)
+    invalid("$.schema",
+            "expected \"" + std::string(kSchema) + "\" (or the older \"" + std::string(kSchemaOne) + "\")");
+  // The name a link has in this document: version 1 had one host link.
+  auto document_name = [&](std::size_t link) {
+    const auto kind = static_cast<LinkKind>(link);
+    return schema_one && (kind == LinkKind::PageableToPinned || kind == LinkKind::PinnedToPageable)
+               ? kHostHostOne
+               : kLinkNames[link];
+  };
   LinkModel model;
   model.machine = text(document, "$", "machine");
   model.measured = text(document, "$", "measured");
   const json &links = member(document, "$", "links");
   if (!links.is_object()) invalid("$.links", "expected an object");
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
-    const std::string path = "$.links." + std::string(kLinkNames[i]);
-    const json &classes = member(links, "$.links", kLinkNames[i]);
+    const std::string path = "$.links." + std::string(document_name(i));
+    const json &classes = member(links, "$.links", document_name(i));
     if (!classes.is_array() || classes.empty()) invalid(path, "expected a non-empty array of size classes");
     std::optional<std::uint64_t> previous;
     for (std::size_t c = 0; c < classes.size(); ++c) {
@@ -194,15 +212,24 @@ LinkModel link_model_from_json(std::string_view input) {
     if (!samples.is_object()) invalid("$.samples", "expected an object");
     for (const auto &[name, list] : samples.items()) {
       const std::string path = "$.samples." + name;
-      const std::optional<LinkKind> kind = parse_link_kind(name);
-      if (!kind) invalid(path, "not a link kind");
+      std::vector<LinkKind> kinds;
+      if (schema_one && name == kHostHostOne) {
+        kinds = {LinkKind::PageableToPinned, LinkKind::PinnedToPageable};
+      } else if (const std::optional<LinkKind> kind = parse_link_kind(name);
+                 kind && document_name(static_cast<std::size_t>(*kind)) == name) {
+        kinds = {*kind};
+      } else {
+        invalid(path, "not a link kind");
+      }
       if (!list.is_array()) invalid(path, "expected an array");
       for (std::size_t k = 0; k < list.size(); ++k) {
         const std::string sample_path = path + "[" + std::to_string(k) + "]";
         const json &bytes = member(list[k], sample_path, "bytes");
         if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
-        model.samples[static_cast<std::size_t>(*kind)].push_back(LinkSample{
-            bytes.get<std::uint64_t>(), positive_number(list[k], sample_path, "median_us", true) * kMicro});
+        const LinkSample sample{bytes.get<std::uint64_t>(),
+                                positive_number(list[k], sample_path, "median_us", true) * kMicro};
+        for (LinkKind kind : kinds)
+          model.samples[static_cast<std::size_t>(kind)].push_back(sample);
       }
     }
   }

@@ -24,13 +24,20 @@ namespace {
 struct Flow {
   std::size_t step = 0;
   CopyQueue engine;
+  double host_left = 0;  ///< allocation on the host before the copy may start
+  double allocation = 0; ///< what host_left was
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
   bool synchronous = false; ///< runs inside its start: later copies start after it
   bool issued = false, started = false, done = false;
-  double start = 0, end = 0;
+  double issued_at = 0, start = 0, end = 0;
 };
+
+/// Every block the step frees goes back to the pools.
+void free_replicas(const TimelineStep &step, RuntimePools *pools) {
+  if (pools) step.freed.for_each([&](Location at) { pools->free(at, step.storage_bytes); });
+}
 
 bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
   const std::optional<LinkKind> link = link_between(step.source, step.destination);
@@ -72,7 +79,7 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
 /// Runs one window's copies from `begin`; returns when its last action committed.
 double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
                        double begin, const LinkModel &links, const TimelineOptions &options,
-                       std::uint32_t window, Timeline &out) {
+                       RuntimePools *pools, std::uint32_t window, Timeline &out) {
   std::vector<Flow> flows;
   flows.reserve(members.size());
   for (std::size_t member : members) {
@@ -86,20 +93,30 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.bytes_left = static_cast<double>(step.storage_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
     flow.synchronous = is_staged(step, options);
+    // The runtime allocates every destination of the window, in plan
+    // order, before any of the window commits (and frees a source).
+    if (pools) {
+      flow.allocation = pools->allocate(step.destination, step.storage_bytes);
+      if (flow.synchronous) flow.allocation += pools->staging_seconds();
+      flow.host_left = flow.allocation;
+    }
     flows.push_back(flow);
   }
   double now = begin;
   std::size_t next_issue = 0;
   for (;;) {
-    // Copies are started in plan order; a synchronous one holds the rest back.
+    // Copies are started in plan order, each once the one before it has
+    // been allocated; a synchronous one holds the rest back until it is done.
     while (next_issue < flows.size() &&
-           (next_issue == 0 || !flows[next_issue - 1].synchronous || flows[next_issue - 1].done)) {
+           (next_issue == 0 || (flows[next_issue - 1].host_left == 0 &&
+                                (!flows[next_issue - 1].synchronous || flows[next_issue - 1].done)))) {
       flows[next_issue].issued = true;
+      flows[next_issue].issued_at = now;
       ++next_issue;
     }
-    // An idle engine takes its oldest issued copy.
+    // An idle engine takes its oldest allocated copy.
     for (Flow &flow : flows) {
-      if (!flow.issued || flow.started) continue;
+      if (!flow.issued || flow.started || flow.host_left > 0) continue;
       const bool busy = std::any_of(flows.begin(), flows.end(), [&](const Flow &other) {
         return other.started && !other.done && other.engine == flow.engine;
       });
@@ -116,6 +133,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     std::vector<double> rates(flows.size(), 0.0);
     for (std::size_t k = 0; k < flows.size(); ++k) {
       const Flow &flow = flows[k];
+      if (flow.issued && flow.host_left > 0) step_seconds = std::min(step_seconds, flow.host_left);
       if (!flow.started || flow.done) continue;
       if (flow.latency_left > 0) {
         step_seconds = std::min(step_seconds, flow.latency_left);
@@ -128,6 +146,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     now += step_seconds;
     for (std::size_t k = 0; k < flows.size(); ++k) {
       Flow &flow = flows[k];
+      if (flow.issued && flow.host_left > 0)
+        flow.host_left = flow.host_left <= step_seconds ? 0 : flow.host_left - step_seconds;
       if (!flow.started || flow.done) continue;
       if (flow.latency_left > 0) {
         flow.latency_left = flow.latency_left <= step_seconds ? 0 : flow.latency_left - step_seconds;
@@ -152,11 +172,14 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
   for (const Flow &flow : flows) {
     committed = std::max(committed, flow.end);
     StepTime &time = out.steps[flow.step];
-    time.start_seconds = flow.start;
+    time.start_seconds = flow.issued_at;
+    time.copy_start_seconds = flow.start;
+    time.allocation_seconds = flow.allocation;
     time.end_seconds = flow.end;
     time.commit_seconds = committed;
     time.engine = flow.engine;
     time.window = window;
+    free_replicas(steps[flow.step], pools);
   }
   return committed;
 }
@@ -167,6 +190,9 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
                           const TimelineOptions &options) {
   Timeline out;
   out.steps.resize(steps.size());
+  std::optional<RuntimePools> cold_pools;
+  if (options.pools) cold_pools.emplace(links, *options.pools);
+  RuntimePools *pools = cold_pools ? &*cold_pools : nullptr;
   double now = 0;
   OverlapWindow rule;
   std::vector<std::size_t> members;
@@ -188,17 +214,32 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
         rule.add(candidate);
         members.push_back(j);
       }
-      now = simulate_window(steps, members, now, links, options, out.windows++, out);
+      now = simulate_window(steps, members, now, links, options, pools, out.windows++, out);
       i += members.size();
       continue;
     }
     StepTime &time = out.steps[i];
     time.start_seconds = now;
     if (step.transfer == StepTransfer::Load) {
-      now += static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second +
-             links.transfer_seconds(step.source, step.destination, step.storage_bytes);
+      // The source fills fresh storage at its location; a copy takes it on
+      // to the destination and the temporary replica goes.
+      if (pools) {
+        time.allocation_seconds = pools->allocate(step.source, step.storage_bytes);
+        if (step.destination != step.source) {
+          time.allocation_seconds += pools->allocate(step.destination, step.storage_bytes);
+          if (is_staged(step, options)) time.allocation_seconds += pools->staging_seconds();
+          pools->free(step.source, step.storage_bytes);
+        }
+      }
+      now += time.allocation_seconds +
+             static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second;
+      time.copy_start_seconds = now;
+      now += links.transfer_seconds(step.source, step.destination, step.storage_bytes);
       time.engine = engine_of(step.source, step.destination);
+    } else {
+      time.copy_start_seconds = now;
     }
+    free_replicas(step, pools);
     time.end_seconds = time.commit_seconds = now;
     ++i;
   }

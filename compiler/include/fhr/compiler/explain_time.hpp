@@ -65,6 +65,9 @@ struct UnitMemory {
   /// what it moves (given or inferred).
   std::vector<std::string> values;
   std::vector<StepTransfer> transfers;
+  /// Per step: where it frees the value's replicas (a move's source, a
+  /// drop, a discard's replicas as far as the unit knows them).
+  std::vector<LocationSet> freed;
 };
 
 /// The memory stacks of one unit of an explain document (fhr-explain/1 or /2).

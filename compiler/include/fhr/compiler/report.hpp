@@ -8,6 +8,7 @@
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/span_table.hpp"
+#include "fhr/model/step_transfer.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,9 @@ struct ReportStep {
   std::string reason;                   ///< no-op or failure reason
   ErrorClass error = ErrorClass::None;  ///< the failure's category
   ErrorClass raised = ErrorClass::None; ///< what a caller would catch
+  std::string value;                    ///< the value an action acts on ("" for other steps)
+  /// What moved its bytes, as the model decided (Simulator / ModelTarget).
+  StepTransfer transfer = StepTransfer::None;
 };
 
 struct ReportUnit {

@@ -8,6 +8,7 @@
 #include "fhr/model/action.hpp"
 #include "fhr/model/outcome.hpp"
 #include "fhr/model/step_kind.hpp"
+#include "fhr/model/step_transfer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -43,6 +44,9 @@ struct StepRecord {
   /// setup, direct primitives and body lifetimes; plan when a preflight
   /// refused; plan-execution inside a running scope or action list.
   ErrorClass raised = ErrorClass::None;
+  /// What moved the step's bytes, as the model's rules decided (recorded by
+  /// the ModelTarget; a live manager's record leaves it None).
+  StepTransfer transfer = StepTransfer::None;
 
   bool failed() const { return outcome.failed(); }
 };

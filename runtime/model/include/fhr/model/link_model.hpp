@@ -3,7 +3,7 @@
 /// How long a copy between two locations takes, and which engine carries
 /// it: the one link model that `explain` time predictions, the planner's
 /// prefetch schedule and `fhr-plan calibrate` share. A profile is measured
-/// per machine (`fhr-plan calibrate`, JSON schema `fhr-links/1`,
+/// per machine (`fhr-plan calibrate`, JSON schema `fhr-links/2`,
 /// docs/links.md); a default measured on an H200 ships with the project.
 ///
 /// A copy of `n` bytes over a link costs `latency + n / bandwidth` of the
@@ -24,18 +24,22 @@
 
 namespace fhr {
 
-/// The copy paths of the runtime, by the kinds of their endpoints.
+/// The copy paths of the runtime, by the kinds of their endpoints. The two
+/// host directions are apart: a memcpy into fresh pageable pages faults
+/// them in and runs at a fraction of one into the pinned pool (a third at
+/// 1 GiB on the H200 machine, docs/benchmarks.md).
 enum class LinkKind : std::uint8_t {
-  HostToHost,       ///< pageable <-> pinned: memcpy on host copy threads
+  PageableToPinned, ///< memcpy on host copy threads into the pinned pool
+  PinnedToPageable, ///< memcpy on host copy threads into pageable pages
   PinnedToDevice,   ///< DMA on the device's inbound copy engine
   DeviceToPinned,   ///< DMA on the device's outbound copy engine
   PageableToDevice, ///< staged through pinned bounce buffers (host threads + inbound engine)
   DeviceToPageable, ///< staged the other way (outbound engine + host threads)
   DeviceToDevice,   ///< peer copy between two devices
 };
-inline constexpr std::size_t kLinkKindCount = 6;
+inline constexpr std::size_t kLinkKindCount = 7;
 
-/// The stable name used in profiles and outputs: "host-host", "pinned-device", ...
+/// The stable name used in profiles and outputs: "pageable-pinned", "pinned-device", ...
 std::string_view link_kind_name(LinkKind kind);
 std::optional<LinkKind> parse_link_kind(std::string_view name);
 
@@ -123,8 +127,10 @@ struct LinkModel {
 double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
                    double duplex_bytes_per_second);
 
-/// The JSON profile (schema "fhr-links/1"), and back. Parsing checks every
+/// The JSON profile (schema "fhr-links/2"), and back. Parsing checks every
 /// field and throws std::invalid_argument naming the offending JSON path.
+/// A profile of the older schema "fhr-links/1" (one `host-host` link for
+/// both host directions) still loads: its curve and samples serve both.
 std::string link_model_to_json(const LinkModel &model);
 LinkModel link_model_from_json(std::string_view text);
 

@@ -9,6 +9,7 @@
 #include "fhr/model/overlay.hpp"
 #include "fhr/model/plan.hpp"
 #include "fhr/model/state.hpp"
+#include "fhr/model/step_transfer.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -23,6 +24,8 @@ struct SimulatedStep {
   Phase phase = Phase::Enter;
   std::uint32_t index = 0;
   Outcome outcome;
+  /// What moved its bytes, as the rules' hooks were called.
+  StepTransfer transfer = StepTransfer::None;
 };
 
 /// Per-location prediction; locations the plan touches that the registry

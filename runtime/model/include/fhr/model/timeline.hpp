@@ -18,9 +18,20 @@
 /// value's source location (LinkModel::source_load_bytes_per_second) and
 /// copies it to the destination; drops, discards, no-ops, reservations and
 /// failures take no time.
+///
+/// With TimelineOptions::pools the predictor also charges what the CUDA
+/// backend's cold pools cost (fhr/model/runtime_pools.hpp): a step's
+/// destination is allocated on the host when the step starts, before its
+/// copy can start, and the runtime starts the next copy of a window only
+/// after that allocation. A step starts when the runtime starts it (its
+/// allocation first, then its copy, which may wait for its engine): the
+/// span the runtime measures (`TransitionReport::started_at_ns`).
 
 #include "fhr/model/link_model.hpp"
+#include "fhr/model/location_set.hpp"
+#include "fhr/model/runtime_pools.hpp"
 #include "fhr/model/state.hpp"
+#include "fhr/model/step_transfer.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -28,13 +39,6 @@
 #include <vector>
 
 namespace fhr {
-
-/// What a step moves.
-enum class StepTransfer : std::uint8_t {
-  None, ///< nothing: a no-op, a failure, a reservation, a drop or discard, a lease or hold
-  Copy, ///< a plain copy of the resident replica at `source` to `destination`
-  Load, ///< reconstruction: the value's source fills storage at `source`, copied on to `destination`
-};
 
 /// One explained step, as the predictor needs it.
 struct TimelineStep {
@@ -51,6 +55,9 @@ struct TimelineStep {
   /// The destination's account just before this step in plan order (the
   /// explained charge there and its budget): the window's budget rule.
   LocationAccount destination_account;
+  /// Where the step frees the value's replicas (a move's source, a drop, a
+  /// discard): their blocks go back to the pools (TimelineOptions::pools).
+  LocationSet freed;
 };
 
 struct TimelineOptions {
@@ -60,11 +67,22 @@ struct TimelineOptions {
   /// Pageable <-> device copies of at least this many bytes are staged
   /// through pinned bounce buffers inside their start (the CUDA backend).
   std::uint64_t staged_min_bytes = std::uint64_t{4} << 20;
+  /// Charge allocations from the CUDA backend's pools, cold at the first
+  /// step (a fresh backend, as `fhr-plan run --backend cuda` has); none
+  /// charged without (pools kept warm: the steady state).
+  std::optional<PoolOptions> pools;
 };
 
 /// When one step runs. A step that moves nothing starts and ends at once.
 struct StepTime {
+  /// When the runtime starts the step (allocation first, then its copy).
   double start_seconds = 0;
+  /// When its engine starts carrying its copy (after its allocation and any
+  /// copy ahead of it on the same engine); start_seconds for other steps.
+  double copy_start_seconds = 0;
+  /// Host time its destination's allocation (and a first staged copy's
+  /// staging buffers) cost; 0 without TimelineOptions::pools.
+  double allocation_seconds = 0;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
   double end_seconds = 0;

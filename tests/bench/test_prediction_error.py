@@ -1,0 +1,59 @@
+"""bench/prediction_error.py on a recorded fhr-run/1 document (issue #14).
+
+tests/bench/inputs/totals.run.json is `fhr-plan run --backend sim --format
+json tests/bench/inputs/totals.fhr`, recorded once: a unit predicted to
+take no time (its relative error is null), one that copies 40 MiB, one its
+preflight refused (no prediction). The script crashed on the first.
+"""
+import copy
+import importlib.util
+import json
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "tests/bench/inputs/totals.run.json"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("prediction_error", ROOT / "bench/prediction_error.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_unit_of_the_recorded_run(capsys):
+    script = load_script()
+    assert script.main([str(RECORDED)]) == 1  # the 40 MiB copy misses on the simulated backend
+    assert capsys.readouterr().out.splitlines() == [
+        "file                     unit                             step                                        "
+        "       bytes    predicted     measured      error",
+        "totals.fhr               copies                           ensure big from pinned to cuda:0            "
+        "    41943040      802.5us    90518.0us  +11178.9%  MISS",
+        "  total plan drop-only: predicted 0.0 us, measured in steps 43.3 us (+43.3 us); 0.0 us between steps",
+        "  total plan copies: predicted 802.5 us, measured in steps 96537.5 us (+11929.0%); "
+        "122426.3 us between steps",
+        "1 transfers compared, 1 outside the target (10% at 16 MiB and more, 5 us below)",
+    ]
+
+
+def test_totals_a_document_may_lack():
+    script = load_script()
+    runs = json.loads(RECORDED.read_text())["runs"]
+    drop_only, copies, refused = runs
+    assert script.total_line(refused) is None  # no prediction
+    older = copy.deepcopy(copies)  # written before span_us and between_steps_us
+    del older["totals"]["span_us"], older["totals"]["between_steps_us"]
+    assert script.total_line(older) == "  total plan copies: predicted 802.5 us, measured in steps 96537.5 us (+11929.0%)"
+    unmeasured = copy.deepcopy(drop_only)
+    unmeasured["totals"]["measured_us"] = None
+    assert script.total_line(unmeasured) == "  total plan drop-only: predicted 0.0 us, not measured"
+    no_totals = copy.deepcopy(copies)
+    del no_totals["totals"]
+    assert script.total_line(no_totals) is None
+
+
+def test_a_document_of_another_schema(tmp_path, capsys):
+    other = tmp_path / "explain.json"
+    other.write_text(json.dumps({"schema": "fhr-explain/2", "runs": []}))
+    assert load_script().main([str(other)]) == 2
+    assert "not an fhr-run/1 document" in capsys.readouterr().err
