@@ -178,7 +178,9 @@ TEST_CASE("bytecode: the verifier names what is wrong") {
   bad[0] = 'X';
   CHECK(error_of(bad) == Code::BadMagic);
   bad = good;
-  bad[4] = 2;
+  bad[4] = bytecode::kFormatVersion + 1;
+  CHECK(error_of(bad) == Code::UnsupportedVersion);
+  bad[4] = 0;
   CHECK(error_of(bad) == Code::UnsupportedVersion);
   bad = good;
   bad[6] = 1;
@@ -226,7 +228,8 @@ static std::vector<char> replacement_values(char good) {
     const int byte = static_cast<unsigned char>(good);
     candidates = {0, 1, 0x7f, 0x80, 0xff, byte ^ 0x01, byte ^ 0x80, byte ^ 0xff};
   } else {
-    for (int value = 0; value < 256; ++value) candidates.push_back(value);
+    for (int value = 0; value < 256; ++value)
+      candidates.push_back(value);
   }
   std::vector<char> values;
   for (int value : candidates)
@@ -499,14 +502,14 @@ TEST_CASE("bytecode: is_action and the verifier's contexts come from the opcode 
     Instruction reserve = instruction(Opcode::Reserve);
     reserve.set_index(1);
     m.code.push_back(reserve);
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).find("(reserve): not allowed in a plan phase") !=
           std::string::npos);
   }
   SUBCASE("a plan's reservations") {
     bytecode::Module m = module_with_one_value();
     m.code.push_back(values(Opcode::Ensure, 0, 1, Location::cuda(0)));
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 2}, {2, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 2}, {2, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).find("(ensure): not allowed in a plan's reservations") !=
           std::string::npos);
     // A reservation belongs there, but not a named one (names are for setup).
@@ -550,7 +553,7 @@ TEST_CASE("bytecode: is_action and the verifier's contexts come from the opcode 
   SUBCASE("the same module with every instruction where it belongs loads") {
     bytecode::Module m = module_with_one_value();
     m.code.push_back(values(Opcode::Ensure, 0, 1, Location::cuda(0)));
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).empty());
   }
 }

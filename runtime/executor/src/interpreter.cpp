@@ -48,7 +48,7 @@ RunResult Interpreter::run_plan(std::uint32_t plan) {
   RunResult run;
   run.name = module_.strings[module_.plans[plan].name];
   target_.record_into(&run);
-  run.completed = run_scope(plan, std::nullopt);
+  run.completed = run_scope(plan, std::nullopt, std::nullopt);
   target_.record_into(nullptr);
   return run;
 }
@@ -60,7 +60,9 @@ RunResult Interpreter::run_program(std::uint32_t program) {
   RunResult run;
   run.name = module_.strings[entry.name];
   target_.record_into(&run);
+  run_ = &run;
   run.completed = run_body(entry.body, /*setup=*/false);
+  run_ = nullptr;
   target_.record_into(nullptr);
   return run;
 }
@@ -83,12 +85,12 @@ bool Interpreter::run_body(InstructionRange range, bool setup) {
     }
     case Opcode::Scope: {
       const std::uint32_t close = matching_end(module_.code, pc);
-      ok = run_scope(in.index(), InstructionRange{pc + 1, close});
+      ok = run_scope(in.index(), InstructionRange{pc + 1, close}, pc);
       pc = close + 1;
       break;
     }
     case Opcode::Run:
-      ok = run_scope(in.index(), std::nullopt);
+      ok = run_scope(in.index(), std::nullopt, pc);
       ++pc;
       break;
     case Opcode::Actions: {
@@ -150,14 +152,29 @@ bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<Target:
   return true;
 }
 
-bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body) {
+bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body,
+                            std::optional<std::uint32_t> entered_by) {
   const PlanSteps &steps = plans_.plan(plan);
-  if (!target_.enter_scope(steps)) return false;
+  // The rows the scope's entry and exit add (not its body's) name the
+  // instruction that entered it, so that a report can say which program
+  // step reached a failure inside the plan.
+  auto mark_since = [&](std::size_t first) {
+    if (!run_ || !entered_by) return;
+    for (std::size_t n = first; n < run_->steps.size(); ++n)
+      run_->steps[n].entered_by = *entered_by;
+  };
+  std::size_t first = run_ ? run_->steps.size() : 0;
+  const bool entered = target_.enter_scope(steps);
+  mark_since(first);
+  if (!entered) return false;
   if (body && !run_body(*body, /*setup=*/false)) {
     target_.abandon_scope();
     return false;
   }
-  return target_.exit_scope(steps);
+  first = run_ ? run_->steps.size() : 0;
+  const bool exited = target_.exit_scope(steps);
+  mark_since(first);
+  return exited;
 }
 
 bool Interpreter::run_actions(std::uint32_t pc, InstructionRange list) {

@@ -36,7 +36,9 @@ public:
 private:
   bool run_body(bytecode::InstructionRange range, bool setup);
   bool run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes);
-  bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body);
+  /// `entered_by`: the program's `scope` or `run` instruction, if any.
+  bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body,
+                 std::optional<std::uint32_t> entered_by);
   bool run_actions(std::uint32_t pc, bytecode::InstructionRange list);
 
   const bytecode::Module &module_;
@@ -44,6 +46,8 @@ private:
   Target &target_;
   /// Setup's named lifetimes by the instruction that opened them.
   std::vector<std::pair<std::uint32_t, Target::Token>> named_lifetimes_;
+  /// The program run being recorded, for the rows' `entered_by`.
+  RunResult *run_ = nullptr;
 };
 
 } // namespace fhr
