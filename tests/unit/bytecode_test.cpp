@@ -654,7 +654,7 @@ TEST_CASE("bytecode: the span side table locates steps of a source and of its mo
   const auto [module_check, module_explain, module_json] = outputs(module);
   const std::string message =
       "error: plan \"p\" is infeasible at 'ensure a at cuda:0': Transition exceeds budget at cuda:0 (budget "
-      "1048576 B, used 0 B, reserved 0 B, requested 2097152 B) [budget]\n";
+      "1 MiB, used 0 B, reserved 0 B, requested 2 MiB) [budget]\n";
   CHECK(text_check == "test.fhr:5:7: " + message);
   CHECK(module_check == "test.fhrb:5:5: " + message);
   CHECK(text_explain.find("test.fhr:5:7: " + message +
