@@ -101,8 +101,12 @@ bool load_and_explain(const std::vector<char> &bytes) {
   CompiledFile explained = compile_module(bytes, "mutant.fhrb");
   Analysis analysis = analyze_module(*explained.lowered);
   const FileReport report = build_report(*explained.lowered, analysis);
+  // A plan marked `in program` (a mutant may set the flag) is explained
+  // only inside programs: no unit of its own.
+  const auto standalone_plans = static_cast<std::size_t>(std::count_if(
+      module.plans.begin(), module.plans.end(), [](const bytecode::PlanEntry &p) { return !p.in_program; }));
   CHECK(report.units.size() ==
-        module.plans.size() + module.programs.size() + (analysis.setup.failed_step ? 1 : 0));
+        standalone_plans + module.programs.size() + (analysis.setup.failed_step ? 1 : 0));
   const std::string text = disassemble(module, "mutant.fhrb");
   CompiledFile compiled = compile_text(text, "mutant.fhrb");
   CHECK_MESSAGE(compiled.ok(),
