@@ -79,6 +79,9 @@ EXAMPLES = {
               "for level in 0..2 { plan \"level-{lvl}\" { } }\n", []),
     "E0406": ("A statement is valid elsewhere but not here (for example `as` on a plan's reservation).",
               "plan \"p\" { reserve cuda:0 1 MiB \"tmp\" as t }\n", []),
+    "E0407": ("A plan marked `in program` is explained only where programs run it; when no program runs it, "
+              "it is checked nowhere. Add a `run` or `scope` for it, or remove the mark.",
+              "plan \"upload\" in program { }\nprogram { }\n", []),
     # Workloads (docs/language.md, "Workloads")
     "E0701": ("A step's `compute` takes a decimal number and a time unit: `s`, `ms`, `us` or `ns`.",
               "value k 1 MiB replicable source pinned\nstep \"s\" { need k at cuda:0; compute 3 min }\n", []),
@@ -115,6 +118,14 @@ EXAMPLES = {
     "W0005": ("The same location is given twice with `--budget`; the last one applies (as with most options), "
               "and the warning says which was replaced.", "budget pinned 1 GiB\n",
               ["--budget", "cuda:0=40GiB", "--budget", "cuda:0=80GiB"]),
+    "W0006": ("An `ensure` or `copy` whose values are already resident at the destination, or a `drop` of a "
+              "replica that is not there, in the state the simulator finds at that step: setup's, each program's "
+              "where it runs, and for a plan that no program runs, the setup state. A statement is reported "
+              "when it does nothing in every run that reaches it; a loop's iterations count as one statement. `check`, `explain` and "
+              "the other verbs that load a `.fhr` file find it by running the file (`-Wno-redundant-action` "
+              "skips that run).",
+              "value w 1 MiB replicable at pinned\nensure w at pinned\nplan \"p\" { exit { drop w at cuda:0 } }\n",
+              []),
 }
 
 out = ["# Diagnostics", "",

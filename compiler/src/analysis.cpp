@@ -30,6 +30,12 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
   analysis.plans.reserve(module.plans.size());
   PlanSteps plan; // each plan is explained once: one buffer for all
   for (std::uint32_t p = 0; p < module.plans.size(); ++p) {
+    // `in program`: the plan is explained where programs run it, in their
+    // state, never against the setup state alone.
+    if (module.plans[p].in_program) {
+      analysis.program_only_plans.push_back(module.strings[module.plans[p].name]);
+      continue;
+    }
     expand_plan(module, p, plan);
     analysis.plans.push_back(PlanExplanation{p, plan.name, model.explain(plan)});
   }

@@ -20,12 +20,23 @@ void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
     }
 }
 
+/// The failure's notes as diagnostics print them after a message: one
+/// "\nnote: file:line:col: ..." line each (GitHub shows them under it).
+std::string note_lines(const FileReport &report, const ReportUnit &unit) {
+  if (!unit.reached_by) return {};
+  return "\nnote: " + report.file + ":" + std::to_string(unit.reached_by->span.line) + ":" +
+         std::to_string(unit.reached_by->span.column) + ": " + reached_by_note(unit);
+}
+
 } // namespace
 
 void print_check_text(llvm::raw_ostream &os, const std::vector<FileReport> &reports) {
   for_each_failure(
       reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line, unsigned column) {
         os << report.file << ':' << line << ':' << column << ": error: " << failure_summary(unit) << '\n';
+        if (unit.reached_by)
+          os << report.file << ':' << unit.reached_by->span.line << ':' << unit.reached_by->span.column
+             << ": note: " << reached_by_note(unit) << '\n';
       });
 }
 
@@ -34,7 +45,7 @@ void print_check_github(llvm::raw_ostream &os, const std::vector<FileReport> &re
       reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line, unsigned column) {
         os << "::error file=" << github_escape(report.file, true) << ",line=" << line << ",col=" << column
            << ",title=" << github_escape("fhr-plan check: " + unit.name, true)
-           << "::" << github_escape(failure_summary(unit), false) << '\n';
+           << "::" << github_escape(failure_summary(unit) + note_lines(report, unit), false) << '\n';
       });
 }
 
@@ -69,6 +80,13 @@ nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports,
     result["locations"] = json::array(
         {json{{"physicalLocation", json{{"artifactLocation", sarif::artifact_location(report.file)},
                                         {"region", sarif::region(step.span, unit.failure_excerpt)}}}}});
+    if (unit.reached_by)
+      result["relatedLocations"] = json::array(
+          {json{{"id", 0},
+                {"physicalLocation",
+                 json{{"artifactLocation", sarif::artifact_location(report.file)},
+                      {"region", sarif::region(unit.reached_by->span, unit.reached_by->excerpt)}}},
+                {"message", json{{"text", reached_by_note(unit)}}}}});
     result["partialFingerprints"] =
         json{{"fhrFailure/v1",
               sarif::fingerprint({std::string(error_class_id(step.error)), unit.name, step.text})}};

@@ -158,7 +158,7 @@ private:
     const std::string name = string_literal(module_.strings[plan.name]);
     if (spans_) // the plan's position is its name's, after `plan `
       spans_->plans.push_back(SourceSpan{plan.line, 6, 6 + static_cast<std::uint32_t>(name.size())});
-    at(plan.line, 0, "plan " + name + " {", 0, 0);
+    at(plan.line, 0, "plan " + name + (plan.in_program ? " in program {" : " {"), 0, 0);
     block("reclaim", plan.reclaim);
     for (std::uint32_t i = plan.reserve.begin; i < plan.reserve.end;)
       i = statement(i, 1);

@@ -51,7 +51,7 @@ json unit_json(const ReportUnit &unit) {
     step["logical_bytes"] = s.logical_bytes;
     step["storage_bytes"] = s.storage_bytes;
     step["result"] = verdict_id(s.verdict);
-    step["reason"] = s.reason.empty() ? json(nullptr) : json(s.reason);
+    step["reason"] = s.exact_reason.empty() ? json(nullptr) : json(s.exact_reason);
     step["error_class"] = s.verdict == Verdict::Failed ? json(error_class_id(s.error)) : json(nullptr);
     step["raised"] = s.verdict == Verdict::Failed ? json(error_class_name(s.raised)) : json(nullptr);
     // What the model decided the step moves: the time predictor and the
@@ -78,7 +78,15 @@ json unit_json(const ReportUnit &unit) {
   }
   out["locations"] = std::move(locations);
   if (unit.failure) {
-    out["failure"] = json{{"step", *unit.failure + 1}, {"message", failure_summary(unit)}};
+    json failure{{"step", *unit.failure + 1}, {"message", failure_summary(unit, /*exact_bytes=*/true)}};
+    // A failure inside a scope: the program step that entered it.
+    if (const std::optional<ProgramStepRef> &by = unit.reached_by)
+      failure["reached_by"] = json{{"step", by->step},
+                                   {"text", by->text},
+                                   {"line", by->span.line},
+                                   {"column", by->span.column},
+                                   {"note", reached_by_note(unit)}};
+    out["failure"] = std::move(failure);
   } else {
     out["failure"] = nullptr;
   }

@@ -109,6 +109,7 @@ public:
     out_.spans.instructions = std::move(instruction_spans_);
     out_.spans.plans = std::move(plan_spans_);
     out_.spans.programs = std::move(program_spans_);
+    out_.spans.statements = std::move(statement_spans_);
     return std::move(out_);
   }
 
@@ -125,6 +126,7 @@ private:
       count += program.items.size();
     out_.module.code.reserve(count);
     instruction_spans_.reserve(count);
+    statement_spans_.reserve(count);
     line_starts_.reserve(count);
   }
 
@@ -158,6 +160,7 @@ private:
     in.line = where.line;
     out_.module.code.push_back(in);
     instruction_spans_.push_back(where);
+    statement_spans_.push_back(span);
     line_starts_.push_back(line_start);
     return size() - 1;
   }
@@ -286,6 +289,7 @@ private:
     entry.name = intern(plan.name);
     const SourceSpan where = span_of(plan.span);
     entry.line = where.line;
+    entry.in_program = plan.in_program;
     plan_spans_.push_back(where);
     auto range = [&](auto &&emit_all) {
       const std::uint32_t begin = size();
@@ -365,6 +369,7 @@ private:
   llvm::StringMap<std::uint32_t> string_index_;
   std::size_t next_declaration_ = 0;
   std::vector<SourceSpan> instruction_spans_, plan_spans_, program_spans_;
+  std::vector<ast::Span> statement_spans_;
   std::vector<std::uint32_t> line_starts_;
 };
 

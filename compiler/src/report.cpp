@@ -1,5 +1,7 @@
 #include "fhr/compiler/report.hpp"
 
+#include "fhr/compiler/human_size.hpp"
+
 namespace fhr {
 
 std::string format_size(std::uint64_t bytes) {
@@ -108,7 +110,9 @@ public:
       step.storage_bytes = spec->storage_nbytes;
     }
     step.verdict = outcome.verdict;
-    step.reason = describe(outcome, message, outcome.failed() ? detail : nullptr);
+    const FailureDetail *figures = outcome.failed() ? detail : nullptr;
+    step.reason = describe(outcome, message, figures, human_size);
+    step.exact_reason = describe(outcome, message, figures);
     step.error = outcome.error;
     step.raised = outcome.error;
     return step;
@@ -227,8 +231,32 @@ public:
       step.transfer = rows[n].transfer;
       unit.steps.push_back(std::move(step));
     }
-    if (!unit.feasible) unit.failure = unit.steps.size() - 1;
+    if (!unit.feasible) {
+      unit.failure = unit.steps.size() - 1;
+      unit.reached_by = entered_by(rows);
+    }
     return unit;
+  }
+
+  /// The step that entered the scope of a program's failing last row, if
+  /// the failure lies in a scope (its rows name the `scope` or `run`).
+  std::optional<ProgramStepRef> entered_by(const std::vector<StepRecord> &rows) const {
+    if (rows.empty() || rows.back().entered_by == StepRecord::kNotInProgram) return std::nullopt;
+    const std::uint32_t instruction = rows.back().entered_by;
+    ProgramStepRef ref;
+    // Loops are unrolled, so an instruction enters its scope once per run:
+    // the scope begins at the first row that names it.
+    for (std::size_t n = 0; n < rows.size(); ++n)
+      if (rows[n].entered_by == instruction) {
+        ref.step = n + 1;
+        break;
+      }
+    const Instruction &in = module_.code[instruction];
+    ref.text =
+        std::string(in.opcode == Opcode::Scope ? "scope " : "run ") + string_literal(plan_name(in.index()));
+    ref.instruction = instruction;
+    if (instruction < spans_.instructions.size()) ref.span = spans_.instructions[instruction];
+    return ref;
   }
 
   ReportUnit setup(const SetupReport &report) const {
@@ -294,6 +322,7 @@ void for_each_unit(const VerifiedModule &module, const Analysis &analysis, Repor
   Builder builder(module, detail);
   auto emit = [&](ReportUnit unit) {
     if (unit.failure) unit.failure_excerpt = module.spans.excerpt(unit.steps[*unit.failure].instruction);
+    if (unit.reached_by) unit.reached_by->excerpt = module.spans.excerpt(unit.reached_by->instruction);
     sink(unit);
   };
   if (analysis.setup.failed_step) emit(builder.setup(analysis.setup));
@@ -312,7 +341,7 @@ FileReport build_report(const VerifiedModule &module, const Analysis &analysis, 
   return report;
 }
 
-std::string failure_summary(const ReportUnit &unit) {
+std::string failure_summary(const ReportUnit &unit, bool exact_bytes) {
   if (!unit.failure) return {};
   const ReportStep &step = unit.steps[*unit.failure];
   std::string what = unit.kind == ReportUnit::Kind::Setup
@@ -322,7 +351,13 @@ std::string failure_summary(const ReportUnit &unit) {
   std::string classes(error_class_id(step.error));
   if (step.raised != step.error && step.raised != ErrorClass::None)
     classes = std::string(error_class_id(step.raised)) + ", caused by " + classes;
-  return what + ": " + step.reason + " [" + classes + "]";
+  return what + ": " + (exact_bytes ? step.exact_reason : step.reason) + " [" + classes + "]";
+}
+
+std::string reached_by_note(const ReportUnit &unit) {
+  if (!unit.reached_by) return {};
+  return "reached at step " + std::to_string(unit.reached_by->step) + " of program \"" + unit.name + "\": '" +
+         unit.reached_by->text + "'";
 }
 
 } // namespace fhr

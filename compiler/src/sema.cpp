@@ -610,6 +610,28 @@ void Analyzer::check_device_budgets() {
 void Analyzer::check_unused_plans() {
   // Plans are checked on their own as well; in a file with programs, a
   // plan that none of them runs is usually a misspelt or forgotten run.
+  if (source_.has_errors()) return;
+  // A plan marked `in program` is explained only where programs run it:
+  // with no program running it, it would be checked nowhere (E0407).
+  // One error per declaration, as loops report: the plans of its other
+  // iterations are counted in it.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> unrun; // first plan, count
+  llvm::DenseMap<std::uint32_t, std::size_t> by_declaration;
+  for (std::uint32_t i = 0; i < module_.plans.size(); ++i) {
+    if (!module_.plans[i].in_program || plan_used_.count(i)) continue;
+    auto [it, inserted] = by_declaration.try_emplace(module_.plans[i].span.begin, unrun.size());
+    if (inserted) unrun.push_back({i, 0});
+    ++unrun[it->second].second;
+  }
+  for (const auto &[first, count] : unrun) {
+    const ir::Plan &plan = module_.plans[first];
+    const std::string others =
+        count > 1 ? " (and " + std::to_string(count - 1) + " more that its loop declares)" : "";
+    error(DiagCode::ProgramPlanNotRun,
+          "plan \"" + plan.name + "\"" + others +
+              " runs only in programs, but no program runs it: it is checked nowhere",
+          plan.span, "add 'run \"" + plan.name + "\"' to a program, or remove 'in program'");
+  }
   if (module_.programs.empty() || source_.has_errors()) return;
   std::vector<std::pair<ast::Span, std::vector<std::string>>> unused; // by declaration (loops share one)
   for (std::uint32_t i = 0; i < module_.plans.size(); ++i) {
@@ -881,6 +903,7 @@ void Analyzer::plan(const ast::Stmt &s) {
   ir::Plan plan;
   plan.name = *name;
   plan.span = s.text_span;
+  plan.in_program = s.in_program;
   for (ast::StmtId id : children(s)) {
     const ast::Stmt &item = stmt(id);
     switch (item.kind) {

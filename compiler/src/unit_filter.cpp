@@ -33,6 +33,11 @@ std::vector<std::string> unknown_units(const Analysis &analysis, const UnitFilte
                    const char *kind) {
     for (const std::string &name : wanted) {
       if (contains(names, name)) continue;
+      if (std::string(kind) == "plan" && contains(analysis.program_only_plans, name)) {
+        messages.push_back("plan '" + name +
+                           "' runs only in programs (`in program`): select a program that runs it");
+        continue;
+      }
       const std::string suggestion = closest_match(name, names);
       messages.push_back(std::string("no ") + kind + " named '" + name + "'" +
                          (suggestion.empty() ? std::string() : "; did you mean '" + suggestion + "'?"));

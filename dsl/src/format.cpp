@@ -240,7 +240,7 @@ private:
       return "reserve " + location(s.locations[0]) + " " + top_expression(s.exprs[0]) + " " + string(s) +
              alias(s);
     case StmtKind::Release: return "release " + std::string(file_.name(s));
-    case StmtKind::Plan: return "plan " + string(s);
+    case StmtKind::Plan: return "plan " + string(s) + (s.in_program ? " in program" : "");
     case StmtKind::Reclaim: return "reclaim";
     case StmtKind::Enter: return "enter";
     case StmtKind::Exit: return "exit";

@@ -571,6 +571,13 @@ struct action<grammar::pending_flag> {
     b.top().pending = true;
   }
 };
+template <>
+struct action<grammar::program_context> {
+  template <typename Input>
+  static void apply(const Input &, Builder &b) {
+    b.top().in_program = true;
+  }
+};
 
 // ---- control ------------------------------------------------------------------
 template <typename Rule>

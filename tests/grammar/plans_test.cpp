@@ -30,3 +30,33 @@ TEST_CASE("grammar/plan: errors") {
   CHECK(diagnostic_codes("plan \"a\" { reserve cuda:0 1 \"x\" as r }") == std::vector<std::string>{"E0406"});
   CHECK(diagnostic_codes("plan \"a\" {") == std::vector<std::string>{"E0010"});
 }
+TEST_CASE("grammar/plan: `in program` marks a plan that runs only inside programs") {
+  CompiledFile c = compile_ok(R"(
+    plan "alone" { }
+    plan "inside" in program { }
+    program { run "inside" run "alone" })");
+  REQUIRE(c.module.plans.size() == 2);
+  CHECK_FALSE(c.module.plans[0].in_program);
+  CHECK(c.module.plans[1].in_program);
+  // The mark reaches the module and survives its encoding.
+  REQUIRE(c.lowered);
+  const bytecode::Module &module = *c.lowered->module;
+  CHECK_FALSE(module.plans[0].in_program);
+  CHECK(module.plans[1].in_program);
+  const std::vector<std::byte> bytes(reinterpret_cast<const std::byte *>(c.lowered->bytes.data()),
+                                     reinterpret_cast<const std::byte *>(c.lowered->bytes.data()) +
+                                         c.lowered->bytes.size());
+  CHECK(bytecode::load_module(bytes).plans[1].in_program);
+}
+TEST_CASE("grammar/plan: a plan for programs that no program runs, and a misspelt mark") {
+  CHECK(diagnostic_codes("plan \"p\" in program { }") == std::vector<std::string>{"E0407"});
+  CHECK(diagnostic_codes("plan \"p\" in program { }\nprogram { }") == std::vector<std::string>{"E0407"});
+  // One error per declaration, however many plans its loop declares.
+  CHECK(diagnostic_codes("for i in 0..3 { plan \"p{i}\" in program { } }") ==
+        std::vector<std::string>{"E0407"});
+  const std::vector<std::string> misspelt = diagnostic_codes("plan \"p\" in programs { }");
+  REQUIRE_FALSE(misspelt.empty());
+  CHECK(misspelt.front() == "E0004");
+  CHECK(first_message("plan \"p\" in programs { }").find("expected 'program' after 'in'") !=
+        std::string::npos);
+}

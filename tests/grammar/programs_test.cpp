@@ -44,3 +44,47 @@ TEST_CASE("grammar/program: errors") {
   CHECK(diagnostic_codes("program { actions \"\" { } }") == std::vector<std::string>{"E0401"});
   CHECK(diagnostic_codes("program { release x }") == std::vector<std::string>{"E0010"});
 }
+TEST_CASE("grammar/program: a plan `in program` is explained only inside the programs that run it") {
+  // On its own the plan would fail: setup leaves `ct` at pageable, and
+  // only the program's direct move brings it to pinned first.
+  Explained e = explain(R"(
+    budget cuda:0 1 GiB
+    budget pinned 1 GiB
+    value ct 64 MiB exclusive at pageable
+    value big 2 GiB replicable source pageable
+    plan "upload" in program { enter { move ct to cuda:0 from pinned } }
+    plan "overflow" in program { enter { ensure big at cuda:0 } }
+    program "main" {
+      move ct to pinned
+      run "upload"
+      scope "overflow" { }
+    })");
+  CHECK(e.analysis.plans.empty()); // neither plan is explained against setup alone
+  REQUIRE(e.report.units.size() == 1);
+  const ReportUnit &main = e.report.units[0];
+  CHECK(main.kind == ReportUnit::Kind::Program);
+  REQUIRE(main.failure);
+  const ReportStep &failed = main.steps[*main.failure];
+  CHECK(failed.text == "ensure big at cuda:0");
+  CHECK(failed.error == ErrorClass::Budget);
+  // Human sizes for people, exact bytes for JSON.
+  CHECK(failed.reason ==
+        "Transition exceeds budget at cuda:0 (budget 1 GiB, used 64 MiB, reserved 0 B, requested 2 GiB)");
+  CHECK(failed.exact_reason == "Transition exceeds budget at cuda:0 (budget 1073741824 B, used 67108864 B, "
+                               "reserved 0 B, requested 2147483648 B)");
+  // Reached from the program's `scope`: its step (the preflight's row is
+  // the third: the move, upload's enter, then the refusal) and its line.
+  REQUIRE(main.reached_by);
+  CHECK(main.reached_by->text == "scope \"overflow\"");
+  CHECK(main.reached_by->step == 3);
+  CHECK(main.reached_by->span.line == 11);
+  CHECK(reached_by_note(main) == "reached at step 3 of program \"main\": 'scope \"overflow\"'");
+}
+TEST_CASE("grammar/program: a failure outside any scope names no scope") {
+  Explained e = explain(R"(
+    value w 1 MiB at pinned
+    program { drop w at pinned })");
+  REQUIRE(e.report.units.size() == 1);
+  CHECK(e.report.units[0].failure);
+  CHECK_FALSE(e.report.units[0].reached_by);
+}

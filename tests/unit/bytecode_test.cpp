@@ -101,8 +101,12 @@ bool load_and_explain(const std::vector<char> &bytes) {
   CompiledFile explained = compile_module(bytes, "mutant.fhrb");
   Analysis analysis = analyze_module(*explained.lowered);
   const FileReport report = build_report(*explained.lowered, analysis);
+  // A plan marked `in program` (a mutant may set the flag) is explained
+  // only inside programs: no unit of its own.
+  const auto standalone_plans = static_cast<std::size_t>(std::count_if(
+      module.plans.begin(), module.plans.end(), [](const bytecode::PlanEntry &p) { return !p.in_program; }));
   CHECK(report.units.size() ==
-        module.plans.size() + module.programs.size() + (analysis.setup.failed_step ? 1 : 0));
+        standalone_plans + module.programs.size() + (analysis.setup.failed_step ? 1 : 0));
   const std::string text = disassemble(module, "mutant.fhrb");
   CompiledFile compiled = compile_text(text, "mutant.fhrb");
   CHECK_MESSAGE(compiled.ok(),
@@ -178,7 +182,9 @@ TEST_CASE("bytecode: the verifier names what is wrong") {
   bad[0] = 'X';
   CHECK(error_of(bad) == Code::BadMagic);
   bad = good;
-  bad[4] = 2;
+  bad[4] = bytecode::kFormatVersion + 1;
+  CHECK(error_of(bad) == Code::UnsupportedVersion);
+  bad[4] = 0;
   CHECK(error_of(bad) == Code::UnsupportedVersion);
   bad = good;
   bad[6] = 1;
@@ -500,14 +506,14 @@ TEST_CASE("bytecode: is_action and the verifier's contexts come from the opcode 
     Instruction reserve = instruction(Opcode::Reserve);
     reserve.set_index(1);
     m.code.push_back(reserve);
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).find("(reserve): not allowed in a plan phase") !=
           std::string::npos);
   }
   SUBCASE("a plan's reservations") {
     bytecode::Module m = module_with_one_value();
     m.code.push_back(values(Opcode::Ensure, 0, 1, Location::cuda(0)));
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 2}, {2, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 2}, {2, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).find("(ensure): not allowed in a plan's reservations") !=
           std::string::npos);
     // A reservation belongs there, but not a named one (names are for setup).
@@ -551,7 +557,7 @@ TEST_CASE("bytecode: is_action and the verifier's contexts come from the opcode 
   SUBCASE("the same module with every instruction where it belongs loads") {
     bytecode::Module m = module_with_one_value();
     m.code.push_back(values(Opcode::Ensure, 0, 1, Location::cuda(0)));
-    m.plans = {bytecode::PlanEntry{2, 1, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 2}, {2, 2}}};
     CHECK(verifier_message(m, Code::BadStructure).empty());
   }
 }
@@ -652,7 +658,7 @@ TEST_CASE("bytecode: the span side table locates steps of a source and of its mo
   const auto [module_check, module_explain, module_json] = outputs(module);
   const std::string message =
       "error: plan \"p\" is infeasible at 'ensure a at cuda:0': Transition exceeds budget at cuda:0 (budget "
-      "1048576 B, used 0 B, reserved 0 B, requested 2097152 B) [budget]\n";
+      "1 MiB, used 0 B, reserved 0 B, requested 2 MiB) [budget]\n";
   CHECK(text_check == "test.fhr:5:7: " + message);
   CHECK(module_check == "test.fhrb:5:5: " + message);
   CHECK(text_explain.find("test.fhr:5:7: " + message +

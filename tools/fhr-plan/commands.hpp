@@ -8,6 +8,7 @@
 #include "fhr/compiler/unit_filter.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ void report_error(llvm::Error error);
 /// holds the parsed `--budget` options.
 struct LoadedFiles {
   std::vector<CompiledFile> files;
+  /// Parallel to files: the analysis a text file without errors got while
+  /// loading, for the warnings only a run finds (W0006); analyse_selected
+  /// and analyse_files reuse it rather than interpret the module again.
+  std::vector<std::optional<Analysis>> analyses;
   std::vector<BudgetOverride> overrides;
   /// Command-line problems and files that could not be read or loaded (the
   /// machine-readable formats report them beside the files' diagnostics).

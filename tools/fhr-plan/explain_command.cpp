@@ -4,6 +4,7 @@
 
 #include <llvm/Support/WithColor.h>
 
+#include "fhr/compiler/redundant_actions.hpp"
 #include "fhr/compiler/unit_filter.hpp"
 
 #include <algorithm>
@@ -45,10 +46,20 @@ LoadedFiles load_files(const CommonOptions &options, bool print_diagnostics) {
       continue;
     }
     check_overrides(*compiled, overrides);
+    std::optional<Analysis> analysis;
+    // Redundant actions (W0006) are found by running the module: the run
+    // is kept for the command.
+    if (compiled->source && compiled->ok() &&
+        options.compile.diagnostics.enabled(DiagCode::RedundantAction)) {
+      analysis = analyze_module(*compiled->lowered, loaded.overrides);
+      report_redundant_actions(*compiled->source, *compiled->lowered, *analysis);
+      if (!compiled->ok()) analysis.reset(); // -Werror: the file is bad input now
+    }
     if (print_diagnostics && compiled->source && !compiled->source->diagnostics().empty())
       compiled->source->print(llvm::errs(), stderr_colors());
     loaded.ok = loaded.ok && compiled->ok();
     loaded.files.push_back(std::move(*compiled));
+    loaded.analyses.push_back(std::move(analysis));
   }
   return loaded;
 }
@@ -63,9 +74,14 @@ DiagnosticInputs diagnostic_inputs(const LoadedFiles &loaded) {
 
 std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail detail) {
   std::vector<FileReport> reports;
-  for (const CompiledFile &file : loaded.files) {
+  for (std::size_t i = 0; i < loaded.files.size(); ++i) {
+    const CompiledFile &file = loaded.files[i];
     if (!file.ok()) continue;
-    Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
+    if (loaded.analyses[i]) {
+      reports.push_back(build_report(*file.lowered, *loaded.analyses[i], detail));
+      continue;
+    }
+    const Analysis analysis = analyze_module(*file.lowered, loaded.overrides);
     reports.push_back(build_report(*file.lowered, analysis, detail));
   }
   return reports;
@@ -73,8 +89,13 @@ std::vector<FileReport> analyse_files(const LoadedFiles &loaded, ReportDetail de
 
 std::vector<AnalysedFile> analyse_selected(LoadedFiles &loaded, const UnitFilter &filter) {
   std::vector<AnalysedFile> analysed;
-  for (const CompiledFile &file : loaded.files)
-    if (file.ok()) analysed.push_back({&file, analyze_module(*file.lowered, loaded.overrides)});
+  for (std::size_t i = 0; i < loaded.files.size(); ++i) {
+    const CompiledFile &file = loaded.files[i];
+    if (!file.ok()) continue;
+    std::optional<Analysis> &kept = loaded.analyses[i];
+    analysed.push_back({&file, kept ? std::move(*kept) : analyze_module(*file.lowered, loaded.overrides)});
+    kept.reset();
+  }
   if (filter.empty()) return analysed;
   // A name must select a unit in some file; the suggestion comes from the first.
   UnitFilter unknown;

@@ -197,10 +197,12 @@ private:
       throw ModuleError(ModuleErrorCode::BadMagic, 0, "magic is not FHRB");
     const auto version =
         static_cast<std::uint16_t>(static_cast<unsigned>(bytes_[4]) | static_cast<unsigned>(bytes_[5]) << 8);
-    if (version != kFormatVersion)
+    if (version < kOldestFormatVersion || version > kFormatVersion)
       throw ModuleError(ModuleErrorCode::UnsupportedVersion, 4,
                         "version " + std::to_string(version) + " (this reader knows " +
-                            std::to_string(kFormatVersion) + ")");
+                            std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
+                            ")");
+    version_ = version;
     if (bytes_[6] != std::byte{0} || bytes_[7] != std::byte{0})
       throw ModuleError(ModuleErrorCode::BadHeader, 6, "flags must be 0");
     const std::uint32_t section_count = read_u32(bytes_.data() + 8);
@@ -416,7 +418,8 @@ private:
 
   void plans() {
     Reader r = section(SectionKind::Plans);
-    const std::uint32_t n = r.count("plan count", 7);
+    const bool has_flags = version_ >= 2;
+    const std::uint32_t n = r.count("plan count", has_flags ? 8 : 7);
     module_.plans.reserve(n);
     std::set<std::string_view> plan_names;
     if (setup_end_ > module_.code.size()) r.fail(ModuleErrorCode::BadIndex, "setup end past the code");
@@ -428,6 +431,11 @@ private:
       if (!plan_names.insert(module_.strings[p.name]).second)
         r.fail(ModuleErrorCode::BadStructure, "two plans have the same name");
       p.line = r.leb32("plan line");
+      if (has_flags) {
+        const std::uint8_t flags = r.byte("plan flags");
+        if (flags > kPlanInProgram) r.fail(ModuleErrorCode::BadOperand, "unknown plan flags");
+        p.in_program = flags & kPlanInProgram;
+      }
       expect_start(r, cursor_, r.leb32("plan start"), "plan");
       p.reclaim = range(r, cursor_, "reclaim count");
       p.reserve = range(r, cursor_, "reserve count");
@@ -584,6 +592,24 @@ private:
       verify_plan(plan);
     for (const ProgramEntry &program : module_.programs)
       verify_program(program);
+    verify_program_plans_run();
+  }
+
+  /// A plan marked to run only in programs is explained nowhere else: some
+  /// program must run it (the compiler's E0407).
+  void verify_program_plans_run() const {
+    std::vector<bool> run(module_.plans.size(), false);
+    for (const ProgramEntry &program : module_.programs)
+      for (std::uint32_t i = program.body.begin; i < program.body.end; ++i) {
+        const Instruction &in = module_.code[i];
+        if (in.opcode == Opcode::Scope || in.opcode == Opcode::Run) run[in.index()] = true;
+        if (has_items(in.opcode)) i += in.index();
+      }
+    for (std::size_t p = 0; p < module_.plans.size(); ++p)
+      if (module_.plans[p].in_program && !run[p])
+        throw ModuleError(ModuleErrorCode::BadStructure, sections_[4].begin,
+                          "plan '" + module_.strings[module_.plans[p].name] +
+                              "' runs only in programs, but no program runs it");
   }
 
   std::span<const std::byte> bytes_;
@@ -591,6 +617,7 @@ private:
   Module module_;
   std::uint32_t setup_end_ = 0;
   std::uint64_t cursor_ = 0;
+  std::uint16_t version_ = kFormatVersion;
 };
 
 } // namespace

@@ -118,6 +118,7 @@ void write_plans(Output &out, const Module &m) {
   for (const PlanEntry &p : m.plans) {
     out.leb(p.name);
     out.leb(p.line);
+    out.byte(p.in_program ? kPlanInProgram : 0);
     out.leb(p.reclaim.begin);
     for (const InstructionRange &range : {p.reclaim, p.reserve, p.enter, p.exit})
       out.leb(range.size());

@@ -48,7 +48,7 @@ RunResult Interpreter::run_plan(std::uint32_t plan) {
   RunResult run;
   run.name = module_.strings[module_.plans[plan].name];
   target_.record_into(&run);
-  run.completed = run_scope(plan, std::nullopt);
+  run.completed = run_scope(plan, std::nullopt, std::nullopt);
   target_.record_into(nullptr);
   return run;
 }
@@ -59,6 +59,7 @@ RunResult Interpreter::run_program(std::uint32_t program) {
     return finish_program();
   } catch (...) { // a usage error of the target, not a result: the next run starts afresh
     walk_.reset();
+    run_ = nullptr;
     throw;
   }
 }
@@ -70,6 +71,7 @@ void Interpreter::begin_program(std::uint32_t program) {
   const bytecode::ProgramEntry &entry = module_.programs[program];
   walk_.emplace();
   walk_->run.name = module_.strings[entry.name];
+  run_ = &walk_->run;
   walk_->pc = entry.body.begin;
   walk_->end = entry.body.end;
 }
@@ -102,7 +104,9 @@ bool Interpreter::end_current_statement(Walk &w) {
   target_.record_into(&w.run);
   const std::uint32_t plan = *w.plan;
   w.plan.reset();
+  const std::size_t first = w.run.steps.size();
   w.ok = target_.exit_scope(plans_.plan(plan));
+  mark_entered_by(first, w.entered_by);
   return w.ok;
 }
 
@@ -113,11 +117,15 @@ bool Interpreter::enter_next_statement() {
   while (w.ok && w.pc < w.end) {
     const Instruction &in = module_.code[w.pc];
     if (in.opcode == Opcode::Scope || in.opcode == Opcode::Run) {
-      if (!target_.enter_scope(plans_.plan(in.index()))) {
+      const std::size_t first = w.run.steps.size();
+      const bool entered = target_.enter_scope(plans_.plan(in.index()));
+      mark_entered_by(first, w.pc);
+      if (!entered) {
         w.ok = false;
         break;
       }
       w.plan = in.index();
+      w.entered_by = w.pc;
       if (in.opcode == Opcode::Scope) {
         const std::uint32_t close = matching_end(module_.code, w.pc);
         w.body = InstructionRange{w.pc + 1, close};
@@ -139,6 +147,7 @@ void Interpreter::abandon_program() {
   if (walk_->plan) target_.abandon_scope();
   release_last_first(walk_->lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
   walk_.reset();
+  run_ = nullptr;
 }
 
 RunResult Interpreter::finish_program() {
@@ -153,6 +162,7 @@ RunResult Interpreter::finish_program() {
   RunResult run = std::move(w.run);
   run.completed = w.ok;
   walk_.reset();
+  run_ = nullptr;
   return run;
 }
 
@@ -181,12 +191,12 @@ bool Interpreter::run_statement(std::uint32_t &pc, bool setup, std::vector<Targe
   }
   case Opcode::Scope: {
     const std::uint32_t close = matching_end(module_.code, pc);
-    ok = run_scope(in.index(), InstructionRange{pc + 1, close});
+    ok = run_scope(in.index(), InstructionRange{pc + 1, close}, pc);
     pc = close + 1;
     break;
   }
   case Opcode::Run:
-    ok = run_scope(in.index(), std::nullopt);
+    ok = run_scope(in.index(), std::nullopt, pc);
     ++pc;
     break;
   case Opcode::Actions: {
@@ -246,14 +256,30 @@ bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<Target:
   return true;
 }
 
-bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body) {
+bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body,
+                            std::optional<std::uint32_t> entered_by) {
   const PlanSteps &steps = plans_.plan(plan);
-  if (!target_.enter_scope(steps)) return false;
+  std::size_t first = run_ ? run_->steps.size() : 0;
+  const bool entered = target_.enter_scope(steps);
+  if (entered_by) mark_entered_by(first, *entered_by);
+  if (!entered) return false;
   if (body && !run_body(*body, /*setup=*/false)) {
     target_.abandon_scope();
     return false;
   }
-  return target_.exit_scope(steps);
+  first = run_ ? run_->steps.size() : 0;
+  const bool exited = target_.exit_scope(steps);
+  if (entered_by) mark_entered_by(first, *entered_by);
+  return exited;
+}
+
+void Interpreter::mark_entered_by(std::size_t first, std::uint32_t entered_by) {
+  // The rows a scope's entry and exit add (not its body's) name the
+  // instruction that entered it, so that a report can say which program
+  // step reached a failure inside the plan.
+  if (!run_) return;
+  for (std::size_t n = first; n < run_->steps.size(); ++n)
+    run_->steps[n].entered_by = entered_by;
 }
 
 bool Interpreter::run_actions(std::uint32_t pc, InstructionRange list) {

@@ -15,17 +15,19 @@ std::string_view action_keyword(ActionKind kind) {
   return "?";
 }
 
+std::string exact_size_text(std::uint64_t bytes) { return std::to_string(bytes) + " B"; }
+
 namespace {
 /// " (budget B, used B, reserved B, requested B)" when the figures are known.
-std::string budget_figures(const FailureDetail *detail) {
+std::string budget_figures(const FailureDetail *detail, SizeText size) {
   if (!detail) return {};
-  return " (budget " + std::to_string(detail->budget_bytes) + " B, used " +
-         std::to_string(detail->used_bytes) + " B, reserved " + std::to_string(detail->reserved_bytes) +
-         " B, requested " + std::to_string(detail->requested_bytes) + " B)";
+  return " (budget " + size(detail->budget_bytes) + ", used " + size(detail->used_bytes) + ", reserved " +
+         size(detail->reserved_bytes) + ", requested " + size(detail->requested_bytes) + ")";
 }
 } // namespace
 
-std::string describe(const Outcome &outcome, const MessageContext &context, const FailureDetail *detail) {
+std::string describe(const Outcome &outcome, const MessageContext &context, const FailureDetail *detail,
+                     SizeText size_text) {
   const std::string where = outcome.where.name();
   const std::string value(context.value_name);
   switch (outcome.reason) {
@@ -34,10 +36,10 @@ std::string describe(const Outcome &outcome, const MessageContext &context, cons
   case Reason::DestinationOwnsSelectedReplica:
   case Reason::MaterializationAlreadyAbsent: return std::string(no_op_reason(outcome.reason));
   case Reason::TransitionExceedsBudget:
-    return "Transition exceeds budget at " + where + budget_figures(detail);
+    return "Transition exceeds budget at " + where + budget_figures(detail, size_text);
   case Reason::ReservationExceedsBudget:
     return "Reservation '" + std::string(context.label) + "' exceeds budget at " + where +
-           budget_figures(detail);
+           budget_figures(detail, size_text);
   case Reason::WouldReplicateExclusive: return "EnsureResident would replicate an EXCLUSIVE value";
   case Reason::NoMaterializationOrSource: return "value has no materialization or source";
   case Reason::ExplicitSourceNotResident: return "explicit source " + where + " is not resident";

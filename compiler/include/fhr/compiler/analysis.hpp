@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// What explain and check report: a verified module interpreted on the
-/// model target (fhr/executor). Setup runs once; every plan is explained
-/// (§10.2) against the state setup reaches; every program runs from that
+/// model target (fhr/executor). Setup runs once; every plan not marked
+/// `in program` is explained (§10.2) against the state setup reaches (a
+/// marked plan only inside the programs that run it); every program runs from that
 /// state as the runtime would run it (scopes with their preflight,
 /// reservations, bodies and exits). The results are the interpreter's step
 /// records; rendering them to text or JSON is the reporters' job.
@@ -47,6 +48,8 @@ struct ProgramReport {
 struct Analysis {
   SetupReport setup;
   std::vector<PlanExplanation> plans;
+  /// Plans marked `in program`: explained only inside the programs that run them.
+  std::vector<std::string> program_only_plans;
   std::vector<ProgramReport> programs;
 
   bool feasible() const;

@@ -69,6 +69,8 @@ struct ActionList {
 struct Plan {
   std::string name;
   ast::Span span;
+  /// `in program`: explained only where a program runs it, never on its own.
+  bool in_program = false;
   ActionList reclaim, enter, exit;
   std::vector<Reservation> reservations;
   std::vector<ast::Span> reservation_spans;

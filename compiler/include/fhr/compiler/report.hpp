@@ -26,12 +26,23 @@ struct ReportStep {
   std::optional<Location> source, destination;
   std::uint64_t logical_bytes = 0, storage_bytes = 0;
   Verdict verdict = Verdict::Ok;
-  std::string reason;                   ///< no-op or failure reason
+  std::string reason;                   ///< no-op or failure reason, sizes human ("40 GiB")
+  std::string exact_reason;             ///< the same with exact byte counts (JSON)
   ErrorClass error = ErrorClass::None;  ///< the failure's category
   ErrorClass raised = ErrorClass::None; ///< what a caller would catch
   std::string value;                    ///< the value an action acts on ("" for other steps)
   /// What moved its bytes, as the model decided (Simulator / ModelTarget).
   StepTransfer transfer = StepTransfer::None;
+};
+
+/// The program step that entered the scope a failure lies in: where a
+/// plan's failure inside a program was reached from.
+struct ProgramStepRef {
+  std::size_t step = 0; ///< the 1-based step (row) of the program where the scope begins
+  std::string text;     ///< `scope "PLAN"` or `run "PLAN"`
+  std::uint32_t instruction = 0;
+  SourceSpan span;
+  std::string excerpt; ///< the text of its line (SARIF counts columns in code points)
 };
 
 struct ReportUnit {
@@ -46,6 +57,8 @@ struct ReportUnit {
   /// The text of the failing step's line (SARIF counts its columns in code
   /// points, the span in bytes); empty without a failure.
   std::string failure_excerpt;
+  /// For a program whose failure lies in a scope: the step that entered it.
+  std::optional<ProgramStepRef> reached_by;
 };
 
 struct FileReport {
@@ -73,7 +86,12 @@ std::string format_size(std::uint64_t bytes);
 /// `text` as a .fhr string literal that reads back as `text`.
 std::string string_literal(const std::string &text);
 
-/// The one-line summary of a unit's first failure: "Transition exceeds ..."
-std::string failure_summary(const ReportUnit &unit);
+/// The one-line summary of a unit's first failure: "Transition exceeds ...".
+/// Sizes in it are human (`40 GiB`); `exact_bytes` gives bytes (JSON).
+std::string failure_summary(const ReportUnit &unit, bool exact_bytes = false);
+
+/// The note under a failure that a program reached through a scope:
+/// `reached at step 3 of program "main": 'run "stage-2"'`; empty without one.
+std::string reached_by_note(const ReportUnit &unit);
 
 } // namespace fhr

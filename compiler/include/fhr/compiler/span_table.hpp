@@ -11,6 +11,8 @@
 /// those of the module's disassembled text, which is what the outputs for
 /// modules have always shown (module_spans() in disasm.hpp).
 
+#include "fhr/dsl/ast.hpp"
+
 #include <llvm/ADT/Twine.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
@@ -40,6 +42,10 @@ public:
   std::vector<SourceSpan> instructions; ///< one per instruction of the module
   std::vector<SourceSpan> plans;        ///< each plan's name
   std::vector<SourceSpan> programs;     ///< each program's keyword
+  /// For a module lowered from text: each instruction's statement as byte
+  /// offsets into that text, where diagnostics found by running the module
+  /// point (W0006); empty for a module file.
+  std::vector<ast::Span> statements;
 
   /// The text of instruction i's line, without the line break.
   std::string excerpt(std::uint32_t instruction) const {

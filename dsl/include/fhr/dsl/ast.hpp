@@ -110,9 +110,10 @@ struct Stmt {
   /// Value: replica mode given, `replicable`, `source` placement.
   bool replicable = false;
   bool source_placement = false;
-  bool family = false;    ///< Value: declared as name[count]
-  bool pending = false;   ///< Lease: `pending`
-  bool exclusive = false; ///< Value: `exclusive` written
+  bool family = false;     ///< Value: declared as name[count]
+  bool pending = false;    ///< Lease: `pending`
+  bool in_program = false; ///< Plan: `in program` (runs only inside programs)
+  bool exclusive = false;  ///< Value: `exclusive` written
 };
 
 /// The offsets of a block statement's `{` and `}`: {kNone, kNone} without a

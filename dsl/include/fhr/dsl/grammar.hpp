@@ -310,8 +310,11 @@ struct exit_block : action_block<ast::StmtKind::Exit, kw_exit> {};
 struct plan_name : string_literal {};
 struct close_plan : one<'}'> {};
 struct plan_item : sor<reclaim_block, enter_block, exit_block, reserve_statement> {};
-struct plan_statement : seq<begin<ast::StmtKind::Plan, kw_plan>, ws, must<plan_name>, ws, must<brace_open>,
-                            ws, star<plan_item, ws>, must<close_plan>> {};
+/// `in program` after a plan's name: the plan runs only inside programs.
+struct program_context : seq<kw_in, ws, must<kw_program>> {};
+struct plan_statement
+    : seq<begin<ast::StmtKind::Plan, kw_plan>, ws, must<plan_name>, opt<ws, program_context>, ws,
+          must<brace_open>, ws, star<plan_item, ws>, must<close_plan>> {};
 
 // -- programs
 struct close_program : one<'}'> {};
@@ -392,6 +395,8 @@ FHR_SYNTAX_ERROR(placement, ExpectedPlacement,
 FHR_SYNTAX_ERROR(kw_at, ExpectedToken, "expected 'at'");
 FHR_SYNTAX_ERROR(kw_to, ExpectedToken, "expected 'to'");
 FHR_SYNTAX_ERROR(kw_in, ExpectedToken, "expected 'in'");
+FHR_SYNTAX_ERROR(kw_program, ExpectedToken,
+                 "expected 'program' after 'in' (a plan that runs only in programs)");
 FHR_SYNTAX_ERROR(range_dots, ExpectedToken, "expected '..'");
 FHR_SYNTAX_ERROR(label, ExpectedString, "expected a label string");
 FHR_SYNTAX_ERROR(plan_name, ExpectedString, "expected a name string");

@@ -1,13 +1,13 @@
 #pragma once
 /// \file
-/// The fhr bytecode module format (`.fhrb`), version 1. All integers are
+/// The fhr bytecode module format (`.fhrb`), version 2. All integers are
 /// little-endian; variable-length integers are unsigned LEB128 (at most 10
 /// bytes, no bits past 64).
 ///
 ///   offset  size  field
 ///   ------  ----  -----------------------------------------------------
 ///        0     4  magic "FHRB"
-///        4     2  format version (1)
+///        4     2  format version (2; readers accept 1)
 ///        6     2  flags (0; reserved)
 ///        8     4  section count (7)
 ///       12     4  payload size: bytes after this 32-byte header
@@ -26,7 +26,8 @@
 ///               replicable, bit 1 reconstructible), location byte)
 ///   4 CODE      count, then count instructions: opcode byte + operands
 ///               (see opcodes.def)
-///   5 PLANS     count, then count × (name string, line, first instruction,
+///   5 PLANS     count, then count × (name string, line, [flags byte (bit 0:
+///               runs only in programs), version 2 only], first instruction,
 ///               reclaim, reserve, enter, exit instruction counts)
 ///   6 PROGRAMS  count, then count × (name string, line, first instruction,
 ///               instruction count)
@@ -41,7 +42,10 @@
 namespace fhr::bytecode {
 
 inline constexpr char kMagic[4] = {'F', 'H', 'R', 'B'};
-inline constexpr std::uint16_t kFormatVersion = 1;
+inline constexpr std::uint16_t kFormatVersion = 2;
+/// The oldest version a reader accepts: version 1 lacks the plans' flags
+/// byte (every plan is then explained on its own as well).
+inline constexpr std::uint16_t kOldestFormatVersion = 1;
 inline constexpr std::uint32_t kHeaderSize = 32;
 inline constexpr std::uint32_t kSectionEntrySize = 16;
 
@@ -170,6 +174,9 @@ constexpr bool has_alias(Opcode op) { return detail::kOperandFlags.alias[static_
 /// Declaration flag bits.
 inline constexpr std::uint8_t kDeclReplicable = 1;
 inline constexpr std::uint8_t kDeclReconstructible = 2;
+
+/// Plan flag bits (version 2).
+inline constexpr std::uint8_t kPlanInProgram = 1;
 
 /// The words of the plan language that cannot name a value or an alias.
 /// Declaration names and aliases in a module must be identifiers outside this

@@ -90,6 +90,9 @@ struct InstructionRange {
 struct PlanEntry {
   std::uint32_t name = 0;
   std::uint32_t line = 0;
+  /// `in program`: runs only inside programs, so it is explained only there;
+  /// the verifier requires a program that runs it.
+  bool in_program = false;
   InstructionRange reclaim, reserve, enter, exit;
 };
 

@@ -25,6 +25,7 @@ struct ProgramWalk {
   RunResult run;
   std::uint32_t pc = 0, end = 0;
   std::optional<std::uint32_t> plan;              ///< the entered statement's plan
+  std::uint32_t entered_by = 0;                   ///< its `run` or `scope` instruction
   std::optional<bytecode::InstructionRange> body; ///< its body, while not run yet
   std::vector<Target::Token> lifetimes;           ///< the program body's own lifetimes
   bool ok = true;
@@ -76,8 +77,12 @@ private:
   /// ...); advances `pc` past it.
   bool run_statement(std::uint32_t &pc, bool setup, std::vector<Target::Token> &lifetimes);
   bool run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes);
-  bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body);
+  /// `entered_by`: the program's `scope` or `run` instruction, if any.
+  bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body,
+                 std::optional<std::uint32_t> entered_by);
   bool run_actions(std::uint32_t pc, bytecode::InstructionRange list);
+  /// Marks the rows of run_ from `first` on as entered by instruction `entered_by`.
+  void mark_entered_by(std::size_t first, std::uint32_t entered_by);
 
   const bytecode::Module &module_;
   PlanTable &plans_;
@@ -85,6 +90,8 @@ private:
   /// Setup's named lifetimes by the instruction that opened them.
   std::vector<std::pair<std::uint32_t, Target::Token>> named_lifetimes_;
   std::optional<Walk> walk_;
+  /// The program run being recorded (the walk's), for the rows' `entered_by`.
+  RunResult *run_ = nullptr;
 };
 
 } // namespace fhr

@@ -18,6 +18,8 @@ namespace fhr {
 
 /// One executed (or refused) step.
 struct StepRecord {
+  static constexpr std::uint32_t kNotInProgram = ~std::uint32_t{0};
+
   StepKind kind = StepKind::Direct;
   /// The position within its phase or list: a scope's actions and
   /// reservations, an action list's actions; 0 for the other kinds. For a
@@ -37,6 +39,9 @@ struct StepRecord {
   /// plan's index, for an action list's steps the list's `actions`
   /// instruction; 0 otherwise.
   std::uint32_t container = 0;
+  /// For a scope's steps (and its preflight) in a program: the `scope` or
+  /// `run` instruction that entered the scope; kNotInProgram otherwise.
+  std::uint32_t entered_by = kNotInProgram;
   /// Verdict, reason, error class (the cause, for failures inside plans),
   /// resolved source and destination.
   Outcome outcome;

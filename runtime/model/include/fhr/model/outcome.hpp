@@ -81,10 +81,17 @@ struct MessageContext {
 /// two), as static text: reports carry it without allocating.
 std::string_view no_op_reason(Reason reason);
 
+/// How a message writes a byte count: exact ("42949672960 B", the default,
+/// what the runtime raises) or, for people, as a reporter chooses ("40 GiB").
+using SizeText = std::string (*)(std::uint64_t bytes);
+
+/// "42949672960 B".
+std::string exact_size_text(std::uint64_t bytes);
+
 /// The user-facing message: "destination already resident",
 /// "Transition exceeds budget at cuda:0", ...
 std::string describe(const Outcome &outcome, const MessageContext &context,
-                     const FailureDetail *detail = nullptr);
+                     const FailureDetail *detail = nullptr, SizeText size_text = exact_size_text);
 
 /// The short no-op tag used in tables: "already resident", ...
 std::string_view describe_verdict(const Outcome &outcome);
