@@ -58,8 +58,13 @@ def test_lease_pending_until_the_consumer_stream_passes(m):
     stream = torch.cuda.Stream()
     with m.acquire([h], at=CUDA0, consumer_stream=stream) as values:
         with torch.cuda.stream(stream):
-            torch.cuda._sleep(200_000_000)  # a long kernel after the read
+            # The read first, then a long kernel: the first launch of a
+            # kernel loads its module (CUDA's lazy loading), which waits for
+            # the device to be idle, so a read enqueued after the sleep
+            # waited for it and the stream was idle again at the release.
             values[h].sum()
+            torch.cuda._sleep(200_000_000)
+        assert not stream.query()  # the reader still runs at the release
     with pytest.raises(fhr.ResidencyInUseError):
         m.move(h, fhr.PINNED_HOST)
     stream.synchronize()
