@@ -39,10 +39,15 @@ complete_words() { # words... -> the completions of the last word
     _ "$completion" "$@"
 }
 [ "$(complete_words fhr-plan ch)" = check ] || fail "verb completion: $(complete_words fhr-plan ch)"
-complete_words fhr-plan check --for | grep -qx -- '--format=' || fail "option completion"
+# Completions are captured before grep reads them: grep -q stops at its
+# match, and a writer still writing would die of SIGPIPE (pipefail: a
+# failure that depends on timing).
+options=$(complete_words fhr-plan check --for)
+grep -qx -- '--format=' <<<"$options" || fail "option completion: $options"
 [ "$(complete_words fhr-plan check --format s)" = sarif ] || fail "value completion"
 [ "$(complete_words fhr-plan explain --format=j)" = json ] || fail "value completion after ="
 [ "$(complete_words fhr-plan completion z)" = zsh ] || fail "argument completion"
 [ "$(complete_words fhr-plan check -Werror=b)" = -Werror=bare-size ] || fail "-W completion: $(complete_words fhr-plan check -Werror=b)"
-complete_words fhr-plan check examples/infe | grep -qx examples/infeasible.fhr || fail "file completion"
+files=$(complete_words fhr-plan check examples/infe)
+grep -qx examples/infeasible.fhr <<<"$files" || fail "file completion: $files"
 echo "install_test: ok"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fhr._fhr import ResidencyHandle, ResidencyLocation, _check_request, _Controller, _TieredLRU
 from fhr._plan import MemoryReservation, ResidencyAction, ResidencyPlan
-from fhr._scope import ResidencyScope
+from fhr._scope import ResidencyScope, close_at_exit
 
 if TYPE_CHECKING:
     from fhr._manager import ResidencyManager
@@ -255,14 +255,8 @@ class ResidencyUse:
         exc_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._stage != "entered":
-            return
-        try:
-            self.close()
-        except BaseException as cleanup:
-            if exc_value is None:
-                raise
-            exc_value.add_note(f"residency use {self._request.name!r} exit failed: {cleanup}")
+        if self._stage == "entered":
+            close_at_exit(self, exc_value, f"residency use {self._request.name!r}")
 
 
 class ResidencyController:

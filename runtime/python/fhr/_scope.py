@@ -26,6 +26,18 @@ def _expected_version(value: object) -> int | None:
     return value
 
 
+
+def close_at_exit(lifetime: Any, exc_value: BaseException | None, what: str) -> None:
+    """Closes a scope-like object at the end of its ``with`` block. A failure
+    to close is raised, unless the block itself raised: then that error
+    carries it as a note, so neither is lost."""
+    try:
+        lifetime.close()
+    except BaseException as cleanup:
+        if exc_value is None:
+            raise
+        exc_value.add_note(f"{what} exit failed: {cleanup}")
+
 class ResidencyScope:
     """Entering runs the whole-plan preflight, the reclaim actions, the
     reservations and the enter actions; closing runs the exit actions and
@@ -106,14 +118,8 @@ class ResidencyScope:
         exc_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._stage != "entered":
-            return
-        try:
-            self.close()
-        except BaseException as cleanup:
-            if exc_value is None:
-                raise
-            exc_value.add_note(f"residency plan {self._plan.name!r} exit failed: {cleanup}")
+        if self._stage == "entered":
+            close_at_exit(self, exc_value, f"residency plan {self._plan.name!r}")
 
     def __del__(self) -> None:
         if getattr(self, "_stage", None) == "entered":

@@ -148,10 +148,13 @@ struct PyController {
   }
 };
 
-Request to_request(PyManager &manager, py::handle request) {
+/// The native Request of a ResidencyRequest (its constructor checks the
+/// §18 rules); `handle_of` gives a requirement's native handle.
+template <typename HandleOf>
+Request request_from(py::handle request, HandleOf handle_of) {
   std::vector<Requirement> requirements;
   for (py::handle r : request.attr("requirements"))
-    requirements.push_back(Requirement{manager.plan_handle(r.attr("handle")),
+    requirements.push_back(Requirement{handle_of(r.attr("handle")),
                                        to_location(r.attr("location"), "a requirement's location")});
   std::vector<Reservation> reservations;
   for (py::handle r : request.attr("reservations"))
@@ -159,6 +162,10 @@ Request to_request(PyManager &manager, py::handle request) {
                                        r.attr("nbytes").cast<std::uint64_t>(),
                                        r.attr("label").cast<std::string>()});
   return Request(request.attr("name").cast<std::string>(), std::move(requirements), std::move(reservations));
+}
+
+Request to_request(PyManager &manager, py::handle request) {
+  return request_from(request, [&](py::handle h) { return manager.plan_handle(h); });
 }
 
 /// The plan's reclaim and enter actions as Python objects (the order of a scope's sequence).
@@ -228,16 +235,7 @@ void bind_controller(py::module_ &m) {
       "_check_request",
       [](py::handle request) {
         // A Request needs no manager: its handle ids are the handles' own.
-        std::vector<Requirement> requirements;
-        for (py::handle r : request.attr("requirements"))
-          requirements.push_back(Requirement{as_handle(r.attr("handle")).handle,
-                                             to_location(r.attr("location"), "a requirement's location")});
-        std::vector<Reservation> reservations;
-        for (py::handle r : request.attr("reservations"))
-          reservations.push_back(Reservation{to_location(r.attr("location"), "a reservation's location"),
-                                             r.attr("nbytes").cast<std::uint64_t>(),
-                                             r.attr("label").cast<std::string>()});
-        Request(request.attr("name").cast<std::string>(), std::move(requirements), std::move(reservations));
+        (void)request_from(request, [](py::handle h) { return as_handle(h).handle; });
       },
       py::arg("request"));
 
