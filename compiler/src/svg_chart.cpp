@@ -1,5 +1,6 @@
 #include "svg_chart.hpp"
 
+#include "fhr/compiler/human_size.hpp"
 #include "fhr/compiler/pictures.hpp"
 #include "fhr/compiler/report.hpp"
 
@@ -159,18 +160,12 @@ std::string escape_xml(const std::string &text) {
 }
 
 std::string short_size(std::uint64_t bytes) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
-    ++unit;
-  }
+  const auto [value, unit] = scale_binary(bytes);
   char buffer[32];
-  if (unit == 0 || value >= 100 || value == static_cast<double>(static_cast<std::uint64_t>(value)))
-    std::snprintf(buffer, sizeof buffer, "%.0f %s", value, units[unit]);
+  if (bytes < 1024 || value >= 100 || value == static_cast<double>(static_cast<std::uint64_t>(value)))
+    std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
   else
-    std::snprintf(buffer, sizeof buffer, "%.1f %s", value, units[unit]);
+    std::snprintf(buffer, sizeof buffer, "%.1f %s", value, unit);
   return buffer;
 }
 

@@ -13,4 +13,12 @@ namespace fhr {
 /// read back as .fhr sizes; JSON keeps exact bytes.
 std::string human_size(std::uint64_t bytes);
 
+/// `bytes` in the largest binary unit (B, KiB, ... EiB) it reaches at
+/// least 1 of: the value in that unit and the unit's name.
+struct ScaledSize {
+  double value;
+  const char *unit;
+};
+ScaledSize scale_binary(std::uint64_t bytes);
+
 } // namespace fhr
