@@ -4,12 +4,7 @@
 # machine-readable format, warnings follow -W, and explain-code prints the
 # docs entry of every code.
 # usage: diagnostics_test.sh path/to/fhr-plan   (from the repository root)
-set -euo pipefail
-tool=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export NO_COLOR=1
+source "$(dirname "$0")/setup.sh" "$1"
 run() { set +e; "$tool" "$@" >"$work/out" 2>"$work/err"; code=$?; set -e; }
 
 # The fuzz shapes: at most the error limit (and E0504), exit 2, in every format.

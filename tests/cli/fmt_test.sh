@@ -3,12 +3,7 @@
 # comments and meaning (the same explain JSON, positions aside) on every
 # example, golden input and fuzz regression that parses; --check and -i.
 # usage: fmt_test.sh path/to/fhr-plan   (from the repository root)
-set -euo pipefail
-tool=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export NO_COLOR=1
+source "$(dirname "$0")/setup.sh" "$1"
 
 "$tool" fmt --check examples/*.fhr || fail "an example is not formatted"
 

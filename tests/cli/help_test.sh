@@ -3,12 +3,7 @@
 # options the verb accepts, the documented command lines work, and the
 # known false claims stay fixed.
 # usage: help_test.sh path/to/fhr-plan   (from the repository root)
-set -euo pipefail
-tool=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export NO_COLOR=1
+source "$(dirname "$0")/setup.sh" "$1"
 
 verbs=$("$tool" --help | awk '/^SUBCOMMANDS:/{on=1; next} /^  Type/{on=0} on && NF {print $1}')
 [ "$(echo "$verbs" | wc -w)" -ge 9 ] || fail "top-level help lists too few verbs: $verbs"
