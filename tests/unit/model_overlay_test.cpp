@@ -185,6 +185,36 @@ TEST_CASE("overlay: never changes its base; reset returns to the base") {
   CHECK(books(base) == before);
 }
 
+TEST_CASE("overlay: reset takes the locations and charges its base gained since") {
+  // The overlay keeps its own copy of every account (copied when it starts
+  // and on reset): a base that changed between uses must be copied again.
+  State base;
+  REQUIRE_FALSE(base.adopt(0, ValueSpec{kUnit, kUnit, ReplicaMode::Replicable}, pinned).failed());
+  StateOverlay overlay(base);
+  CHECK(overlay.apply(Action{ActionKind::Ensure, 0, gpu0, {}}).verdict == Verdict::Ok);
+  CHECK(overlay.account(gpu0).used_bytes == kUnit);
+  CHECK(overlay.first_referenced() == std::vector<Location>{gpu0});
+
+  base.set_budget(gpu1, 2 * kUnit);
+  REQUIRE_FALSE(base.apply(Action{ActionKind::Ensure, 0, gpu0, {}}).failed());
+  overlay.reset();
+  CHECK(overlay.account(gpu1).budget_bytes == 2 * kUnit);
+  CHECK(overlay.account(gpu0).used_bytes == kUnit); // the base's replica, counted once
+  CHECK(overlay.first_referenced().empty());
+  CHECK(overlay.apply(Action{ActionKind::Ensure, 0, gpu0, {}}).verdict == Verdict::NoOp);
+  CHECK(overlay.apply(Action{ActionKind::Ensure, 0, gpu1, {}}).verdict == Verdict::Ok);
+  CHECK(overlay.account(gpu1).used_bytes == kUnit);
+  CHECK(overlay.account(gpu1).peak_charged_bytes == kUnit);
+  // An unregistered location the overlay changed is zero again after a reset.
+  const Location gpu2 = Location::cuda(2);
+  CHECK(overlay.apply(Action{ActionKind::Ensure, 0, gpu2, {}}).verdict == Verdict::Ok);
+  CHECK(overlay.account(gpu2).used_bytes == kUnit);
+  overlay.reset();
+  CHECK(overlay.account(gpu2).used_bytes == 0);
+  CHECK(overlay.account(gpu2).peak_charged_bytes == 0);
+  CHECK(overlay.account(gpu1).used_bytes == 0);
+}
+
 TEST_CASE("overlay: more values than a scan covers are indexed, and reset clears the index") {
   State base;
   for (ValueId v = 0; v < 40; ++v)

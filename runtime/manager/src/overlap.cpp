@@ -43,7 +43,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
     dry_run.reset();
     TransferRecorder transfer;
     const bool plain_copy =
-        !dry_run.apply(action, nullptr, &transfer).failed() && transfer.record.plain_copy();
+        !dry_run.apply(action, nullptr, transfer).failed() && transfer.record.plain_copy();
     const ValueSpec &spec_of_value = state_.value(action.value).spec;
     const OverlapCandidate candidate{plain_copy ? transfer.record.copied_from : std::nullopt, action.value,
                                      action.location, spec_of_value.storage_nbytes};

@@ -1,5 +1,6 @@
 #include "fhr/model/overlay.hpp"
 
+#include "fhr/model/step_transfer.hpp"
 #include "rules.hpp"
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 namespace fhr {
 
 namespace {
-constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
 /// Touched values found by a scan up to this many; by index beyond.
 constexpr std::size_t kScannedValues = 8;
 } // namespace
@@ -24,14 +24,17 @@ public:
   Outcome resolve(ValueId id) {
     current_ = overlay_.find(id);
     if (!current_) { // first touch: the base decides
-      if (Outcome resolved = overlay_.base_.resolve(id); resolved.failed()) return resolved;
-      current_ = &overlay_.add(id);
+      const ValueRecord &record = overlay_.base_.value(id);
+      if (Outcome resolved = State::resolve(record); resolved.failed()) return resolved;
+      current_ = &overlay_.add(id, record);
     }
     if (current_->discarded) return failure(Reason::ValueDiscardedInPlan, ErrorClass::Handle);
     return {};
   }
   Outcome validate(Location location) {
+    if (overlay_.validated_.contains(location)) return {};
     if (Outcome valid = overlay_.base_.validate(location); valid.failed()) return valid;
+    overlay_.validated_.insert(location);
     if (!overlay_.base_.is_registered(location) && !overlay_.referenced_.contains(location)) {
       overlay_.referenced_.insert(location);
       overlay_.first_referenced_.push_back(location);
@@ -57,7 +60,9 @@ private:
 };
 
 StateOverlay::StateOverlay(const State &base, std::span<const LifetimeId> completed_pending)
-    : base_(base), completed_pending_(completed_pending.begin(), completed_pending.end()) {}
+    : base_(base), completed_pending_(completed_pending.begin(), completed_pending.end()) {
+  copy_accounts_of_base();
+}
 
 void StateOverlay::reset() {
   if (!slot_.empty())
@@ -65,9 +70,19 @@ void StateOverlay::reset() {
       slot_[id] = kNoSlot;
   touched_ids_.clear();
   values_.clear();
-  touched_locations_ = LocationSet{};
+  copy_accounts_of_base();
+  validated_ = LocationSet{};
   referenced_ = LocationSet{};
   first_referenced_.clear();
+}
+
+void StateOverlay::copy_accounts_of_base() {
+  // A location the base does not know has no charge in the base: the rules
+  // reach one only through an action that validated it (its destination, a
+  // move's source, a reservation), so referenced_ lists every one changed.
+  for (Location location : base_.registry())
+    accounts_[location.index()] = copy_of_base(location);
+  referenced_.for_each([&](Location location) { accounts_[location.index()] = copy_of_base(location); });
 }
 
 // Flattened: explain's cost per action is this one function with every rule
@@ -79,14 +94,29 @@ void StateOverlay::reset() {
   return rules::apply(store, action, detail, hooks);
 }
 
+[[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
+                                             TransferRecorder &transfer) {
+  Store store(*this);
+  return rules::apply(store, action, detail, &transfer);
+}
+
+[[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
+                                             StepTransfer &transfer) {
+  Store store(*this);
+  TransferRecorder recorder;
+  const Outcome outcome = rules::apply(store, action, detail, &recorder);
+  transfer = step_transfer(recorder.record, outcome);
+  return outcome;
+}
+
 Outcome StateOverlay::reserve(Location at, std::uint64_t nbytes, FailureDetail *detail) {
   Store store(*this);
   return rules::reserve(store, at, nbytes, detail);
 }
 
-StateOverlay::Value StateOverlay::copy_of_base(ValueId id) const {
-  const ValueRecord &record = base_.value(id);
-  Value value{record.spec, record.source_location, record.resident, record.protected_at, false};
+LocationSet StateOverlay::protected_seen(ValueId id, const ValueRecord &record) const {
+  LocationSet protected_at = record.protected_at;
+  if (completed_pending_.empty()) return protected_at;
   // §7.4: a pending token protects nothing once every event of its lease
   // has completed.
   for (const Protection &p : record.protections) {
@@ -97,25 +127,21 @@ StateOverlay::Value StateOverlay::copy_of_base(ValueId id) const {
           r && r->location == p.location &&
           std::find(r->values.begin(), r->values.end(), id) != r->values.end())
         ++completed;
-    if (completed >= p.pending_count) value.protected_at.erase(p.location);
+    if (completed >= p.pending_count) protected_at.erase(p.location);
   }
-  return value;
+  return protected_at;
 }
 
-const StateOverlay::Value *StateOverlay::find(ValueId id) const {
-  if (!slot_.empty()) return id < slot_.size() && slot_[id] != kNoSlot ? &values_[slot_[id]] : nullptr;
+const StateOverlay::Value *StateOverlay::find_by_scan(ValueId id) const {
   for (std::size_t i = 0; i < touched_ids_.size(); ++i)
     if (touched_ids_[i] == id) return &values_[i];
   return nullptr;
 }
 
-StateOverlay::Value *StateOverlay::find(ValueId id) {
-  return const_cast<Value *>(static_cast<const StateOverlay *>(this)->find(id));
-}
-
-StateOverlay::Value &StateOverlay::add(ValueId id) {
+StateOverlay::Value &StateOverlay::add(ValueId id, const ValueRecord &record) {
   const auto slot = static_cast<std::uint32_t>(values_.size());
-  values_.push_back(copy_of_base(id));
+  values_.push_back(
+      Value{record.spec, record.source_location, record.resident, protected_seen(id, record), false});
   touched_ids_.push_back(id);
   if (slot_.empty() && touched_ids_.size() > kScannedValues) {
     // Many values: index them by id from now on (reset() keeps the index).
@@ -137,18 +163,7 @@ LocationAccount StateOverlay::copy_of_base(Location location) const {
   return account;
 }
 
-LocationAccount &StateOverlay::touch(Location location) {
-  LocationAccount &account = accounts_[location.index()];
-  if (!touched_locations_.contains(location)) {
-    account = copy_of_base(location);
-    touched_locations_.insert(location);
-  }
-  return account;
-}
-
-LocationAccount StateOverlay::account(Location location) const {
-  return touched_locations_.contains(location) ? accounts_[location.index()] : copy_of_base(location);
-}
+LocationAccount StateOverlay::account(Location location) const { return accounts_[location.index()]; }
 
 LocationSet StateOverlay::resident(ValueId id) const {
   const Value *value = find(id);
@@ -157,7 +172,7 @@ LocationSet StateOverlay::resident(ValueId id) const {
 
 LocationSet StateOverlay::protected_at(ValueId id) const {
   const Value *value = find(id);
-  return value ? value->protected_at : copy_of_base(id).protected_at;
+  return value ? value->protected_at : protected_seen(id, base_.value(id));
 }
 
 bool StateOverlay::discarded(ValueId id) const {

@@ -5,6 +5,9 @@
 /// resolution, ensure/copy/move/drop/discard, the protection checks and
 /// reservations. They run on a store (the concept below) and call
 /// TransitionHooks for the physical work between admission and install.
+/// The hooks' type is a template parameter: execution passes the virtual
+/// TransitionHooks, explain a final TransferRecorder, whose calls then
+/// inline (a virtual call per hook was a tenth of explain's cost).
 ///
 /// Two stores exist: State::Store (execution: state.cpp) changes the State
 /// itself; StateOverlay::Store (explain and dry runs: overlay.cpp) changes a
@@ -125,8 +128,8 @@ Outcome refuse_protected_removal(const Record &record, LocationSet removed, Reas
 }
 
 /// §4.4: frees the replica, then books it.
-template <Store S>
-void remove_replica(S &store, ValueId value, Location at, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+void remove_replica(S &store, ValueId value, Location at, Hooks *hooks) {
   if (hooks) hooks->remove(value, at);
   store.remove(value, at);
 }
@@ -135,9 +138,9 @@ void remove_replica(S &store, ValueId value, Location at, TransitionHooks *hooks
 /// the copy path of execution inlines its admission and install (callgrind:
 /// a program run's transitions as short as before the rules were shared),
 /// while apply() stays small for the no-op path.
-template <Store S>
+template <Store S, typename Hooks>
 [[gnu::flatten]] Outcome copy_in(S &store, ValueId value, Location from, Location to, FailureDetail *detail,
-                                 TransitionHooks *hooks) {
+                                 Hooks *hooks) {
   if (Outcome admitted = admit(store, to, store.record(value).spec.storage_nbytes, detail); admitted.failed())
     return detail::refused_at<S>(admitted, from, to);
   if (hooks) {
@@ -150,9 +153,8 @@ template <Store S>
 
 /// §4.5, §6.1 steps 3–5: `value` reloaded from its source into `to`, with the
 /// temporary charge at the source location for as long as the load lives.
-template <Store S>
-Outcome reconstruct_into(S &store, ValueId value, Location to, FailureDetail *detail,
-                         TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome reconstruct_into(S &store, ValueId value, Location to, FailureDetail *detail, Hooks *hooks) {
   const auto &record = store.record(value);
   const Location source = *record.source_location;
   const std::uint64_t nbytes = record.spec.storage_nbytes;
@@ -174,17 +176,17 @@ Outcome reconstruct_into(S &store, ValueId value, Location to, FailureDetail *de
 
 /// A replica at `to` from the resident replica `source` (§5) if there is
 /// one, else reconstructed from the value's source (§4.5), else nothing.
-template <Store S>
+template <Store S, typename Hooks>
 Outcome fill(S &store, ValueId value, std::optional<Location> source, Location to, FailureDetail *detail,
-             TransitionHooks *hooks) {
+             Hooks *hooks) {
   if (source) return copy_in(store, value, *source, to, detail, hooks);
   if (store.record(value).source_location) return reconstruct_into(store, value, to, detail, hooks);
   return detail::refuse<S>(Reason::NoMaterializationOrSource, ErrorClass::Unavailable, to, std::nullopt, to);
 }
 
 /// §6.1 (ensure and copy).
-template <Store S>
-Outcome ensure(S &store, const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome ensure(S &store, const Action &action, FailureDetail *detail, Hooks *hooks) {
   const auto &record = store.record(action.value);
   const Location to = action.location;
   if (record.resident.contains(to))
@@ -196,8 +198,8 @@ Outcome ensure(S &store, const Action &action, FailureDetail *detail, Transition
 }
 
 /// §6.2.
-template <Store S>
-Outcome move(S &store, const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome move(S &store, const Action &action, FailureDetail *detail, Hooks *hooks) {
   const auto &record = store.record(action.value);
   const Location to = action.location;
   // §5: the explicit source, which must be resident, or the first replica
@@ -234,8 +236,8 @@ Outcome move(S &store, const Action &action, FailureDetail *detail, TransitionHo
 }
 
 /// §6.3.
-template <Store S>
-Outcome drop(S &store, const Action &action, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome drop(S &store, const Action &action, Hooks *hooks) {
   const auto &record = store.record(action.value);
   const Location at = action.location;
   if (!record.resident.contains(at))
@@ -252,8 +254,8 @@ Outcome drop(S &store, const Action &action, TransitionHooks *hooks) {
 }
 
 /// §6.4: all or nothing.
-template <Store S>
-Outcome discard(S &store, const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome discard(S &store, const Action &action, FailureDetail *detail, Hooks *hooks) {
   const LocationSet replicas = store.record(action.value).resident;
   if (Outcome refused = refuse_protected_removal(store.record(action.value), replicas,
                                                  Reason::DiscardedValueProtected, detail);
@@ -265,8 +267,8 @@ Outcome discard(S &store, const Action &action, FailureDetail *detail, Transitio
 }
 
 /// §6 step 3 and §6.1–§6.4: one action, start to end.
-template <Store S>
-Outcome apply(S &store, const Action &action, FailureDetail *detail, TransitionHooks *hooks) {
+template <Store S, typename Hooks>
+Outcome apply(S &store, const Action &action, FailureDetail *detail, Hooks *hooks) {
   if (Outcome resolved = store.resolve(action.value); resolved.failed()) return resolved;
   if (action.kind != ActionKind::Discard) {
     if (Outcome valid = store.validate(action.location); valid.failed()) return valid;

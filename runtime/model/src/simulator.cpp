@@ -19,9 +19,9 @@ Explanation Simulator::explain(const PlanView &plan) {
   // Each phase stops at its first failure, and no later phase runs (§10.2).
   auto run_actions = [&](Phase phase, std::span<const Action> actions) {
     for (std::uint32_t i = 0; i < actions.size(); ++i) {
-      TransferRecorder recorder;
-      const Outcome outcome = overlay_.apply(actions[i], &out.failure_detail, &recorder);
-      out.steps.push_back(SimulatedStep{phase, i, outcome, step_transfer(recorder.record, outcome)});
+      StepTransfer transfer = StepTransfer::None;
+      const Outcome outcome = overlay_.apply(actions[i], &out.failure_detail, transfer);
+      out.steps.push_back(SimulatedStep{phase, i, outcome, transfer});
       if (outcome.failed()) return false;
     }
     return true;

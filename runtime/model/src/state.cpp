@@ -74,13 +74,11 @@ void State::ensure_registered(Location location) {
   ++version_;
 }
 
-const ValueRecord &State::value(ValueId value) const {
-  static const ValueRecord unregistered;
-  return value < values_.size() ? values_[value] : unregistered;
-}
+// A member, not a static in value(): a function's static is guarded on
+// every call, and value() is on explain's per-action path.
+const ValueRecord State::kUnregistered;
 
-Outcome State::resolve(ValueId value) const {
-  const ValueRecord &record = this->value(value);
+Outcome State::resolve(const ValueRecord &record) {
   if (record.status == ValueStatus::Unregistered) return failure(Reason::HandleUnknown, ErrorClass::Handle);
   if (record.status == ValueStatus::Discarded) return failure(Reason::HandleDiscarded, ErrorClass::Handle);
   return {};
@@ -133,11 +131,15 @@ Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHook
   return rules::apply(store, action, detail, hooks);
 }
 
+Outcome State::apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer) {
+  Store store(*this);
+  return rules::apply(store, action, detail, &transfer);
+}
+
 std::optional<Location> State::plain_copy_source(const Action &action) const {
   StateOverlay dry_run(*this);
   TransferRecorder transfer;
-  if (dry_run.apply(action, nullptr, &transfer).failed() || !transfer.record.plain_copy())
-    return std::nullopt;
+  if (dry_run.apply(action, nullptr, transfer).failed() || !transfer.record.plain_copy()) return std::nullopt;
   return transfer.record.copied_from;
 }
 

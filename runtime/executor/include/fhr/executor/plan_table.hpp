@@ -59,8 +59,26 @@ void expand_actions(const bytecode::Module &module, bytecode::InstructionRange r
 /// every plan once through one PlanSteps keeps the expansion in cache).
 void expand_plan(const bytecode::Module &module, std::uint32_t index, PlanSteps &out);
 
-/// The action an instruction names for one of its values.
-Action action_of(const bytecode::Instruction &in, ValueId value);
+/// The action an instruction names for one of its values (inline: the
+/// expansion calls it per action instruction).
+inline Action action_of(const bytecode::Instruction &in, ValueId value) {
+  using bytecode::Opcode;
+  Action action;
+  action.value = value;
+  action.location = in.location;
+  switch (in.opcode) {
+  case Opcode::Ensure: action.kind = ActionKind::Ensure; break;
+  case Opcode::Copy: action.kind = ActionKind::Copy; break;
+  case Opcode::Move: action.kind = ActionKind::Move; break;
+  case Opcode::MoveFrom:
+    action.kind = ActionKind::Move;
+    action.from = in.from;
+    break;
+  case Opcode::Drop: action.kind = ActionKind::Drop; break;
+  default: action.kind = ActionKind::Discard; break;
+  }
+  return action;
+}
 
 class PlanTable {
 public:

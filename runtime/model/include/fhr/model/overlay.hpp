@@ -21,6 +21,7 @@
 /// * a refused action keeps the endpoints it had resolved (§10.3).
 
 #include "fhr/model/state.hpp"
+#include "fhr/model/transfer_recorder.hpp"
 
 #include <array>
 #include <cstdint>
@@ -28,6 +29,8 @@
 #include <vector>
 
 namespace fhr {
+
+enum class StepTransfer : std::uint8_t; // fhr/model/step_transfer.hpp
 
 class StateOverlay {
 public:
@@ -40,6 +43,12 @@ public:
 
   /// State::apply's rules, on the overlay.
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
+  /// The same, writing down the transition's physical work in `transfer`
+  /// (its hook calls inline: explain's per-action path).
+  Outcome apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer);
+  /// The same, keeping only what moved the step's bytes (the Simulator's
+  /// per-action path: the recorder stays in registers).
+  Outcome apply(const Action &action, FailureDetail *detail, StepTransfer &transfer);
   /// State::reserve's admission and charge, on the overlay (no lifetime is
   /// recorded: nothing can release it but reset()).
   Outcome reserve(Location at, std::uint64_t nbytes, FailureDetail *detail = nullptr);
@@ -58,6 +67,7 @@ public:
 
 private:
   class Store;
+  static constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
 
   /// A value as the rules see it (the members of ValueRecord they read).
   struct Value {
@@ -68,13 +78,23 @@ private:
     bool discarded = false;
   };
 
-  const Value *find(ValueId id) const;
-  Value *find(ValueId id);
-  /// Copies a value the overlay has not touched yet.
-  Value &add(ValueId id);
-  Value copy_of_base(ValueId id) const;
-  LocationAccount &touch(Location location);
+  /// The touched value `id`, or null.
+  const Value *find(ValueId id) const {
+    if (!slot_.empty()) return id < slot_.size() && slot_[id] != kNoSlot ? &values_[slot_[id]] : nullptr;
+    return find_by_scan(id);
+  }
+  Value *find(ValueId id) { return const_cast<Value *>(static_cast<const StateOverlay *>(this)->find(id)); }
+  const Value *find_by_scan(ValueId id) const;
+  /// Copies a value the overlay has not touched yet (`record`: its base record).
+  Value &add(ValueId id, const ValueRecord &record);
+  /// Where the base's record protects the value, as explain sees it (§7.4).
+  LocationSet protected_seen(ValueId id, const ValueRecord &record) const;
+  /// The overlay's account of `location`: every account is the overlay's
+  /// own copy (see accounts_), so this is an index.
+  LocationAccount &touch(Location location) { return accounts_[location.index()]; }
   LocationAccount copy_of_base(Location location) const;
+  /// Makes accounts_ equal the base's again (peaks from the current charge).
+  void copy_accounts_of_base();
 
   const State &base_;
   std::vector<LifetimeId> completed_pending_;
@@ -83,8 +103,14 @@ private:
   std::vector<Value> values_;
   std::vector<ValueId> touched_ids_;
   std::vector<std::uint32_t> slot_;
-  LocationSet touched_locations_;
+  /// Every location's account as the overlay sees it. Copied from the base
+  /// for its registered locations when the overlay starts (the others are
+  /// zero there and here); the rules change only registered locations and
+  /// those an action validated first (referenced_), which is what reset()
+  /// copies back.
   std::array<LocationAccount, Location::kCount> accounts_{};
+  /// Locations that passed validation in this overlay (checked once).
+  LocationSet validated_;
   LocationSet referenced_;
   std::vector<Location> first_referenced_;
 };

@@ -121,6 +121,8 @@ struct LifetimeRecord {
 /// Physical work a runtime performs inside a transition. Each hook may throw;
 /// the state is then left exactly as the rules of §6 say (temporary charges
 /// released, nothing installed).
+class TransferRecorder;
+
 class TransitionHooks {
 public:
   virtual ~TransitionHooks() = default;
@@ -159,13 +161,21 @@ public:
   Outcome adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail = nullptr);
   /// §3.2 register_source (spec must be reconstructible).
   Outcome register_source(ValueId value, const ValueSpec &spec, Location source_location);
-  const ValueRecord &value(ValueId value) const;
+  /// The value's record (an unregistered one's for an id never adopted).
+  const ValueRecord &value(ValueId value) const {
+    return value < values_.size() ? values_[value] : kUnregistered;
+  }
   std::size_t value_count() const { return values_.size(); }
   /// §2.4: ok for a live value, else the handle error (unknown, discarded).
-  Outcome resolve(ValueId value) const;
+  Outcome resolve(ValueId value) const { return resolve(this->value(value)); }
+  /// The same, for a record value() returned.
+  static Outcome resolve(const ValueRecord &record);
 
   // ---- transitions (§6) ------------------------------------------------
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
+  /// The same, writing down the transition's physical work in `transfer`
+  /// (its hook calls inline: the model target's per-step path).
+  Outcome apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer);
 
   /// The replica that `action` would copy from, when applying it now would
   /// be an admitted plain copy of a resident replica; std::nullopt for
@@ -204,6 +214,7 @@ public:
   void close();
 
 private:
+  static const ValueRecord kUnregistered;
   /// The rules' view of this State (runtime/model/src/rules.hpp): what they
   /// change, they change here.
   class Store;
