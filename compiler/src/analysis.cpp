@@ -37,11 +37,17 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
       continue;
     }
     expand_plan(module, p, plan);
-    analysis.plans.push_back(PlanExplanation{p, plan.name, model.explain(plan)});
+    PlanExplanation explained{p, plan.name, model.explain(plan), {}};
+    if (const SimulatedStep *failed = explained.explanation.first_failure();
+        failed && failed->outcome.error == ErrorClass::InUse) {
+      const ValueId value = plan.phase(step_kind(failed->phase)).actions[failed->index].value;
+      explained.protected_by = model.protecting_instructions(value, failed->outcome.where);
+    }
+    analysis.plans.push_back(std::move(explained));
   }
   for (std::uint32_t p = 0; p < module.programs.size(); ++p) {
     State run_state = state;
-    ModelTarget target(run_state);
+    ModelTarget target(run_state, model.lifetime_origins());
     const ChargeWindow window(run_state);
     ProgramReport report;
     report.program = p;

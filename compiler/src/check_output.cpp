@@ -23,9 +23,11 @@ void for_each_failure(const std::vector<FileReport> &reports, F &&f) {
 /// The failure's notes as diagnostics print them after a message: one
 /// "\nnote: file:line:col: ..." line each (GitHub shows them under it).
 std::string note_lines(const FileReport &report, const ReportUnit &unit) {
-  if (!unit.reached_by) return {};
-  return "\nnote: " + report.file + ":" + std::to_string(unit.reached_by->span.line) + ":" +
-         std::to_string(unit.reached_by->span.column) + ": " + reached_by_note(unit);
+  std::string lines;
+  for (const FailureNote &note : failure_notes(unit))
+    lines += "\nnote: " + report.file + ":" + std::to_string(note.statement->span.line) + ":" +
+             std::to_string(note.statement->span.column) + ": " + note.message;
+  return lines;
 }
 
 } // namespace
@@ -34,9 +36,9 @@ void print_check_text(llvm::raw_ostream &os, const std::vector<FileReport> &repo
   for_each_failure(
       reports, [&](const FileReport &report, const ReportUnit &unit, unsigned line, unsigned column) {
         os << report.file << ':' << line << ':' << column << ": error: " << failure_summary(unit) << '\n';
-        if (unit.reached_by)
-          os << report.file << ':' << unit.reached_by->span.line << ':' << unit.reached_by->span.column
-             << ": note: " << reached_by_note(unit) << '\n';
+        for (const FailureNote &note : failure_notes(unit))
+          os << report.file << ':' << note.statement->span.line << ':' << note.statement->span.column
+             << ": note: " << note.message << '\n';
       });
 }
 
@@ -80,13 +82,14 @@ nlohmann::ordered_json check_sarif(const std::vector<FileReport> &reports,
     result["locations"] = json::array(
         {json{{"physicalLocation", json{{"artifactLocation", sarif::artifact_location(report.file)},
                                         {"region", sarif::region(step.span, unit.failure_excerpt)}}}}});
-    if (unit.reached_by)
-      result["relatedLocations"] = json::array(
-          {json{{"id", 0},
-                {"physicalLocation",
-                 json{{"artifactLocation", sarif::artifact_location(report.file)},
-                      {"region", sarif::region(unit.reached_by->span, unit.reached_by->excerpt)}}},
-                {"message", json{{"text", reached_by_note(unit)}}}}});
+    json related = json::array();
+    for (const FailureNote &note : failure_notes(unit))
+      related.push_back(json{{"id", related.size()},
+                             {"physicalLocation",
+                              json{{"artifactLocation", sarif::artifact_location(report.file)},
+                                   {"region", sarif::region(note.statement->span, note.statement->excerpt)}}},
+                             {"message", json{{"text", note.message}}}});
+    if (!related.empty()) result["relatedLocations"] = std::move(related);
     result["partialFingerprints"] =
         json{{"fhrFailure/v1",
               sarif::fingerprint({std::string(error_class_id(step.error)), unit.name, step.text})}};

@@ -86,6 +86,16 @@ json unit_json(const ReportUnit &unit) {
                                    {"line", by->span.line},
                                    {"column", by->span.column},
                                    {"note", reached_by_note(unit)}};
+    // A failure of class InUse: the holds and leases protecting the replica.
+    if (!unit.protected_by.empty()) {
+      json protectors = json::array();
+      for (const ProtectorRef &protector : unit.protected_by)
+        protectors.push_back(json{{"text", protector.text},
+                                  {"line", protector.span.line},
+                                  {"column", protector.span.column},
+                                  {"note", protected_by_note(protector)}});
+      failure["protected_by"] = std::move(protectors);
+    }
     out["failure"] = std::move(failure);
   } else {
     out["failure"] = nullptr;

@@ -156,9 +156,9 @@ void print_explain_text(llvm::raw_ostream &os, const VerifiedModule &module, con
       os << '\n';
       module.spans.print_message(os, unit.steps[*unit.failure].instruction, llvm::SourceMgr::DK_Error,
                                  failure_summary(unit), false);
-      if (unit.reached_by)
-        module.spans.print_message(os, unit.reached_by->instruction, llvm::SourceMgr::DK_Note,
-                                   reached_by_note(unit), false);
+      for (const FailureNote &note : failure_notes(unit))
+        module.spans.print_message(os, note.statement->instruction, llvm::SourceMgr::DK_Note, note.message,
+                                   false);
     }
   });
 }

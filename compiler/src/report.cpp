@@ -93,6 +93,29 @@ public:
       out += (out.empty() ? "" : ", ") + range_text(module_.code[k].value, module_.code[k].count);
     return out;
   }
+  /// A hold, lease or acquire header as .fhr text: `hold w[0..4] at cuda:0`.
+  std::string lifetime_text(std::uint32_t header) const {
+    const Instruction &in = module_.code[header];
+    const std::string keyword = in.opcode == Opcode::Hold    ? "hold"
+                                : in.opcode == Opcode::Lease ? "lease"
+                                                             : "acquire";
+    return keyword + " " + items_text(header) + " at " + in.location.name() +
+           (in.opcode == Opcode::Lease && in.flag ? " pending" : "");
+  }
+
+  /// The holds and leases whose headers are `instructions`, as notes point at them.
+  std::vector<ProtectorRef> protectors(const std::vector<std::uint32_t> &instructions) const {
+    std::vector<ProtectorRef> refs;
+    for (std::uint32_t instruction : instructions) {
+      ProtectorRef ref;
+      ref.text = lifetime_text(instruction);
+      ref.pending = module_.code[instruction].opcode == Opcode::Lease && module_.code[instruction].flag;
+      ref.instruction = instruction;
+      if (instruction < spans_.instructions.size()) ref.span = spans_.instructions[instruction];
+      refs.push_back(std::move(ref));
+    }
+    return refs;
+  }
 
   ReportStep step_for(std::string context, std::string text, std::uint32_t instruction,
                       const Outcome &outcome, const ValueSpec *spec, const MessageContext &message,
@@ -169,7 +192,10 @@ public:
                                      plan.instruction_of(phase, s.index), value, s.outcome, detail));
       unit.steps.back().transfer = s.transfer;
     }
-    if (!unit.feasible) unit.failure = unit.steps.size() - 1;
+    if (!unit.feasible) {
+      unit.failure = unit.steps.size() - 1;
+      unit.protected_by = protectors(report.protected_by);
+    }
     return unit;
   }
 
@@ -179,14 +205,12 @@ public:
   }
 
   ReportStep program_step(const StepRecord &row, const FailureDetail *detail) const {
-    const Instruction &in = module_.code[row.instruction];
     switch (row.kind) {
     case StepKind::Acquire:
     case StepKind::Hold: {
-      const std::string keyword(step_kind_name(row.kind));
       const std::string name = value_name(row.value);
-      return step_for(keyword, keyword + " " + items_text(row.instruction) + " at " + in.location.name(),
-                      row.instruction, row.outcome, nullptr, MessageContext{name, {}}, detail);
+      return step_for(std::string(step_kind_name(row.kind)), lifetime_text(row.instruction), row.instruction,
+                      row.outcome, nullptr, MessageContext{name, {}}, detail);
     }
     case StepKind::BodyReserve: return reservation_step("reserve", row.instruction, row.outcome, detail);
     case StepKind::Direct:
@@ -234,6 +258,7 @@ public:
     if (!unit.feasible) {
       unit.failure = unit.steps.size() - 1;
       unit.reached_by = entered_by(rows);
+      unit.protected_by = protectors(report.run.protected_by);
     }
     return unit;
   }
@@ -281,13 +306,9 @@ public:
     }
     case Opcode::Hold:
     case Opcode::Lease: {
-      const std::string keyword = in.opcode == Opcode::Hold ? "hold" : "lease";
       const std::string name = value_name(failed.value);
-      unit.steps.push_back(step_for("setup",
-                                    keyword + " " + items_text(failed.instruction) + " at " +
-                                        in.location.name() + (in.flag ? " pending" : ""),
-                                    failed.instruction, failed.outcome, nullptr, MessageContext{name, {}},
-                                    detail));
+      unit.steps.push_back(step_for("setup", lifetime_text(failed.instruction), failed.instruction,
+                                    failed.outcome, nullptr, MessageContext{name, {}}, detail));
       break;
     }
     case Opcode::Reserve:
@@ -323,6 +344,8 @@ void for_each_unit(const VerifiedModule &module, const Analysis &analysis, Repor
   auto emit = [&](ReportUnit unit) {
     if (unit.failure) unit.failure_excerpt = module.spans.excerpt(unit.steps[*unit.failure].instruction);
     if (unit.reached_by) unit.reached_by->excerpt = module.spans.excerpt(unit.reached_by->instruction);
+    for (ProtectorRef &protector : unit.protected_by)
+      protector.excerpt = module.spans.excerpt(protector.instruction);
     sink(unit);
   };
   if (analysis.setup.failed_step) emit(builder.setup(analysis.setup));
@@ -358,6 +381,19 @@ std::string reached_by_note(const ReportUnit &unit) {
   if (!unit.reached_by) return {};
   return "reached at step " + std::to_string(unit.reached_by->step) + " of program \"" + unit.name + "\": '" +
          unit.reached_by->text + "'";
+}
+
+std::string protected_by_note(const ProtectorRef &protector) {
+  return "protected by '" + protector.text + "', opened here" +
+         (protector.pending ? ": released, but its CUDA events have not completed" : " and not released");
+}
+
+std::vector<FailureNote> failure_notes(const ReportUnit &unit) {
+  std::vector<FailureNote> notes;
+  if (unit.reached_by) notes.push_back(FailureNote{&*unit.reached_by, reached_by_note(unit)});
+  for (const ProtectorRef &protector : unit.protected_by)
+    notes.push_back(FailureNote{&protector, protected_by_note(protector)});
+  return notes;
 }
 
 } // namespace fhr

@@ -2,6 +2,8 @@
 
 #include "fhr/model/scope_sequence.hpp"
 
+#include <algorithm>
+
 namespace fhr {
 
 DeviceConfig device_config(const bytecode::Module &module) {
@@ -43,11 +45,25 @@ std::vector<LocationPrediction> ChargeWindow::predictions(const State &state) co
   return out;
 }
 
+std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, Location at) const {
+  std::vector<std::uint32_t> instructions;
+  for (LifetimeId id : state_.live_lifetimes()) { // in creation order
+    const LifetimeRecord *lifetime = state_.find_lifetime(id);
+    if (lifetime->kind == LifetimeKind::Reservation || lifetime->location != at) continue;
+    if (std::find(lifetime->values.begin(), lifetime->values.end(), value) == lifetime->values.end())
+      continue;
+    if (auto origin = origins_.find(id); origin != origins_.end()) instructions.push_back(origin->second);
+  }
+  return instructions;
+}
+
 bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass raised) {
   step.outcome = outcome;
   if (outcome.failed()) {
     step.raised = raised == ErrorClass::None ? outcome.error : raised;
     run().failure_detail = detail_;
+    if (outcome.error == ErrorClass::InUse)
+      run().protected_by = protecting_instructions(step.value, outcome.where);
   }
   run().steps.push_back(step);
   return !outcome.failed();
@@ -62,7 +78,7 @@ bool ModelTarget::declare(const bytecode::Declaration &declaration, ValueId valu
 
 bool ModelTarget::apply(const Action &action, StepRecord step) {
   TransferRecorder recorder;
-  const Outcome outcome = state_.apply(action, &detail_, &recorder);
+  const Outcome outcome = state_.apply(action, &detail_, recorder);
   step.transfer = step_transfer(recorder.record, outcome);
   return record(step, outcome, ErrorClass::None);
 }
@@ -72,7 +88,10 @@ bool ModelTarget::protect(LifetimeKind kind, std::span<const ValueId> values, Lo
   LifetimeId id = 0;
   ValueId failed_value = 0;
   const Outcome outcome = state_.protect(kind, values, at, &id, &failed_value);
-  if (outcome.failed()) step.value = failed_value;
+  if (outcome.failed())
+    step.value = failed_value;
+  else
+    origins_[id] = step.instruction;
   // `lease ... pending`: released while its CUDA events are still pending.
   if (!outcome.failed() && pending) state_.release(id, /*events_pending=*/true);
   token = id;
@@ -107,6 +126,8 @@ bool ModelTarget::preflight(const PlanView &view, Where &&where) {
   step.outcome = failed.outcome;
   step.raised = ErrorClass::Plan;
   run().failure_detail = explanation.failure_detail;
+  if (failed.outcome.error == ErrorClass::InUse)
+    run().protected_by = protecting_instructions(step.value, failed.outcome.where);
   run().steps.push_back(step);
   return false;
 }
@@ -120,7 +141,7 @@ bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
     step.value = phase.actions[i].value;
     step.container = phase.container;
     TransferRecorder recorder;
-    const Outcome outcome = state_.apply(phase.actions[i], &detail_, &recorder);
+    const Outcome outcome = state_.apply(phase.actions[i], &detail_, recorder);
     step.transfer = step_transfer(recorder.record, outcome);
     if (!record(step, outcome, ErrorClass::PlanExecution)) return false;
   }

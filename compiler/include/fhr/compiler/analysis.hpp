@@ -35,6 +35,9 @@ struct PlanExplanation {
   std::uint32_t plan = 0; ///< index into the module's plans
   std::string name;
   Explanation explanation;
+  /// A failure of class InUse: the instructions that opened the holds and
+  /// leases protecting the replica (RunResult::protected_by for a plan).
+  std::vector<std::uint32_t> protected_by;
 };
 
 struct ProgramReport {

@@ -35,14 +35,24 @@ struct ReportStep {
   StepTransfer transfer = StepTransfer::None;
 };
 
-/// The program step that entered the scope a failure lies in: where a
-/// plan's failure inside a program was reached from.
-struct ProgramStepRef {
-  std::size_t step = 0; ///< the 1-based step (row) of the program where the scope begins
-  std::string text;     ///< `scope "PLAN"` or `run "PLAN"`
+/// A statement a failure's note points at.
+struct StatementRef {
+  std::string text; ///< as .fhr text: `scope "PLAN"`, `hold w at cuda:0`
   std::uint32_t instruction = 0;
   SourceSpan span;
   std::string excerpt; ///< the text of its line (SARIF counts columns in code points)
+};
+
+/// The program step that entered the scope a failure lies in: where a
+/// plan's failure inside a program was reached from (`scope "PLAN"` or
+/// `run "PLAN"`).
+struct ProgramStepRef : StatementRef {
+  std::size_t step = 0; ///< the 1-based step (row) of the program where the scope begins
+};
+
+/// A hold or lease protecting a failing step's replica (`hold w at cuda:0`).
+struct ProtectorRef : StatementRef {
+  bool pending = false; ///< a lease released while its CUDA events are pending
 };
 
 struct ReportUnit {
@@ -59,6 +69,9 @@ struct ReportUnit {
   std::string failure_excerpt;
   /// For a program whose failure lies in a scope: the step that entered it.
   std::optional<ProgramStepRef> reached_by;
+  /// For a failure of class InUse: the holds and leases that protect the
+  /// replica the failing step would remove, oldest first.
+  std::vector<ProtectorRef> protected_by;
 };
 
 struct FileReport {
@@ -93,5 +106,19 @@ std::string failure_summary(const ReportUnit &unit, bool exact_bytes = false);
 /// The note under a failure that a program reached through a scope:
 /// `reached at step 3 of program "main": 'run "stage-2"'`; empty without one.
 std::string reached_by_note(const ReportUnit &unit);
+
+/// The note at a hold or lease that protects a failing step's replica:
+/// `protected by 'hold w at cuda:0', opened here and not released`.
+std::string protected_by_note(const ProtectorRef &protector);
+
+/// One note under a failure, at another statement.
+struct FailureNote {
+  const StatementRef *statement;
+  std::string message;
+};
+
+/// A failure's notes in the order every format prints them: the program
+/// step that reached it, then the holds and leases protecting its replica.
+std::vector<FailureNote> failure_notes(const ReportUnit &unit);
 
 } // namespace fhr

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace fhr {
@@ -44,14 +45,25 @@ private:
   std::array<Charge, Location::kCount> before_{};
 };
 
+/// The instruction that opened each hold and lease of a State, by lifetime.
+using LifetimeOrigins = std::unordered_map<LifetimeId, std::uint32_t>;
+
 class ModelTarget final : public Target {
 public:
-  explicit ModelTarget(State &state) : state_(state), explainer_(state) {}
+  /// `origins`: where the lifetimes `state` already has were opened (a
+  /// program runs on a copy of the setup's state: the setup target's origins).
+  explicit ModelTarget(State &state, LifetimeOrigins origins = {})
+      : state_(state), explainer_(state), origins_(std::move(origins)) {}
 
   /// §10.2: the dry run of `plan` against the current state (a plan unit of
   /// explain); changes nothing.
   Explanation explain(const PlanSteps &plan) { return explainer_.explain(plan.view()); }
   const State &state() const { return state_; }
+  const LifetimeOrigins &lifetime_origins() const { return origins_; }
+  /// §7.1: the instructions that opened the live holds and leases (pending
+  /// ones included) protecting `value`'s replica at `at`, oldest first: what
+  /// a protection failure names.
+  std::vector<std::uint32_t> protecting_instructions(ValueId value, Location at) const;
 
   bool declare(const bytecode::Declaration &declaration, ValueId value, StepRecord step) override;
   bool apply(const Action &action, StepRecord step) override;
@@ -83,6 +95,7 @@ private:
   FailureDetail detail_;
   /// The reservations of every entered scope, innermost last.
   std::vector<std::vector<LifetimeId>> scope_reservations_;
+  LifetimeOrigins origins_;
 };
 
 } // namespace fhr

@@ -77,6 +77,10 @@ struct RunResult {
   std::string failure_message;
   /// One per step, or empty when the target does not measure time.
   std::vector<StepTiming> timings;
+  /// For a failure of class InUse, where the target knows it (the model):
+  /// the instructions that opened the live holds and leases protecting the
+  /// replica the failing step would remove, oldest first.
+  std::vector<std::uint32_t> protected_by;
 
   const StepRecord *failure() const { return completed || steps.empty() ? nullptr : &steps.back(); }
 };
