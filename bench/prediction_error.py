@@ -58,9 +58,14 @@ def main(paths):
     misses = checked = 0
     print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
     for path in paths:
-        with open(path) as f:
-            document = json.load(f)
-        if document.get("schema") != "fhr-run/1":
+        try:
+            with open(path) as f:
+                document = json.load(f)
+        except (OSError, json.JSONDecodeError) as error:
+            # A run that failed before writing its document (see its .err).
+            print(f"{path}: not a JSON document: {error}", file=sys.stderr)
+            return 2
+        if not isinstance(document, dict) or document.get("schema") != "fhr-run/1":
             print(f"{path}: not an fhr-run/1 document", file=sys.stderr)
             return 2
         for run, step, predicted, measured in rows(document):

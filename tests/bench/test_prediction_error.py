@@ -57,3 +57,12 @@ def test_a_document_of_another_schema(tmp_path, capsys):
     other.write_text(json.dumps({"schema": "fhr-explain/2", "runs": []}))
     assert load_script().main([str(other)]) == 2
     assert "not an fhr-run/1 document" in capsys.readouterr().err
+
+
+def test_an_empty_document_from_a_failed_run(tmp_path, capsys):
+    # gpu_prediction.sh once fed it the empty output of a run that exited
+    # before writing JSON; it must say so, not raise.
+    empty = tmp_path / "replicated-weights.run.json"
+    empty.write_text("")
+    assert load_script().main([str(empty)]) == 2
+    assert f"{empty}: not a JSON document" in capsys.readouterr().err
