@@ -237,6 +237,25 @@ TEST_CASE("timeline, cold pools: a window allocates each destination before its 
   CHECK(t.total_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
 }
 
+TEST_CASE("timeline, cold pools: no step of a window commits before the window's last copy was started") {
+  // Two evictions into a cold pinned pool (1 ms per MB to allocate): the
+  // runtime allocates and starts both before it commits the first, so the
+  // first commits when the second's allocation ends (5 ms), not when its own
+  // copy ends (2 ms). Found on the H200: evictions beside cold-pool
+  // prefetches were predicted to commit up to 4.4 times earlier than they did.
+  const std::vector<TimelineStep> steps = {moved(0, gpu0, pinned, kMB, 0),
+                                           moved(1, gpu0, pinned, 4 * kMB, 0)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  REQUIRE(t.windows == 1);
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12)); // 1 ms to allocate, 1 ms to copy
+  CHECK(t.steps[1].start_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(5 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].commit_seconds == doctest::Approx(5 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(9 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].commit_seconds == doctest::Approx(9 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(9 * kMs).epsilon(1e-12));
+}
+
 TEST_CASE(
     "timeline, cold pools: freed blocks serve the next allocation of their size; the pinned pool's bound") {
   // One value goes cuda:0 -> pinned -> cuda:0 -> pinned -> cuda:0, a phase each.

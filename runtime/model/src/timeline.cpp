@@ -168,7 +168,11 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       }
     }
   }
-  double committed = begin;
+  // The runtime starts every copy of the window (allocating each
+  // destination, a staged copy running to its end) before it commits the
+  // first: no step commits before the last one was started.
+  const Flow &last = flows.back();
+  double committed = std::max(begin, last.synchronous ? last.end : last.issued_at + last.allocation);
   for (const Flow &flow : flows) {
     committed = std::max(committed, flow.end);
     StepTime &time = out.steps[flow.step];
