@@ -10,7 +10,8 @@
 #   bench/gpu_prediction.sh build-gpu/tools/fhr-plan "$OUT"
 # OUT receives links.json, calibrate.txt, per example NAME.run.json (fhr-run/1),
 # NAME.trace.json (Perfetto), NAME.err, exits.txt (each run's exit beside
-# explain's) and prediction.txt (the table). Exit: prediction_error.py's
+# explain's, or why the example was skipped: it declares more devices than
+# the machine has) and prediction.txt (the table). Exit: prediction_error.py's
 # (1 when a step misses its target), 2 when a run's exit differs from
 # explain's.
 set -uo pipefail
@@ -37,13 +38,15 @@ tail -n 30 "$out/calibrate.txt"
 
 status=0
 : >"$out/exits.txt"
-devices=$(nvidia-smi -L 2>/dev/null | wc -l)
+# One line per GPU (`nvidia-smi -L` also lists MIG instances).
+devices=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 runs=()
 for example in examples/*.fhr; do
   name=$(basename "$example" .fhr)
   # `devices N`: an example for more GPUs than this machine has cannot run here.
   needed=$(sed -n 's/^devices \([0-9]*\).*/\1/p' "$example" | head -n 1)
-  if [ "${needed:-1}" -gt "$devices" ]; then
+  needed=${needed:-1}
+  if [ "$needed" -gt "$devices" ]; then
     echo "$name: skipped (needs $needed devices, this machine has $devices)" | tee -a "$out/exits.txt"
     continue
   fi
@@ -57,6 +60,9 @@ for example in examples/*.fhr; do
   runs+=("$out/$name.run.json")
 done
 
+if [ ${#runs[@]} -eq 0 ]; then
+  echo "no example ran on this machine ($devices GPUs)"; exit 2
+fi
 python3 bench/prediction_error.py "${runs[@]}" | tee "$out/prediction.txt"
 table=${PIPESTATUS[0]}
 [ "$status" != 0 ] && exit "$status"

@@ -41,7 +41,8 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
     if (const SimulatedStep *failed = explained.explanation.first_failure();
         failed && failed->outcome.error == ErrorClass::InUse) {
       const ValueId value = plan.phase(step_kind(failed->phase)).actions[failed->index].value;
-      explained.protected_by = model.protecting_instructions(value, failed->outcome.where);
+      explained.protected_by =
+          model.protecting_instructions(value, failed->outcome, explained.explanation.failure_detail);
     }
     analysis.plans.push_back(std::move(explained));
   }

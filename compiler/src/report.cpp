@@ -325,6 +325,7 @@ public:
                                        failed.instruction, failed.outcome, detail));
       break;
     }
+    unit.protected_by = protectors(report.run.protected_by);
     unit.failure = 0;
     return unit;
   }

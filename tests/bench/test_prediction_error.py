@@ -66,3 +66,12 @@ def test_an_empty_document_from_a_failed_run(tmp_path, capsys):
     empty.write_text("")
     assert load_script().main([str(empty)]) == 2
     assert f"{empty}: not a JSON document" in capsys.readouterr().err
+
+
+def test_a_bad_document_does_not_hide_the_others(tmp_path, capsys):
+    empty = tmp_path / "failed.run.json"
+    empty.write_text("")
+    assert load_script().main([str(empty), str(RECORDED)]) == 2
+    captured = capsys.readouterr()
+    assert "not a JSON document" in captured.err
+    assert "1 transfers compared, 1 outside the target" in captured.out

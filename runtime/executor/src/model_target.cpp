@@ -45,16 +45,23 @@ std::vector<LocationPrediction> ChargeWindow::predictions(const State &state) co
   return out;
 }
 
-std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, Location at) const {
+std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, LocationSet at) const {
   std::vector<std::uint32_t> instructions;
   for (LifetimeId id : state_.live_lifetimes()) { // in creation order
     const LifetimeRecord *lifetime = state_.find_lifetime(id);
-    if (lifetime->kind == LifetimeKind::Reservation || lifetime->location != at) continue;
+    if (lifetime->kind == LifetimeKind::Reservation || !at.contains(lifetime->location)) continue;
     if (std::find(lifetime->values.begin(), lifetime->values.end(), value) == lifetime->values.end())
       continue;
     if (auto origin = origins_.find(id); origin != origins_.end()) instructions.push_back(origin->second);
   }
   return instructions;
+}
+
+std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, const Outcome &outcome,
+                                                                const FailureDetail &detail) const {
+  const bool every_location = outcome.reason == Reason::DiscardedValueProtected;
+  return protecting_instructions(value, every_location ? detail.protected_locations
+                                                       : LocationSet::of(outcome.where));
 }
 
 bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass raised) {
@@ -63,7 +70,7 @@ bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass rai
     step.raised = raised == ErrorClass::None ? outcome.error : raised;
     run().failure_detail = detail_;
     if (outcome.error == ErrorClass::InUse)
-      run().protected_by = protecting_instructions(step.value, outcome.where);
+      run().protected_by = protecting_instructions(step.value, outcome, detail_);
   }
   run().steps.push_back(step);
   return !outcome.failed();
@@ -127,7 +134,7 @@ bool ModelTarget::preflight(const PlanView &view, Where &&where) {
   step.raised = ErrorClass::Plan;
   run().failure_detail = explanation.failure_detail;
   if (failed.outcome.error == ErrorClass::InUse)
-    run().protected_by = protecting_instructions(step.value, failed.outcome.where);
+    run().protected_by = protecting_instructions(step.value, failed.outcome, explanation.failure_detail);
   run().steps.push_back(step);
   return false;
 }

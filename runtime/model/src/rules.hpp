@@ -10,8 +10,8 @@
 /// inline (a virtual call per hook was a tenth of explain's cost).
 ///
 /// Two stores exist: State::Store (execution: state.cpp) changes the State
-/// itself; StateOverlay::Store (explain and dry runs: overlay.cpp) changes a
-/// copy-on-touch overlay and never its base. Where explain and execution
+/// itself; StateOverlay::Store (explain and dry runs: overlay.cpp) changes an
+/// overlay and never its base. Where explain and execution
 /// differ (§10.2), the store says so through its own primitives (what
 /// resolve, validate and record see) or through one of its two policy
 /// constants; no rule is written twice.

@@ -1,11 +1,12 @@
 #pragma once
 /// \file
-/// A copy-on-touch overlay over a const State: the rules of §4–§8 run on it
-/// exactly as on the State (runtime/model/src/rules.hpp), but every change
-/// lands in the overlay. A value's record is copied on its first touch, a
-/// location's account likewise; reset() forgets both at the cost of what was
-/// touched. The Simulator explains plans on one (§10.2); the runtime dry-runs
-/// the actions of an overlap window on one.
+/// An overlay over a const State: the rules of §4–§8 run on it exactly as
+/// on the State (runtime/model/src/rules.hpp), but every change lands in the
+/// overlay. A value's record is copied on its first touch; the accounts of
+/// the base's locations are copied when the overlay starts and on reset(),
+/// which forgets every change at the cost of what was touched and the
+/// registry's size. The Simulator explains plans on one (§10.2); the runtime
+/// dry-runs the actions of an overlap window on one.
 ///
 /// What the overlay sees differently from its base is what §10.2 says
 /// explain sees:
@@ -34,8 +35,8 @@ enum class StepTransfer : std::uint8_t; // fhr/model/step_transfer.hpp
 
 class StateOverlay {
 public:
-  /// `base` must outlive the overlay and not change while it is in use
-  /// (reset() after it changed).
+  /// `base` must outlive the overlay and not change from its construction or
+  /// last reset() to its last use (reset() after it changed).
   explicit StateOverlay(const State &base, std::span<const LifetimeId> completed_pending = {});
 
   /// Forgets every change: the overlay equals its base again.

@@ -118,11 +118,11 @@ struct LifetimeRecord {
   std::string label;           ///< reservations
 };
 
+class TransferRecorder;
+
 /// Physical work a runtime performs inside a transition. Each hook may throw;
 /// the state is then left exactly as the rules of §6 say (temporary charges
 /// released, nothing installed).
-class TransferRecorder;
-
 class TransitionHooks {
 public:
   virtual ~TransitionHooks() = default;
