@@ -42,7 +42,7 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
         failed && failed->outcome.error == ErrorClass::InUse) {
       const ValueId value = plan.phase(step_kind(failed->phase)).actions[failed->index].value;
       explained.protected_by =
-          model.protecting_instructions(value, failed->outcome, explained.explanation.failure_detail);
+          model.protecting_instructions(value, explained.explanation.failure_detail.protected_locations);
     }
     analysis.plans.push_back(std::move(explained));
   }

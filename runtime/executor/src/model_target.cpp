@@ -57,20 +57,13 @@ std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, L
   return instructions;
 }
 
-std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, const Outcome &outcome,
-                                                                const FailureDetail &detail) const {
-  const bool every_location = outcome.reason == Reason::DiscardedValueProtected;
-  return protecting_instructions(value, every_location ? detail.protected_locations
-                                                       : LocationSet::of(outcome.where));
-}
-
 bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass raised) {
   step.outcome = outcome;
   if (outcome.failed()) {
     step.raised = raised == ErrorClass::None ? outcome.error : raised;
     run().failure_detail = detail_;
     if (outcome.error == ErrorClass::InUse)
-      run().protected_by = protecting_instructions(step.value, outcome, detail_);
+      run().protected_by = protecting_instructions(step.value, detail_.protected_locations);
   }
   run().steps.push_back(step);
   return !outcome.failed();
@@ -134,7 +127,7 @@ bool ModelTarget::preflight(const PlanView &view, Where &&where) {
   step.raised = ErrorClass::Plan;
   run().failure_detail = explanation.failure_detail;
   if (failed.outcome.error == ErrorClass::InUse)
-    run().protected_by = protecting_instructions(step.value, failed.outcome, explanation.failure_detail);
+    run().protected_by = protecting_instructions(step.value, explanation.failure_detail.protected_locations);
   run().steps.push_back(step);
   return false;
 }

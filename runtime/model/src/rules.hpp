@@ -221,7 +221,7 @@ Outcome move(S &store, const Action &action, FailureDetail *detail, Hooks *hooks
   // The selected replica goes in both cases left: its protection first, and
   // nothing else happens when it is held.
   if (Outcome refused =
-          refuse_protected_removal(record, LocationSet::of(*selected), Reason::SourceProtected, nullptr);
+          refuse_protected_removal(record, LocationSet::of(*selected), Reason::SourceProtected, detail);
       refused.failed())
     return detail::refused_at<S>(refused, selected, to);
   if (destination_resident) { // a pure removal: nothing is copied or charged
@@ -237,14 +237,14 @@ Outcome move(S &store, const Action &action, FailureDetail *detail, Hooks *hooks
 
 /// §6.3.
 template <Store S, typename Hooks>
-Outcome drop(S &store, const Action &action, Hooks *hooks) {
+Outcome drop(S &store, const Action &action, FailureDetail *detail, Hooks *hooks) {
   const auto &record = store.record(action.value);
   const Location at = action.location;
   if (!record.resident.contains(at))
     return detail::resolved(at, std::nullopt, Verdict::NoOp, Reason::MaterializationAlreadyAbsent);
   // Protection before the final-copy rule.
   if (Outcome refused =
-          refuse_protected_removal(record, LocationSet::of(at), Reason::MaterializationProtected, nullptr);
+          refuse_protected_removal(record, LocationSet::of(at), Reason::MaterializationProtected, detail);
       refused.failed())
     return detail::refused_at<S>(refused, at, std::nullopt);
   if (!record.resident.first_except(at) && !record.source_location) // the only replica
@@ -279,7 +279,7 @@ Outcome apply(S &store, const Action &action, FailureDetail *detail, Hooks *hook
   case ActionKind::Ensure:
   case ActionKind::Copy: return ensure(store, action, detail, hooks);
   case ActionKind::Move: return move(store, action, detail, hooks);
-  case ActionKind::Drop: return drop(store, action, hooks);
+  case ActionKind::Drop: return drop(store, action, detail, hooks);
   case ActionKind::Discard: return discard(store, action, detail, hooks);
   }
   return {};

@@ -62,12 +62,8 @@ public:
   const LifetimeOrigins &lifetime_origins() const { return origins_; }
   /// §7.1: the instructions that opened the live holds and leases (pending
   /// ones included) protecting `value`'s replicas at `at`, oldest first: what
-  /// a protection failure names.
+  /// a protection failure names (`at`: its FailureDetail::protected_locations).
   std::vector<std::uint32_t> protecting_instructions(ValueId value, LocationSet at) const;
-  /// The same for the refused removal `outcome` (class InUse) with its
-  /// figures: a discard names every protected location, the others one.
-  std::vector<std::uint32_t> protecting_instructions(ValueId value, const Outcome &outcome,
-                                                     const FailureDetail &detail) const;
 
   bool declare(const bytecode::Declaration &declaration, ValueId value, StepRecord step) override;
   bool apply(const Action &action, StepRecord step) override;
