@@ -15,7 +15,9 @@
 #   bootstrap tests/integration/fhelium_bootstrap.py: plain, trace (writes
 #             $OUT/bootstrap-trace.json), then REPEATS (1) rounds of
 #             unconstrained, lru (the §18 controller) and solved (the
-#             compiled program, PLAN), interleaved
+#             compiled program, PLAN), interleaved; round k's three modes
+#             share the seed k (the same keys and input) and run the
+#             bootstrap RUNS (3) times in their process
 #   solved    the solved mode alone, PLAN=path/to/plan.fhrb (default: the
 #             one prepare compiled)
 # Results (JSON lines) go to $OUT (or ./gpu-out).
@@ -78,14 +80,15 @@ bootstrap() {
   done
   local round
   for round in $(seq "${REPEATS:-1}"); do
-    python3 tests/integration/fhelium_bootstrap.py --mode unconstrained | tee -a "$out/bootstrap.jsonl"
-    python3 tests/integration/fhelium_bootstrap.py --mode lru | tee -a "$out/bootstrap.jsonl"
-    solved
+    local same=(--seed "$round" --repeats "${RUNS:-3}")
+    python3 tests/integration/fhelium_bootstrap.py --mode unconstrained "${same[@]}" | tee -a "$out/bootstrap.jsonl"
+    python3 tests/integration/fhelium_bootstrap.py --mode lru "${same[@]}" | tee -a "$out/bootstrap.jsonl"
+    solved "${same[@]}"
   done
 }
 
 solved() {
-  python3 tests/integration/fhelium_bootstrap.py --mode solved --plan "$plan" | tee -a "$out/bootstrap.jsonl"
+  python3 tests/integration/fhelium_bootstrap.py --mode solved --plan "$plan" "$@" | tee -a "$out/bootstrap.jsonl"
 }
 
 for stage in "$@"; do

@@ -16,45 +16,60 @@ using bytecode::Instruction;
 using bytecode::Opcode;
 
 /// Lines and columns of byte offsets of one source. Lowering visits the
-/// statements of each section in file order, so the cursor counts the line
-/// breaks between the previous offset and the next (backwards too: a loop
-/// body's statements come round again). A file with `@line` directives asks
-/// SourceFile::line_and_column, which applies them.
+/// statements of each section in file order, so the cursor keeps the line it
+/// is on (its start and end) and moves over the line breaks between it and
+/// the next offset (backwards too: a loop body's statements come round
+/// again); offsets on the same line cost no scan. A file with `@line`
+/// directives asks SourceFile::line_and_column, which applies them.
 class LineCursor {
 public:
   explicit LineCursor(const SourceFile &source)
-      : source_(source), text_(source.text()), renumbered_(has_line_directive(text_)) {}
+      : source_(source), text_(source.text()), renumbered_(has_line_directive(text_)) {
+    line_end_ = end_of_line(0);
+  }
 
   struct Position {
     std::uint32_t line = 1, column = 1;
     std::uint32_t line_start = 0; ///< offset of the physical line's first byte
+    std::uint32_t line_end = 0;   ///< offset of its line break (or the end of the text)
   };
 
   Position at(std::uint32_t offset) {
     offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
-    const char *data = text_.data();
     if (renumbered_) {
       const auto [line, column] = source_.line_and_column(offset);
-      return Position{line, column, offset - (column - 1)};
+      const std::uint32_t start = offset - (column - 1);
+      return Position{line, column, start, end_of_line(start)};
     }
-    if (offset >= offset_) {
-      for (const char *p = data + offset_, *end = data + offset;
+    const char *data = text_.data();
+    if (offset > line_end_) {
+      // Forward: every line break from the end of this line up to `offset`.
+      for (const char *p = data + line_end_, *end = data + offset;
            (p = static_cast<const char *>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) !=
            nullptr;
            ++p) {
         ++line_;
         line_start_ = static_cast<std::uint32_t>(p - data) + 1;
       }
-    } else {
-      line_ -= static_cast<std::uint32_t>(std::count(data + offset, data + offset_, '\n'));
+      line_end_ = end_of_line(offset);
+    } else if (offset < line_start_) {
+      line_ -= static_cast<std::uint32_t>(std::count(data + offset, data + line_start_, '\n'));
       const void *previous = offset == 0 ? nullptr : ::memrchr(data, '\n', offset);
       line_start_ = previous ? static_cast<std::uint32_t>(static_cast<const char *>(previous) - data) + 1 : 0;
+      line_end_ = end_of_line(offset);
     }
-    offset_ = offset;
-    return Position{line_, offset - line_start_ + 1, line_start_};
+    return Position{line_, offset - line_start_ + 1, line_start_, line_end_};
   }
 
 private:
+  /// The offset of the first line break at or after `offset`, or the text's size.
+  std::uint32_t end_of_line(std::uint32_t offset) const {
+    const char *first = text_.data() + offset;
+    const auto *found = static_cast<const char *>(std::memchr(first, '\n', text_.size() - offset));
+    return found ? static_cast<std::uint32_t>(found - text_.data())
+                 : static_cast<std::uint32_t>(text_.size());
+  }
+
   /// Whether `@line` occurs anywhere (a comment holding it only costs the
   /// fast path). '@' is rare in plans, so memchr skips most of the text.
   static bool has_line_directive(llvm::StringRef text) {
@@ -68,7 +83,7 @@ private:
   const SourceFile &source_;
   llvm::StringRef text_;
   bool renumbered_;
-  std::uint32_t offset_ = 0, line_ = 1, line_start_ = 0;
+  std::uint32_t line_ = 1, line_start_ = 0, line_end_ = 0;
 };
 
 Opcode opcode_of(const ir::ActionRange &action) {
@@ -134,15 +149,8 @@ private:
     const LineCursor::Position begin = cursor_.at(span.begin);
     if (line_start) *line_start = begin.line_start;
     // The range stops at the end of the first line.
-    const llvm::StringRef text = source_.text();
-    const std::uint32_t end_offset =
-        std::min<std::uint32_t>(span.end, static_cast<std::uint32_t>(text.size()));
-    std::uint32_t end = begin.column;
-    if (end_offset > span.begin) {
-      const char *first = text.data() + span.begin;
-      const auto *line_end = static_cast<const char *>(std::memchr(first, '\n', end_offset - span.begin));
-      end += static_cast<std::uint32_t>((line_end ? line_end : text.data() + end_offset) - first);
-    }
+    const std::uint32_t end_offset = std::min(span.end, begin.line_end);
+    const std::uint32_t end = begin.column + (end_offset > span.begin ? end_offset - span.begin : 0);
     return SourceSpan{begin.line, begin.column, end};
   }
 

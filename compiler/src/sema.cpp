@@ -156,6 +156,14 @@ private:
   ir::Module module_;
   llvm::StringMap<ConstName> consts_;
   llvm::StringMap<ValueName> values_;
+  /// The operand name found last and its entry (a StringMap's entries do
+  /// not move, and names are never undeclared): plans name one family in
+  /// long runs, and the lookup hashed every operand.
+  std::string_view last_value_name_;
+  const ValueName *last_value_ = nullptr;
+  /// The fixed-spelling location parsed last ("cuda:0" in every action).
+  std::string_view last_location_text_;
+  Location last_location_;
   llvm::StringMap<std::uint32_t> plans_;
   llvm::StringMap<LifetimeName> lifetimes_;
   std::vector<LoopVariable> loops_;
@@ -337,8 +345,14 @@ std::optional<Location> Analyzer::location(const ast::LocationRef &ref) {
     }
     return Location::cuda(static_cast<unsigned>(*device));
   }
+  const std::string_view text = file_.text(ref);
+  if (!last_location_text_.empty() && text == last_location_text_) return last_location_;
   LocationParseError problem{};
-  if (std::optional<Location> parsed = parse_location(file_.text(ref), &problem)) return parsed;
+  if (std::optional<Location> parsed = parse_location(text, &problem)) {
+    last_location_text_ = text;
+    last_location_ = *parsed;
+    return parsed;
+  }
   std::string hint;
   if (problem.kind == LocationParseError::Kind::MissingIndex) hint = "write cuda:0 for the first GPU";
   error(DiagCode::BadLocation, problem.message, ref.span, hint);
@@ -407,13 +421,18 @@ std::optional<std::uint64_t> Analyzer::index_value(ast::ExprId expression) {
 
 bool Analyzer::operand_range(const ast::Operand &operand, ValueId &first_value, std::uint32_t &count) {
   const std::string_view operand_name = file_.name(operand);
-  auto it = values_.find(operand_name);
-  if (it == values_.end()) {
-    const ast::Span name_span{operand.span.begin, operand.name_end};
-    unknown_name("unknown value '" + std::string(operand_name) + "'", operand_name, name_span, value_names());
-    return false;
+  if (last_value_ == nullptr || operand_name != last_value_name_) {
+    auto it = values_.find(operand_name);
+    if (it == values_.end()) {
+      const ast::Span name_span{operand.span.begin, operand.name_end};
+      unknown_name("unknown value '" + std::string(operand_name) + "'", operand_name, name_span,
+                   value_names());
+      return false;
+    }
+    last_value_name_ = operand_name;
+    last_value_ = &it->second;
   }
-  const ValueName &value = it->second;
+  const ValueName &value = *last_value_;
   // Only error messages spell the name: no string for an operand that is fine.
   const auto name = [&] { return std::string(operand_name); };
   if (operand.kind == ast::OperandKind::Whole) {

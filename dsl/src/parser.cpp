@@ -86,8 +86,10 @@ public:
     const auto children = pending_children_.begin() + statement.first_child;
     statement.child_count = static_cast<std::uint32_t>(pending_children_.end() - children);
     statement.first_child = static_cast<std::uint32_t>(file_.children.size());
-    file_.children.insert(file_.children.end(), children, pending_children_.end());
-    pending_children_.erase(children, pending_children_.end());
+    if (statement.child_count != 0) { // most statements are actions, without children
+      file_.children.insert(file_.children.end(), children, pending_children_.end());
+      pending_children_.erase(children, pending_children_.end());
+    }
     const auto id = static_cast<ast::StmtId>(file_.statements.size());
     file_.statements.push_back(statement);
     open_.pop_back();
@@ -371,13 +373,19 @@ struct action<grammar::number> {
     expression.kind = ast::ExprKind::Number;
     expression.span = b.span(in);
     std::string_view text = in.string_view();
-    // Indices are short plain integers: those need none of what follows.
-    if (text.size() <= 9 &&
-        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      for (char c : text)
-        expression.number = expression.number * 10 + static_cast<unsigned>(c - '0');
-      b.push(expression);
-      return;
+    // Indices are short plain integers: those need none of what follows
+    // (nine digits cannot overflow; the first other byte sends the literal
+    // on to the general reading below).
+    if (text.size() <= 9) {
+      std::uint64_t plain = 0;
+      std::size_t digit = 0;
+      for (; digit < text.size() && text[digit] >= '0' && text[digit] <= '9'; ++digit)
+        plain = plain * 10 + static_cast<unsigned>(text[digit] - '0');
+      if (digit == text.size()) {
+        expression.number = plain;
+        b.push(expression);
+        return;
+      }
     }
     std::size_t i = 0;
     std::uint64_t value = 0;

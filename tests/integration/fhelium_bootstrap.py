@@ -34,6 +34,15 @@ Modes (one per run, each prints one JSON object):
 Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
 the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
 allocated memory and their sum (fhr's pools are not PyTorch's allocator).
+
+``--seed N`` fixes FHElium's generator (``CkksEngine(rng_seed=N,
+rng_nonce=N)``: with the seed alone the stream's nonce is still random), so
+that every mode of one seed starts from the same keys and input.
+``--repeats N`` runs the bootstrap N times in the process, each constrained
+run starting with no key at cuda:0 (a new walk of the solved program, the
+LRU controller's replicas dropped); ``runs`` lists each, and ``seconds`` is
+the median of the runs after the first (the first pays kernel and pool
+warm-up), the single run's time for N = 1.
 """
 
 from __future__ import annotations
@@ -57,7 +66,12 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--budget-gib", type=float, default=3.0, help="cuda:0 budget for the keys (lru, solved)")
     parser.add_argument("--trace-out", default="bootstrap-trace.json", help="trace mode: the workload written")
     parser.add_argument("--plan", help="solved mode: the program fhr-plan solve printed")
-    return parser.parse_args()
+    parser.add_argument("--seed", type=int, help="FHElium's generator seed (the same keys and input in every mode)")
+    parser.add_argument("--repeats", type=int, default=1, help="bootstraps in this process (not with trace)")
+    arguments = parser.parse_args()
+    if arguments.repeats < 1 or (arguments.mode == "trace" and arguments.repeats != 1):
+        parser.error("--repeats must be at least 1, and 1 in trace mode")
+    return arguments
 
 
 def import_fhelium() -> tuple[Any, Any]:
@@ -81,13 +95,13 @@ def import_fhelium() -> tuple[Any, Any]:
 class Bootstrap:
     """The engine, the bootstrap, its keys and a depleted input ciphertext."""
 
-    def __init__(self, torch: Any, fh: Any) -> None:
+    def __init__(self, torch: Any, fh: Any, seed: int | None = None) -> None:
         from fhelium.core import EvaluationKeySet
         from fhelium.experimental.bootstrap.presets import cosine_depth_refresh_logn16_v1
 
         self.torch = torch
         config = fh.CkksConfig.parse(fh.Preset.slots32768_scale50_levels27_int64, base_prime_bits=50)
-        self.engine = fh.CkksEngine(config, device="cuda:0", allow_sk_gen=False, galois_generator=5)
+        self.engine = fh.CkksEngine(config, device="cuda:0", allow_sk_gen=False, galois_generator=5, rng_seed=seed, rng_nonce=seed)
         self.refresh = cosine_depth_refresh_logn16_v1(self.engine)
         self.secret_key = self.engine.create_secret_key()
         public_key = self.engine.create_public_key(self.secret_key)
@@ -244,6 +258,16 @@ class ManagedKeys:
         for handle in self.handles.values():
             self.manager.ensure(handle, self.cuda0)
 
+    def drop_all(self) -> None:
+        """Every key's cuda:0 replica dropped (the pinned one stays), once
+        the GPU finished with them: a repeat starts as the first run did."""
+        self.torch.cuda.synchronize()
+        for handle in self.handles.values():
+            self.manager.drop(handle, self.cuda0)
+
+    def moved_to_cuda0(self) -> int:
+        return sum(t.storage_nbytes for t in self.manager.trace() if t.destination == self.cuda0 and not t.no_op)
+
     def resident_names(self) -> list[str]:
         return [
             name
@@ -254,10 +278,9 @@ class ManagedKeys:
     def figures(self) -> dict[str, Any]:
         snapshot = self.manager.snapshot()
         cuda = next((loc for loc in snapshot.locations if loc.location == self.cuda0), None)
-        moved = sum(t.storage_nbytes for t in self.manager.trace() if t.destination == self.cuda0 and not t.no_op)
         return {
             "key_uses": len(self.uses),
-            "key_bytes_to_cuda0": moved,
+            "key_bytes_to_cuda0": self.moved_to_cuda0(),
             "fhr_peak_gib": round((cuda.peak_used_bytes if cuda else 0) / 2**30, 3),
             "budget_gib": None if self.budget_bytes is None else self.budget_bytes / 2**30,
         }
@@ -369,35 +392,59 @@ def workload(keys: ManagedKeys, budget_bytes: int) -> dict[str, Any]:
     }
 
 
+def median(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def main() -> None:
     arguments = parse_arguments()
     torch, fh = import_fhelium()
-    boot = Bootstrap(torch, fh)
-    result: dict[str, Any] = {"mode": arguments.mode}
+    boot = Bootstrap(torch, fh, arguments.seed)
+    result: dict[str, Any] = {"mode": arguments.mode, "seed": arguments.seed}
+    runs: list[dict[str, Any]] = []
     if arguments.mode == "plain":
-        result.update(boot.run())
-        print(json.dumps(result))
-        return
-    budget = int(arguments.budget_gib * 2**30)
-    constrained = arguments.mode in ("lru", "solved")
-    keys = ManagedKeys(boot, budget if constrained else None)
-    solved = None
-    if arguments.mode in ("unconstrained", "trace"):
-        keys.ensure_all()
-        if arguments.mode == "trace":
-            keys.events = []
-    elif arguments.mode == "lru":
-        ControllerLRU(keys)
+        runs = [boot.run() for _ in range(arguments.repeats)]
     else:
-        if not arguments.plan:
+        budget = int(arguments.budget_gib * 2**30)
+        constrained = arguments.mode in ("lru", "solved")
+        keys = ManagedKeys(boot, budget if constrained else None)
+        if arguments.mode in ("unconstrained", "trace"):
+            keys.ensure_all()
+            if arguments.mode == "trace":
+                keys.events = []
+        elif arguments.mode == "lru":
+            ControllerLRU(keys)
+        elif not arguments.plan:
             raise SystemExit("--mode solved needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output)")
-        solved = SolvedProgram(keys, arguments.plan)
-        keys.before_use = solved
-    result.update(boot.run())
-    if solved is not None:
-        solved.close()
-    result.update(keys.figures())
-    result["total_peak_gib"] = round(result["torch_peak_gib"] + result["fhr_peak_gib"], 3)
+        for repeat in range(arguments.repeats):
+            if constrained and repeat > 0:
+                keys.drop_all()
+            solved = None
+            if arguments.mode == "solved":
+                solved = SolvedProgram(keys, arguments.plan)
+                keys.before_use = solved
+            moved_before, uses_before = keys.moved_to_cuda0(), len(keys.uses)
+            run = boot.run()
+            if solved is not None:
+                solved.close()
+            run["key_uses"] = len(keys.uses) - uses_before
+            run["key_bytes_to_cuda0"] = keys.moved_to_cuda0() - moved_before
+            runs.append(run)
+        result.update(keys.figures())
+        result["key_uses"] = runs[-1]["key_uses"]
+        result["key_bytes_to_cuda0"] = runs[-1]["key_bytes_to_cuda0"]
+    timed = runs[1:] if len(runs) > 1 else runs
+    result["seconds"] = round(median([r["seconds"] for r in timed]), 4)
+    result["max_error"] = max(r["max_error"] for r in runs)
+    result["mean_error"] = max(r["mean_error"] for r in runs)
+    result["output_level"] = runs[-1]["output_level"]
+    result["torch_peak_gib"] = max(r["torch_peak_gib"] for r in runs)
+    if len(runs) > 1:
+        result["runs"] = runs
+    if arguments.mode != "plain":
+        result["total_peak_gib"] = round(result["torch_peak_gib"] + result["fhr_peak_gib"], 3)
     if arguments.mode == "trace":
         torch.cuda.synchronize()
         with open(arguments.trace_out, "w") as out:

@@ -9,6 +9,7 @@
 #include "fhr/executor/model_target.hpp"
 #include "fhr/model/overlay.hpp"
 #include "fhr/model/simulator.hpp"
+#include "fhr/model/step_transfer.hpp"
 #include "fhr/model/transfer_recorder.hpp"
 #include "random_program.hpp"
 #include "test_support.hpp"
@@ -481,4 +482,33 @@ TEST_CASE("overlay: explaining random programs' plans agrees with executing them
     plans += check_explain_matches_execution(test::RandomProgram(seed).generate());
   }
   CHECK(plans > 400); // programs whose setup fails have no plan to compare
+}
+
+TEST_CASE(
+    "StepTransferHooks: a step's transfer is what a TransferRecorder saw, on the State and the overlay") {
+  std::size_t loads = 0, copies = 0, none = 0;
+  for (std::uint32_t seed = 1; seed <= 800; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    const State start = random_state(rng);
+    const Action action = random_action(rng);
+    State recorded = start, flagged = start;
+    TransferRecorder recorder;
+    const Outcome outcome = recorded.apply(action, nullptr, &recorder);
+    const StepTransfer expected = outcome.verdict != Verdict::Ok ? StepTransfer::None
+                                  : recorder.record.loaded_at    ? StepTransfer::Load
+                                  : recorder.record.plain_copy() ? StepTransfer::Copy
+                                                                 : StepTransfer::None;
+    StepTransfer executed = StepTransfer::None, explained = StepTransfer::None;
+    CHECK(flagged.apply(action, nullptr, executed).verdict == outcome.verdict);
+    CHECK(executed == expected);
+    StateOverlay overlay(start);
+    CHECK(overlay.apply(action, nullptr, explained).verdict == outcome.verdict);
+    CHECK(explained == expected);
+    (expected == StepTransfer::Load ? loads : expected == StepTransfer::Copy ? copies : none) += 1;
+  }
+  // The random states reach every kind.
+  CHECK(loads > 0);
+  CHECK(copies > 0);
+  CHECK(none > 0);
 }

@@ -77,9 +77,7 @@ bool ModelTarget::declare(const bytecode::Declaration &declaration, ValueId valu
 }
 
 bool ModelTarget::apply(const Action &action, StepRecord step) {
-  TransferRecorder recorder;
-  const Outcome outcome = state_.apply(action, &detail_, recorder);
-  step.transfer = step_transfer(recorder.record, outcome);
+  const Outcome outcome = state_.apply(action, &detail_, step.transfer);
   return record(step, outcome, ErrorClass::None);
 }
 
@@ -114,8 +112,9 @@ void ModelTarget::end_lifetime(Token token) { state_.release(token); }
 
 template <typename Where>
 bool ModelTarget::preflight(const PlanView &view, Where &&where) {
-  Simulator simulator(state_);
-  const Explanation explanation = simulator.explain(view);
+  // The explainer's overlay is reset over the state as it is now, and keeps
+  // its index of values from one scope's preflight to the next.
+  const Explanation explanation = explainer_.explain(view);
   if (explanation.feasible) return true;
   const SimulatedStep &failed = *explanation.first_failure();
   StepRecord step;
@@ -140,9 +139,7 @@ bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
     step.instruction = phase.instructions[i];
     step.value = phase.actions[i].value;
     step.container = phase.container;
-    TransferRecorder recorder;
-    const Outcome outcome = state_.apply(phase.actions[i], &detail_, recorder);
-    step.transfer = step_transfer(recorder.record, outcome);
+    const Outcome outcome = state_.apply(phase.actions[i], &detail_, step.transfer);
     if (!record(step, outcome, ErrorClass::PlanExecution)) return false;
   }
   return true;

@@ -103,9 +103,9 @@ void StateOverlay::copy_accounts_of_base() {
 [[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
                                              StepTransfer &transfer) {
   Store store(*this);
-  TransferRecorder recorder;
-  const Outcome outcome = rules::apply(store, action, detail, &recorder);
-  transfer = step_transfer(recorder.record, outcome);
+  StepTransferHooks hooks;
+  const Outcome outcome = rules::apply(store, action, detail, &hooks);
+  transfer = hooks.transfer(outcome);
   return outcome;
 }
 
@@ -114,9 +114,8 @@ Outcome StateOverlay::reserve(Location at, std::uint64_t nbytes, FailureDetail *
   return rules::reserve(store, at, nbytes, detail);
 }
 
-LocationSet StateOverlay::protected_seen(ValueId id, const ValueRecord &record) const {
+LocationSet StateOverlay::seen_through_completed(ValueId id, const ValueRecord &record) const {
   LocationSet protected_at = record.protected_at;
-  if (completed_pending_.empty()) return protected_at;
   // §7.4: a pending token protects nothing once every event of its lease
   // has completed.
   for (const Protection &p : record.protections) {

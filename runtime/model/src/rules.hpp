@@ -6,7 +6,8 @@
 /// reservations. They run on a store (the concept below) and call
 /// TransitionHooks for the physical work between admission and install.
 /// The hooks' type is a template parameter: execution passes the virtual
-/// TransitionHooks, explain a final TransferRecorder, whose calls then
+/// TransitionHooks; explain and the model target pass StepTransferHooks
+/// (two flags) and dry runs a final TransferRecorder, whose calls then
 /// inline (a virtual call per hook was a tenth of explain's cost).
 ///
 /// Two stores exist: State::Store (execution: state.cpp) changes the State

@@ -2,6 +2,7 @@
 
 #include "fhr/model/first_occurrences.hpp"
 #include "fhr/model/overlay.hpp"
+#include "fhr/model/step_transfer.hpp"
 #include "fhr/model/transfer_recorder.hpp"
 #include "rules.hpp"
 
@@ -78,12 +79,6 @@ void State::ensure_registered(Location location) {
 // every call, and value() is on explain's per-action path.
 const ValueRecord State::kUnregistered;
 
-Outcome State::resolve(const ValueRecord &record) {
-  if (record.status == ValueStatus::Unregistered) return failure(Reason::HandleUnknown, ErrorClass::Handle);
-  if (record.status == ValueStatus::Discarded) return failure(Reason::HandleDiscarded, ErrorClass::Handle);
-  return {};
-}
-
 void State::install(ValueId value, Location location) {
   ensure_registered(location);
   ValueRecord &record = values_[value];
@@ -131,9 +126,12 @@ Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHook
   return rules::apply(store, action, detail, hooks);
 }
 
-Outcome State::apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer) {
+Outcome State::apply(const Action &action, FailureDetail *detail, StepTransfer &transfer) {
   Store store(*this);
-  return rules::apply(store, action, detail, &transfer);
+  StepTransferHooks hooks;
+  const Outcome outcome = rules::apply(store, action, detail, &hooks);
+  transfer = hooks.transfer(outcome);
+  return outcome;
 }
 
 std::optional<Location> State::plain_copy_source(const Action &action) const {

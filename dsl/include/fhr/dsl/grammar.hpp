@@ -13,6 +13,8 @@
 #include <tao/pegtl.hpp>
 #include <tao/pegtl/contrib/analyze_traits.hpp>
 
+#include <array>
+#include <cstdint>
 #include <string_view>
 
 namespace fhr::grammar {
@@ -28,6 +30,18 @@ struct line_directive : seq<one<'@'>, TAO_PEGTL_STRING("line"), plus<blank>, lin
 };
 /// Runs of blanks are one match (indentation is most of the whitespace).
 struct separator : sor<plus<ascii::space>, comment, line_directive> {};
+/// Byte classes for `ws`: 1 a blank (a run of them is one loop), 2 a byte
+/// that may start a comment or `@line` (tried as a separator), 0 anything
+/// else. A table keeps the test of each byte to one load.
+inline constexpr std::array<std::uint8_t, 256> kSeparatorClass = [] {
+  std::array<std::uint8_t, 256> table{};
+  for (const unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'})
+    table[c] = 1;
+  table['#'] = 2;
+  table['@'] = 2;
+  return table;
+}();
+
 /// `star<separator>`, written out: a plan is mostly whitespace between
 /// tokens, and this skips a run of blanks in one loop and tries the other
 /// separators only where a `#` or `@` follows, where star<separator> tries
@@ -36,16 +50,21 @@ struct ws {
   using rule_t = ws;
   using subs_t = type_list<separator>;
 
-  static bool starts_separator(const char c) {
-    return c == ' ' || (c >= '\t' && c <= '\r') || c == '#' || c == '@';
-  }
+  static std::uint8_t class_of(const char c) { return kSeparatorClass[static_cast<unsigned char>(c)]; }
 
   /// Most calls find no whitespace at all (`w[1]` has three places that
-  /// may have some): that answer is inlined, the loop is not.
+  /// may have some), and most others one blank between two words: those
+  /// answers are inlined, the loop is not.
   template <apply_mode A, rewind_mode M, template <typename...> class Action,
             template <typename...> class Control, typename ParseInput, typename... States>
   static bool match(ParseInput &in, States &&...st) {
-    if (in.empty() || !starts_separator(*in.current())) return true;
+    if (in.empty()) return true;
+    const std::uint8_t first = class_of(*in.current());
+    if (first == 0) return true;
+    if (first == 1 && in.size(2) >= 2 && class_of(in.current()[1]) == 0) {
+      in.bump(1);
+      return true;
+    }
     return skip<A, Action, Control>(in, st...);
   }
 
@@ -54,10 +73,11 @@ struct ws {
   [[gnu::noinline]] static bool skip(ParseInput &in, States &&...st) {
     for (;;) {
       const char *p = in.current();
-      while (p != in.end() && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
+      const char *const end = in.end();
+      while (p != end && class_of(*p) == 1)
         ++p;
       in.bump(static_cast<std::size_t>(p - in.current()));
-      if (p == in.end() || (*p != '#' && *p != '@')) return true;
+      if (p == end || class_of(*p) != 2) return true;
       if (!Control<separator>::template match<A, rewind_mode::required, Action, Control>(in, st...))
         return true;
     }

@@ -89,7 +89,11 @@ private:
   /// Copies a value the overlay has not touched yet (`record`: its base record).
   Value &add(ValueId id, const ValueRecord &record);
   /// Where the base's record protects the value, as explain sees it (§7.4).
-  LocationSet protected_seen(ValueId id, const ValueRecord &record) const;
+  LocationSet protected_seen(ValueId id, const ValueRecord &record) const {
+    return completed_pending_.empty() ? record.protected_at : seen_through_completed(id, record);
+  }
+  /// The same where some pending leases have completed: their tokens protect nothing.
+  LocationSet seen_through_completed(ValueId id, const ValueRecord &record) const;
   /// The overlay's account of `location`: every account is the overlay's
   /// own copy (see accounts_), so this is an index.
   LocationAccount &touch(Location location) { return accounts_[location.index()]; }

@@ -118,7 +118,7 @@ struct LifetimeRecord {
   std::string label;           ///< reservations
 };
 
-class TransferRecorder;
+enum class StepTransfer : std::uint8_t; // fhr/model/step_transfer.hpp
 
 /// Physical work a runtime performs inside a transition. Each hook may throw;
 /// the state is then left exactly as the rules of §6 say (temporary charges
@@ -169,13 +169,17 @@ public:
   /// §2.4: ok for a live value, else the handle error (unknown, discarded).
   Outcome resolve(ValueId value) const { return resolve(this->value(value)); }
   /// The same, for a record value() returned.
-  static Outcome resolve(const ValueRecord &record);
+  static Outcome resolve(const ValueRecord &record) {
+    if (record.status == ValueStatus::Unregistered) return failure(Reason::HandleUnknown, ErrorClass::Handle);
+    if (record.status == ValueStatus::Discarded) return failure(Reason::HandleDiscarded, ErrorClass::Handle);
+    return {};
+  }
 
   // ---- transitions (§6) ------------------------------------------------
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
-  /// The same, writing down the transition's physical work in `transfer`
-  /// (its hook calls inline: the model target's per-step path).
-  Outcome apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer);
+  /// The same, keeping what moved the step's bytes in `transfer` (its hook
+  /// calls inline: the model target's per-step path).
+  Outcome apply(const Action &action, FailureDetail *detail, StepTransfer &transfer);
 
   /// The replica that `action` would copy from, when applying it now would
   /// be an admitted plain copy of a resident replica; std::nullopt for

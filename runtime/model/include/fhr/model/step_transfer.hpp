@@ -23,15 +23,29 @@ enum class StepTransfer : std::uint8_t {
   Load, ///< reconstruction: the value's source fills storage at `source`, copied on to `destination`
 };
 
-/// The transfer of an applied step from what its hooks were asked to do:
-/// a reload from the value's source is a load (whether or not a copy
-/// follows it), a copy of a resident replica a copy; a step that failed or
-/// did nothing moves nothing.
-inline StepTransfer step_transfer(const TransferRecord &record, const Outcome &outcome) {
-  if (outcome.verdict != Verdict::Ok) return StepTransfer::None;
-  if (record.loaded_at) return StepTransfer::Load;
-  return record.plain_copy() ? StepTransfer::Copy : StepTransfer::None;
-}
+/// Hooks that keep only what decides a step's transfer: whether the
+/// transition reloaded its value from its source or copied a resident
+/// replica. The rules call them inline, so explain's and the model target's
+/// per-step path keeps two flags in registers where a TransferRecorder would
+/// write down every endpoint.
+struct StepTransferHooks {
+  bool loaded = false;
+  bool copied = false;
+
+  void load(ValueId, Location) { loaded = true; }
+  void copy(ValueId, Location, Location) { copied = true; }
+  void install(ValueId, Location) {}
+  void remove(ValueId, Location) {}
+
+  /// The transfer of the applied step: a reload from the value's source is
+  /// a load (whether or not a copy follows it), a copy of a resident replica
+  /// a copy; a step that failed or did nothing moves nothing.
+  StepTransfer transfer(const Outcome &outcome) const {
+    if (outcome.verdict != Verdict::Ok) return StepTransfer::None;
+    if (loaded) return StepTransfer::Load;
+    return copied ? StepTransfer::Copy : StepTransfer::None;
+  }
+};
 
 /// The stable name of a transfer in outputs: "none", "copy", "load".
 inline std::string_view step_transfer_name(StepTransfer transfer) {
