@@ -103,10 +103,7 @@ void StateOverlay::copy_accounts_of_base() {
 [[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
                                              StepTransfer &transfer) {
   Store store(*this);
-  StepTransferHooks hooks;
-  const Outcome outcome = rules::apply(store, action, detail, &hooks);
-  transfer = hooks.transfer(outcome);
-  return outcome;
+  return rules::apply(store, action, detail, transfer);
 }
 
 Outcome StateOverlay::reserve(Location at, std::uint64_t nbytes, FailureDetail *detail) {

@@ -18,6 +18,7 @@
 /// constants; no rule is written twice.
 
 #include "fhr/model/state.hpp"
+#include "fhr/model/step_transfer.hpp"
 
 #include <concepts>
 
@@ -284,6 +285,16 @@ Outcome apply(S &store, const Action &action, FailureDetail *detail, Hooks *hook
   case ActionKind::Discard: return discard(store, action, detail, hooks);
   }
   return {};
+}
+
+/// apply(), keeping only what moved the step's bytes: explain's and the
+/// model target's per-step path.
+template <Store S>
+Outcome apply(S &store, const Action &action, FailureDetail *detail, StepTransfer &transfer) {
+  StepTransferHooks hooks;
+  const Outcome outcome = apply(store, action, detail, &hooks);
+  transfer = hooks.transfer(outcome);
+  return outcome;
 }
 
 /// §8 steps 2 (validation and admission) and the charge; the lifetime record

@@ -128,10 +128,7 @@ Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHook
 
 Outcome State::apply(const Action &action, FailureDetail *detail, StepTransfer &transfer) {
   Store store(*this);
-  StepTransferHooks hooks;
-  const Outcome outcome = rules::apply(store, action, detail, &hooks);
-  transfer = hooks.transfer(outcome);
-  return outcome;
+  return rules::apply(store, action, detail, transfer);
 }
 
 std::optional<Location> State::plain_copy_source(const Action &action) const {
