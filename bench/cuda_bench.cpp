@@ -112,14 +112,16 @@ Manager cuda_manager(CudaBackendOptions backend = {}, bool overlap = true) {
 // ---- cold pools ----------------------------------------------------------
 
 /// The first transfers of a fresh manager: 256 MiB pinned -> cuda:0 (the
-/// device pool empty) and back to pinned after the pinned replica went
-/// (the pinned pool empty), then the same again warm; with `warm_up`, the
-/// plan's warm-up runs first and its duration is the cold cost reported.
+/// device pool empty), back to pinned after the pinned replica went (the
+/// pinned pool empty) and to pageable memory (fresh pages), then the same
+/// again warm; with `warm_up`, the plan's warm-up runs first (the device
+/// pool, a pinned and a pageable block) and its duration is the cold cost
+/// reported.
 void cold_rows(int rounds) {
   constexpr std::size_t kBytes = std::size_t{256} << 20;
   header("Cold pools: the first transfers of a fresh manager, 256 MiB (one sample per round)");
   std::vector<double> in_cold, in_warm, in_ready, out_cold, out_warm, out_ready, warm_up, in_ratio, out_ratio,
-      in_ready_ratio, out_ready_ratio;
+      in_ready_ratio, out_ready_ratio, page_cold, page_warm, page_ready, page_ratio, page_ready_ratio;
   for (int r = 0; r < rounds; ++r)
     for (const bool prepared : {false, true}) {
       // The device's pool outlives a backend (it is the device's default
@@ -135,8 +137,8 @@ void cold_rows(int rounds) {
         // The device pool for the prefetch and a pinned block for the
         // eviction back (what a plan with an evicting exit would ask).
         WarmUpReport report = m.warm_up(in_plan);
-        const PoolRequest pinned{kPinned, {kBytes}};
-        report.duration_ns += m.warm_up(std::span(&pinned, 1)).duration_ns;
+        const PoolRequest host[] = {{kPinned, {kBytes}}, {kPageable, {kBytes}}};
+        report.duration_ns += m.warm_up(host).duration_ns;
         warm_up.push_back(static_cast<double>(report.duration_ns) * 1e-9);
       }
       const double in_first = time_of([&] { m.ensure(h, kGpu); });
@@ -146,6 +148,16 @@ void cold_rows(int rounds) {
       const double in_again = time_of([&] { m.ensure(h, kGpu); });
       m.drop(h, kPinned);
       const double out_again = time_of([&] { m.ensure(h, kPinned); });
+      // Back to pageable memory from cuda:0 alone: into fresh pages (cold),
+      // into pages the warm-up faulted in, then into the block the pageable
+      // pool kept from the first.
+      m.drop(h, kPinned);
+      const double page_first = time_of([&] { m.ensure(h, kPageable); });
+      m.drop(h, kPageable);
+      const double page_again = time_of([&] { m.ensure(h, kPageable); });
+      (prepared ? page_ready : page_cold).push_back(page_first);
+      page_warm.push_back(page_again);
+      (prepared ? page_ready_ratio : page_ratio).push_back(page_again / page_first);
       (prepared ? in_ready : in_cold).push_back(in_first);
       (prepared ? out_ready : out_cold).push_back(out_first);
       in_warm.push_back(in_again);
@@ -164,6 +176,11 @@ void cold_rows(int rounds) {
   rate_row("cuda:0 → pinned, warm (the second)", kBytes, out_warm);
   percent_row("  first / warm rate, cold", out_ratio);
   percent_row("  first / warm rate, after warm-up", out_ready_ratio, "≥ 90%");
+  rate_row("first cuda:0 → pageable (fresh pages), cold", kBytes, page_cold);
+  rate_row("first cuda:0 → pageable after the warm-up", kBytes, page_ready);
+  rate_row("cuda:0 → pageable, warm (the second)", kBytes, page_warm);
+  percent_row("  first / warm rate, cold", page_ratio);
+  percent_row("  first / warm rate, after warm-up", page_ready_ratio, "≥ 90%");
   us_row("the warm-up itself (`WarmUpReport::duration_ns`: the cold cost, paid before the plan)", warm_up);
 }
 
@@ -195,7 +212,13 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<double> raw_in, raw_out, in, out;
-  m.ensure(h, kGpu); // the pools warm
+  // The pools warm in both directions: the device pool, and the host pool
+  // the copies back draw from (into fresh pageable pages, the first copy
+  // back is bound by page faults: the cold table above reports that case,
+  // and warm_up() the way to pay it before a plan).
+  m.ensure(h, kGpu);
+  m.move(h, kGpu, host);
+  m.ensure(h, host);
   m.drop(h, kGpu);
   for (int r = 0; r < rounds; ++r) {
     raw_in.push_back(time_of([&] {

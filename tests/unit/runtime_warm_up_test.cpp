@@ -9,7 +9,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unistd.h>
+#include <vector>
 
 using namespace fhr;
 
@@ -102,17 +104,38 @@ TEST_CASE("warm-up: at construction, reported by startup_warm_up; a location the
 
 TEST_CASE("BlockPool::reserve counts the blocks already kept and stops at the bound") {
   int made = 0, released = 0;
-  BlockPool<int> pool(
+  auto pool = BlockPool<int>::make(
       3000, [&](std::size_t) { return ++made; }, [&](int, std::size_t) { ++released; });
-  const int first = pool.take(1000);
-  pool.give_back(first, 1000); // one 1000-byte block kept
+  const int first = pool->take(1000);
+  pool->give_back(first, 1000); // one 1000-byte block kept
   const std::size_t sizes[] = {1000, 1000, 500, 2000};
   // 1000 twice (one kept already: one made), 500 once; 2000 would pass the bound.
-  CHECK(pool.reserve(sizes) == 1500);
+  CHECK(pool->reserve(sizes) == 1500);
   CHECK(made == 3);
-  CHECK(pool.figures().idle_bytes == 2500);
-  CHECK(pool.figures().in_use_bytes == 0);
-  CHECK(pool.take(500) == 2); // the reserved block (made first: sizes go in order), no new one
+  CHECK(pool->figures().idle_bytes == 2500);
+  CHECK(pool->figures().in_use_bytes == 0);
+  CHECK(pool->take(500) == 2); // the reserved block (made first: sizes go in order), no new one
   CHECK(made == 3);
   CHECK(released == 0);
+}
+
+TEST_CASE("BlockPool: a pool outlives its owner until its last block comes back, then frees it") {
+  std::vector<std::byte *> released;
+  std::byte blocks[3];
+  int next = 0;
+  auto pool = BlockPool<std::byte *>::make(
+      1 << 20, [&](std::size_t) { return &blocks[next++]; },
+      [&](std::byte *block, std::size_t) { released.push_back(block); });
+  // Storages over pooled blocks, as a memory resource hands them out.
+  auto first = std::make_optional<Storage>(pool->take(64), 64, Location::pinned(), pool->releaser(64));
+  auto second = std::make_optional<Storage>(pool->take(64), 64, Location::pinned(), pool->releaser(64));
+  std::byte *kept = pool->take(32);
+  pool->give_back(kept, 32); // kept for reuse while the pool has an owner
+  CHECK(released.empty());
+  pool.reset(); // the owner lets go: the kept block is freed now
+  CHECK(released == std::vector<std::byte *>{&blocks[2]});
+  first.reset(); // a block back after the owner left goes to the system, not a list
+  CHECK(released == std::vector<std::byte *>{&blocks[2], &blocks[0]});
+  second.reset(); // the last one: the pool deletes itself (LeakSanitizer checks it in CI)
+  CHECK(released == std::vector<std::byte *>{&blocks[2], &blocks[0], &blocks[1]});
 }

@@ -69,9 +69,9 @@ using PageablePool = BlockPool<std::byte *>;
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(CudaBackendOptions options)
-      : pinned_(std::make_shared<PinnedPool>(options.pinned_pool_bytes, pin, unpin)),
-        pageable_(std::make_shared<PageablePool>(options.pageable_pool_bytes, map_huge_pages,
-                                                 [](std::byte *block, std::size_t) { std::free(block); })) {
+      : pinned_(PinnedPool::make(options.pinned_pool_bytes, pin, unpin)),
+        pageable_(PageablePool::make(options.pageable_pool_bytes, map_huge_pages,
+                                     [](std::byte *block, std::size_t) { std::free(block); })) {
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (count == 0) throw BackendError("no CUDA device");
@@ -113,7 +113,7 @@ public:
         // that stream follow the allocation; freed blocks carry no pending
         // work (the manager frees a replica only once nothing reads it).
         cudaStream_t stream = transfer_streams_[static_cast<std::size_t>(device)];
-        small_blocks_.push_back(std::make_shared<DevicePool>(
+        small_blocks_.push_back(DevicePool::make(
             options.device_small_block_cache_bytes,
             [device, stream](std::size_t nbytes) {
               DeviceGuard guard(device);
@@ -129,8 +129,9 @@ public:
   }
 
   ~CudaBackend() override {
-    for (const auto &cache : small_blocks_)
-      cache->trim(); // blocks still in use come back to a cache that frees them
+    // Retired: their kept blocks are freed now, blocks still in use when
+    // they come back (block_pool.hpp).
+    small_blocks_.clear();
     for (std::byte *bounce : bounce_)
       if (bounce) cudaFreeHost(bounce);
     for (const auto &events : bounce_ready_)
@@ -158,14 +159,10 @@ public:
                        [](std::byte *data) { std::free(data); });
       }
       const std::size_t rounded = huge_page_multiple(nbytes);
-      std::byte *block = pageable_->take(rounded);
-      return Storage(block, nbytes, location,
-                     [pool = pageable_, rounded](std::byte *data) { pool->give_back(data, rounded); });
+      return Storage(pageable_->take(rounded), nbytes, location, pageable_->releaser(rounded));
     }
     if (location == Location::pinned()) {
-      std::byte *block = pinned_->take(nbytes);
-      return Storage(block, nbytes, location,
-                     [pool = pinned_, nbytes](std::byte *data) { pool->give_back(data, nbytes); });
+      return Storage(pinned_->take(nbytes), nbytes, location, pinned_->releaser(nbytes));
     }
     const unsigned device = location.device();
     if (device >= transfer_streams_.size()) throw BackendError("no CUDA device " + location.name());
@@ -175,12 +172,9 @@ public:
       // ends, which is most of what a 4 KiB transfer costs beyond the copy.
       // Blocks are kept by size class, so that a size the cache has not
       // seen still finds a block freed by a value of a neighbouring size.
-      const std::shared_ptr<DevicePool> &cache = small_blocks_[device];
+      DevicePool &cache = *small_blocks_[device];
       const std::size_t block_bytes = small_block_class(nbytes);
-      std::byte *block = cache->take(block_bytes);
-      return Storage(
-          block, nbytes, location,
-          [cache, block_bytes](std::byte *data) { cache->give_back(data, block_bytes); }, block_bytes);
+      return Storage(cache.take(block_bytes), nbytes, location, cache.releaser(block_bytes), block_bytes);
     }
     DeviceGuard guard(device);
     void *memory = nullptr;
@@ -561,8 +555,8 @@ public:
   }
 
 private:
-  std::shared_ptr<PinnedPool> pinned_;
-  std::shared_ptr<PageablePool> pageable_;
+  PinnedPool::Owner pinned_;
+  PageablePool::Owner pageable_;
   /// Per device: copies into it (and its allocations), copies out of it.
   std::vector<cudaStream_t> transfer_streams_;
   std::vector<cudaStream_t> outbound_streams_;
@@ -591,7 +585,7 @@ private:
   }
   using DevicePool = BlockPool<std::byte *>;
   /// Per device; empty when the options turn the cache off.
-  std::vector<std::shared_ptr<DevicePool>> small_blocks_;
+  std::vector<DevicePool::Owner> small_blocks_;
   std::mutex staging_mutex_;
   std::byte *bounce_[2] = {nullptr, nullptr};
   std::vector<std::array<cudaEvent_t, 2>> bounce_ready_; ///< per device

@@ -57,7 +57,11 @@ std::vector<std::uint32_t> ModelTarget::protecting_instructions(ValueId value, L
   return instructions;
 }
 
-bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass raised) {
+bool ModelTarget::record(const StepRecord &step, const Outcome &outcome, ErrorClass raised) {
+  return finish(run().steps.emplace_back(step), outcome, raised);
+}
+
+bool ModelTarget::finish(StepRecord &step, const Outcome &outcome, ErrorClass raised) {
   step.outcome = outcome;
   if (outcome.failed()) {
     step.raised = raised == ErrorClass::None ? outcome.error : raised;
@@ -65,7 +69,6 @@ bool ModelTarget::record(StepRecord step, const Outcome &outcome, ErrorClass rai
     if (outcome.error == ErrorClass::InUse)
       run().protected_by = protecting_instructions(step.value, detail_.protected_locations);
   }
-  run().steps.push_back(step);
   return !outcome.failed();
 }
 
@@ -133,14 +136,16 @@ bool ModelTarget::preflight(const PlanView &view, Where &&where) {
 
 bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
   for (std::uint32_t i = 0; i < phase.size(); ++i) {
-    StepRecord step;
+    // Written in place: a step assembled on the stack and copied whole was
+    // read back wider than it was written (a store-forwarding stall per step).
+    StepRecord &step = run().steps.emplace_back();
     step.kind = kind;
     step.index = i;
     step.instruction = phase.instructions[i];
     step.value = phase.actions[i].value;
     step.container = phase.container;
     const Outcome outcome = state_.apply(phase.actions[i], &detail_, step.transfer);
-    if (!record(step, outcome, ErrorClass::PlanExecution)) return false;
+    if (!finish(step, outcome, ErrorClass::PlanExecution)) return false;
   }
   return true;
 }

@@ -29,9 +29,16 @@ void expand_actions(const bytecode::Module &module, bytecode::InstructionRange r
   for (std::uint32_t pc = range.begin; pc < range.end; ++pc) {
     const Instruction &in = module.code[pc];
     if (!bytecode::is_action(in.opcode)) continue;
-    Action action = action_of(in, in.value);
-    for (std::uint32_t k = 0; k < in.count; ++k, ++action.value) {
-      *action_out++ = action;
+    // Field by field from scalars: an Action assembled on the stack and
+    // copied whole was read back wider than it was written, a
+    // store-forwarding stall that was half of the loop's time.
+    const ActionKind kind = action_kind_of(in.opcode);
+    const std::optional<Location> from = action_source_of(in);
+    for (std::uint32_t k = 0; k < in.count; ++k, ++action_out) {
+      action_out->kind = kind;
+      action_out->value = in.value + k;
+      action_out->location = in.location;
+      action_out->from = from;
       *instruction_out++ = pc;
     }
   }

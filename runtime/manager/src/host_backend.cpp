@@ -21,38 +21,36 @@ std::size_t page_size() {
   return size > 0 ? static_cast<std::size_t>(size) : 4096;
 }
 
-/// A page-aligned block, locked with mlock where the process may.
-struct PinnedBlock {
-  std::byte *data = nullptr;
-  bool locked = false;
-};
-
-PinnedBlock lock_block(std::size_t rounded) {
+/// A page-aligned block, locked with mlock where the process may (a block
+/// the process could not lock is pinned in name only: munlock on it is
+/// harmless).
+std::byte *lock_block(std::size_t rounded) {
   void *memory = std::aligned_alloc(page_size(), rounded);
   if (!memory) throw std::bad_alloc();
-  return PinnedBlock{static_cast<std::byte *>(memory), ::mlock(memory, rounded) == 0};
+  ::mlock(memory, rounded);
+  return static_cast<std::byte *>(memory);
 }
 
-void unlock_block(PinnedBlock block, std::size_t rounded) {
-  if (block.locked) ::munlock(block.data, rounded);
-  std::free(block.data);
+void unlock_block(std::byte *block, std::size_t rounded) {
+  ::munlock(block, rounded);
+  std::free(block);
 }
 
-using PinnedPool = BlockPool<PinnedBlock>;
+using PinnedPool = BlockPool<std::byte *>;
 
 /// The pool, with every block it owns (handed out or kept) in `blocks`:
 /// registered when it is made, not on every reuse, so that locate() costs
 /// a transition nothing.
-std::shared_ptr<PinnedPool> make_pinned_pool(const std::shared_ptr<BlockRegistry> &blocks) {
-  return std::make_shared<PinnedPool>(
+PinnedPool::Owner make_pinned_pool(const std::shared_ptr<BlockRegistry> &blocks) {
+  return PinnedPool::make(
       std::size_t{64} << 20,
       [blocks](std::size_t rounded) {
-        const PinnedBlock block = lock_block(rounded);
-        blocks->add(block.data, rounded, Location::pinned());
+        std::byte *block = lock_block(rounded);
+        blocks->add(block, rounded, Location::pinned());
         return block;
       },
-      [blocks](PinnedBlock block, std::size_t rounded) {
-        blocks->remove(block.data);
+      [blocks](std::byte *block, std::size_t rounded) {
+        blocks->remove(block);
         unlock_block(block, rounded);
       });
 }
@@ -67,9 +65,7 @@ public:
     // non-zero; the value's bytes are the first nbytes.
     if (location == Location::pinned()) {
       const std::size_t rounded = round_up(nbytes, page_size());
-      const PinnedBlock block = pinned_->take(rounded);
-      return Storage(block.data, nbytes, location,
-                     [pool = pinned_, block, rounded](std::byte *) { pool->give_back(block, rounded); });
+      return Storage(pinned_->take(rounded), nbytes, location, pinned_->releaser(rounded));
     }
     void *memory = std::aligned_alloc(64, round_up(nbytes, 64));
     if (!memory) throw std::bad_alloc();
@@ -110,10 +106,10 @@ private:
 
   /// Freed pinned blocks kept for reuse, up to 64 MiB, so that values moving
   /// in and out of pinned memory do not pay for mlock, munlock and fresh
-  /// page faults every time. Shared with the storages, which may outlive
-  /// the backend.
+  /// page faults every time. Both outlive the backend while a storage of
+  /// theirs does (block_pool.hpp).
   std::shared_ptr<BlockRegistry> pinned_blocks_ = std::make_shared<BlockRegistry>();
-  std::shared_ptr<PinnedPool> pinned_ = make_pinned_pool(pinned_blocks_);
+  PinnedPool::Owner pinned_ = make_pinned_pool(pinned_blocks_);
 };
 
 } // namespace

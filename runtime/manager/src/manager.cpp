@@ -6,7 +6,9 @@
 #include "reaping.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <stdexcept>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -57,13 +59,13 @@ public:
       CallbackScope callback(manager_.mutex_);
       record.source->load(storage.bytes());
     }
-    pending_.emplace_back(location, std::move(storage));
+    add_pending(location, std::move(storage));
   }
 
   void copy(ValueId value, Location from, Location to) override {
     stamp_start();
     if (prepared_ && prepared_->from == from && prepared_->to == to) {
-      pending_.emplace_back(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
+      add_pending(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
       prepared_ = nullptr;
       return;
     }
@@ -72,15 +74,17 @@ public:
     Storage destination = manager_.backend_.memory->allocate(to, logical_bytes(value));
     // The caller's stream orders copies into the transition's destination only.
     manager_.backend_.copies->copy(*source, destination, to == destination_ ? stream_ : Stream{});
-    pending_.emplace_back(to, std::move(destination));
+    add_pending(to, std::move(destination));
   }
 
   void install(ValueId value, Location location) override {
     stamp_start();
-    auto it =
-        std::find_if(pending_.begin(), pending_.end(), [&](const auto &p) { return p.first == location; });
-    manager_.install_replica(value, location, std::move(it->second));
-    pending_.erase(it);
+    for (std::size_t i = 0; i < pending_count_; ++i)
+      if (pending_[i].first == location) {
+        manager_.install_replica(value, location, std::move(pending_[i].second));
+        pending_[i] = std::move(pending_[--pending_count_]);
+        return;
+      }
   }
 
   void remove(ValueId value, Location location) override {
@@ -97,9 +101,13 @@ private:
     return static_cast<std::size_t>(manager_.state_.value(value).spec.logical_nbytes);
   }
   const Storage *pending(Location location) const {
-    for (const auto &[at, storage] : pending_)
-      if (at == location) return &storage;
+    for (std::size_t i = 0; i < pending_count_; ++i)
+      if (pending_[i].first == location) return &pending_[i].second;
     return nullptr;
+  }
+  void add_pending(Location location, Storage storage) {
+    if (pending_count_ == pending_.size()) throw std::logic_error("a transition fills at most two storages");
+    pending_[pending_count_++] = {location, std::move(storage)};
   }
 
   Manager &manager_;
@@ -107,7 +115,11 @@ private:
   Stream stream_;
   PreparedCopy *prepared_;
   std::uint64_t *started_at_ns_;
-  std::vector<std::pair<Location, Storage>> pending_;
+  /// At most two storages wait at once (§4.5: a reload's storage at the
+  /// source location, then its copy at the destination); held inline, so a
+  /// transition allocates nothing for them.
+  std::array<std::pair<Location, Storage>, 2> pending_;
+  std::size_t pending_count_ = 0;
 };
 
 namespace {
@@ -279,12 +291,15 @@ Handle Manager::adopt(std::byte *data, std::size_t logical_nbytes, std::size_t s
           "an adopted value must own independent backing storage: the buffer overlaps "
           "the replica of value " +
           value_name(owned->payload->value) + " at " + owned->payload->location.name());
+  // Room for a second replica before anything changes: most values get
+  // one, and their first transition then allocates nothing here.
+  Record record;
+  record.replicas.reserve(2);
   FailureDetail detail;
   // The caller keeps the buffer if adopt fails: the Storage that frees it is
   // made only once the model has admitted and installed the value.
   if (Outcome outcome = state_.adopt(value, spec, location, &detail); outcome.failed())
     throw_failure(outcome, {}, detail);
-  Record record;
   record.handle_id = next_handle_id_++;
   records_.push_back(std::move(record));
   install_replica(value, location,

@@ -100,10 +100,21 @@ void StateOverlay::copy_accounts_of_base() {
   return rules::apply(store, action, detail, &transfer);
 }
 
-[[gnu::flatten]] Outcome StateOverlay::apply(const Action &action, FailureDetail *detail,
-                                             StepTransfer &transfer) {
+[[gnu::flatten]] std::size_t StateOverlay::apply_each(Phase phase, std::span<const Action> actions,
+                                                      FailureDetail *detail, SimulatedStep *out) {
   Store store(*this);
-  return rules::apply(store, action, detail, transfer);
+  for (std::uint32_t i = 0; i < actions.size(); ++i) {
+    // Field by field: a step assembled on the stack and copied whole was
+    // read back wider than it was written (a store-forwarding stall per
+    // action).
+    SimulatedStep &step = out[i];
+    const Outcome outcome = rules::apply(store, actions[i], detail, step.transfer);
+    step.phase = phase;
+    step.index = i;
+    step.outcome = outcome;
+    if (outcome.failed()) return i + 1;
+  }
+  return actions.size();
 }
 
 Outcome StateOverlay::reserve(Location at, std::uint64_t nbytes, FailureDetail *detail) {
@@ -136,8 +147,7 @@ const StateOverlay::Value *StateOverlay::find_by_scan(ValueId id) const {
 
 StateOverlay::Value &StateOverlay::add(ValueId id, const ValueRecord &record) {
   const auto slot = static_cast<std::uint32_t>(values_.size());
-  values_.push_back(
-      Value{record.spec, record.source_location, record.resident, protected_seen(id, record), false});
+  values_.emplace_back(record, protected_seen(id, record));
   touched_ids_.push_back(id);
   if (slot_.empty() && touched_ids_.size() > kScannedValues) {
     // Many values: index them by id from now on (reset() keeps the index).

@@ -15,28 +15,28 @@ std::string_view phase_name(Phase phase) {
 Explanation Simulator::explain(const PlanView &plan) {
   overlay_.reset();
   Explanation out;
-  out.steps.reserve(plan.reclaim.size() + plan.reservations.size() + plan.enter.size() + plan.exit.size());
+  // Room for every step, written in place and cut to the steps taken.
+  out.steps.resize(plan.reclaim.size() + plan.reservations.size() + plan.enter.size() + plan.exit.size());
+  std::size_t taken = 0;
   // Each phase stops at its first failure, and no later phase runs (§10.2).
   auto run_actions = [&](Phase phase, std::span<const Action> actions) {
-    for (std::uint32_t i = 0; i < actions.size(); ++i) {
-      StepTransfer transfer = StepTransfer::None;
-      const Outcome outcome = overlay_.apply(actions[i], &out.failure_detail, transfer);
-      out.steps.push_back(SimulatedStep{phase, i, outcome, transfer});
-      if (outcome.failed()) return false;
-    }
-    return true;
+    const std::size_t applied =
+        overlay_.apply_each(phase, actions, &out.failure_detail, out.steps.data() + taken);
+    taken += applied;
+    return applied == 0 || !out.steps[taken - 1].outcome.failed();
   };
   auto run_reservations = [&] {
     for (std::uint32_t i = 0; i < plan.reservations.size(); ++i) {
       const Reservation &reservation = plan.reservations[i];
       const Outcome outcome = overlay_.reserve(reservation.location, reservation.nbytes, &out.failure_detail);
-      out.steps.push_back(SimulatedStep{Phase::Reserve, i, outcome});
+      out.steps[taken++] = SimulatedStep{Phase::Reserve, i, outcome};
       if (outcome.failed()) return false;
     }
     return true;
   };
   out.feasible = run_actions(Phase::Reclaim, plan.reclaim) && run_reservations() &&
                  run_actions(Phase::Enter, plan.enter) && run_actions(Phase::Exit, plan.exit);
+  out.steps.resize(taken);
 
   auto predict = [&](Location location) {
     const LocationAccount &live = state_.account(location);

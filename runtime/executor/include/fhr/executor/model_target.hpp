@@ -83,7 +83,9 @@ private:
 
   /// Records `step` with `outcome`; a failure raises `raised` (None: the
   /// outcome's own class). Returns whether it succeeded.
-  bool record(StepRecord step, const Outcome &outcome, ErrorClass raised);
+  bool record(const StepRecord &step, const Outcome &outcome, ErrorClass raised);
+  /// The same for a step already appended to the run.
+  bool finish(StepRecord &step, const Outcome &outcome, ErrorClass raised);
   /// The preflight of `view`: true when feasible, else records the refused
   /// step (`where` gives the instruction and value of a simulated step).
   template <typename Where>

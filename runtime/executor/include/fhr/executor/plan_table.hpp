@@ -59,25 +59,28 @@ void expand_actions(const bytecode::Module &module, bytecode::InstructionRange r
 /// every plan once through one PlanSteps keeps the expansion in cache).
 void expand_plan(const bytecode::Module &module, std::uint32_t index, PlanSteps &out);
 
+/// The kind of action an action instruction names.
+inline ActionKind action_kind_of(bytecode::Opcode opcode) {
+  using bytecode::Opcode;
+  switch (opcode) {
+  case Opcode::Ensure: return ActionKind::Ensure;
+  case Opcode::Copy: return ActionKind::Copy;
+  case Opcode::Move:
+  case Opcode::MoveFrom: return ActionKind::Move;
+  case Opcode::Drop: return ActionKind::Drop;
+  default: return ActionKind::Discard;
+  }
+}
+
+/// The explicit source an action instruction names, if any.
+inline std::optional<Location> action_source_of(const bytecode::Instruction &in) {
+  return in.opcode == bytecode::Opcode::MoveFrom ? std::optional(in.from) : std::nullopt;
+}
+
 /// The action an instruction names for one of its values (inline: the
 /// expansion calls it per action instruction).
 inline Action action_of(const bytecode::Instruction &in, ValueId value) {
-  using bytecode::Opcode;
-  Action action;
-  action.value = value;
-  action.location = in.location;
-  switch (in.opcode) {
-  case Opcode::Ensure: action.kind = ActionKind::Ensure; break;
-  case Opcode::Copy: action.kind = ActionKind::Copy; break;
-  case Opcode::Move: action.kind = ActionKind::Move; break;
-  case Opcode::MoveFrom:
-    action.kind = ActionKind::Move;
-    action.from = in.from;
-    break;
-  case Opcode::Drop: action.kind = ActionKind::Drop; break;
-  default: action.kind = ActionKind::Discard; break;
-  }
-  return action;
+  return Action{action_kind_of(in.opcode), value, in.location, action_source_of(in)};
 }
 
 class PlanTable {

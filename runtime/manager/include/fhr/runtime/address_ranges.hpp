@@ -27,10 +27,20 @@ public:
   /// Adds [start, start + nbytes). \pre it overlaps no range already kept.
   void add(const void *start, std::size_t nbytes, Payload payload) {
     if (nbytes == 0 || !start) return;
-    ranges_.emplace(address(start), Range{address(start) + nbytes, std::move(payload)});
+    if (spare_.empty()) {
+      ranges_.emplace(address(start), Range{address(start) + nbytes, std::move(payload)});
+      return;
+    }
+    spare_.key() = address(start);
+    spare_.mapped() = Range{address(start) + nbytes, std::move(payload)};
+    spare_ = std::move(ranges_.insert(std::move(spare_)).node); // empty once inserted
   }
-  /// Forgets the range that starts at `start` (nothing if none does).
-  void remove(const void *start) { ranges_.erase(address(start)); }
+  /// Forgets the range that starts at `start` (nothing if none does). Its
+  /// node is kept for the next add(): a replica removed and another
+  /// installed, every transition's pattern, then allocate nothing.
+  void remove(const void *start) {
+    if (auto node = ranges_.extract(address(start))) spare_ = std::move(node);
+  }
   void clear() { ranges_.clear(); }
   std::size_t size() const { return ranges_.size(); }
 
@@ -48,12 +58,15 @@ public:
   }
 
 private:
+  // No default member initializers: spare_'s node type asks whether Range
+  // is default-constructible while the class is still incomplete.
   struct Range {
-    std::uintptr_t end = 0;
+    std::uintptr_t end;
     Payload payload;
   };
   static std::uintptr_t address(const void *p) { return reinterpret_cast<std::uintptr_t>(p); }
   std::map<std::uintptr_t, Range> ranges_;
+  typename std::map<std::uintptr_t, Range>::node_type spare_;
 };
 
 } // namespace fhr

@@ -4,12 +4,23 @@
 /// pinning 256 MiB costs about 100 ms) kept by exact size for reuse, up to a
 /// bound; beyond it, blocks go back to the system. Counts what it has handed
 /// out and what it keeps, for snapshots (PoolFigures). Thread-safe.
+///
+/// A Storage over a pool's block may outlive the memory resource that made
+/// it (memory_resource.hpp), so the pool lives until both its owner (make()'s
+/// handle) and every block it handed out are gone: the last of them deletes
+/// it. That lets a Storage's release function hold the pool by plain pointer
+/// (releaser()): small enough for std::function's inline buffer, so taking a
+/// pooled block allocates nothing on the heap, where a captured shared_ptr
+/// cost an allocation and two atomic counts per transition.
 
 #include "fhr/runtime/memory_resource.hpp"
+#include "fhr/runtime/storage.hpp"
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -19,12 +30,21 @@ namespace fhr {
 
 template <typename Block>
 class BlockPool {
+  /// The owner's end of the pool's life (see the file comment).
+  struct Retire {
+    void operator()(BlockPool *pool) const { pool->retire(); }
+  };
+
 public:
+  /// The handle its owner keeps; dropping it trims the pool, which then
+  /// lives on only until the last block it handed out comes back.
+  using Owner = std::unique_ptr<BlockPool, Retire>;
+
   /// `make` gets fresh memory (may throw), `release` returns it to the system.
-  BlockPool(std::uint64_t limit_bytes, std::function<Block(std::size_t)> make,
-            std::function<void(Block, std::size_t)> release)
-      : limit_(limit_bytes), make_(std::move(make)), release_(std::move(release)) {}
-  ~BlockPool() { trim(); }
+  static Owner make(std::uint64_t limit_bytes, std::function<Block(std::size_t)> make,
+                    std::function<void(Block, std::size_t)> release) {
+    return Owner(new BlockPool(limit_bytes, std::move(make), std::move(release)));
+  }
   BlockPool(const BlockPool &) = delete;
   BlockPool &operator=(const BlockPool &) = delete;
 
@@ -36,26 +56,39 @@ public:
         it->second.pop_back();
         kept_ -= nbytes;
         in_use_ += nbytes;
+        ++handed_out_;
         return block;
       }
     }
     Block block = make_(nbytes); // outside the lock: pinning takes long
     std::lock_guard lock(mutex_);
     in_use_ += nbytes;
+    ++handed_out_;
     return block;
   }
 
   void give_back(Block block, std::size_t nbytes) {
+    bool last = false;
     {
       std::lock_guard lock(mutex_);
       in_use_ -= nbytes;
-      if (kept_ + nbytes <= limit_) {
+      --handed_out_;
+      if (!retired_ && kept_ + nbytes <= limit_) {
         free_[nbytes].push_back(block);
         kept_ += nbytes;
         return;
       }
+      last = retired_ && handed_out_ == 0;
     }
     release_(block, nbytes);
+    if (last) delete this;
+  }
+
+  /// A Storage's release function for a block of `nbytes` this pool handed
+  /// out: gives it back. Trivially copyable and two words, so it lives in
+  /// std::function's inline buffer.
+  Storage::Release releaser(std::size_t nbytes) requires std::same_as<Block, std::byte *> {
+    return [this, nbytes](std::byte *block) { give_back(block, nbytes); };
   }
 
   /// Warm-up: makes blocks so that one of each of `sizes` (a size may
@@ -108,11 +141,32 @@ public:
   }
 
 private:
+  BlockPool(std::uint64_t limit_bytes, std::function<Block(std::size_t)> make,
+            std::function<void(Block, std::size_t)> release)
+      : limit_(limit_bytes), make_(std::move(make)), release_(std::move(release)) {}
+  ~BlockPool() = default;
+
+  /// The owner let go: the kept blocks go back to the system, and the pool
+  /// is deleted now if no block is out, else by the last give_back().
+  void retire() {
+    trim();
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      retired_ = true;
+      last = handed_out_ == 0;
+    }
+    if (last) delete this;
+  }
+
   mutable std::mutex mutex_;
   /// Kept blocks by size: a size's list keeps its capacity, so that taking
   /// and giving back a block of a size seen before allocates nothing.
   std::map<std::size_t, std::vector<Block>> free_;
   std::uint64_t kept_ = 0, in_use_ = 0;
+  /// Blocks handed out and not given back yet.
+  std::uint64_t handed_out_ = 0;
+  bool retired_ = false;
   std::uint64_t limit_;
   std::function<Block(std::size_t)> make_;
   std::function<void(Block, std::size_t)> release_;

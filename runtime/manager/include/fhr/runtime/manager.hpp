@@ -256,8 +256,10 @@ private:
     std::vector<std::pair<Location, Storage>> replicas;
   };
   /// Which replica a range of the storage index belongs to.
+  /// (No default member initializers: the index's spare node asks whether
+  /// it is default-constructible while Manager is still incomplete.)
   struct ReplicaOf {
-    ValueId value = 0;
+    ValueId value;
     Location location;
   };
 

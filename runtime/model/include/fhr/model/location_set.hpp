@@ -18,7 +18,8 @@ public:
   /// The set of one location.
   static LocationSet of(Location l) {
     LocationSet set;
-    set.insert(l);
+    for (unsigned w = 0; w < kWords; ++w)
+      set.words_[w] = word_mask(l, w);
     return set;
   }
   bool contains(Location l) const { return (words_[l.index() / 64] >> (l.index() % 64)) & 1u; }
@@ -32,9 +33,10 @@ public:
   std::optional<Location> first() const { return first_at_or_after(0); }
   /// The first member other than `excluded`, in §1.3 order.
   std::optional<Location> first_except(Location excluded) const {
-    LocationSet copy = *this;
-    copy.erase(excluded);
-    return copy.first();
+    for (unsigned w = 0; w < kWords; ++w)
+      if (const std::uint64_t bits = words_[w] & ~word_mask(excluded, w); bits != 0)
+        return Location::from_index(w * 64 + static_cast<unsigned>(std::countr_zero(bits)));
+    return std::nullopt;
   }
   /// Calls f(Location) for each member in §1.3 order.
   template <typename F>
@@ -53,6 +55,13 @@ public:
 
 private:
   static constexpr unsigned kWords = (Location::kCount + 63) / 64;
+  /// `l`'s bit within word `w` (zero when it lives in another word). Sets
+  /// built or filtered through it stay in registers: a set assembled in
+  /// memory by one indexed word store and read back whole stalled explain's
+  /// per-action path on store forwarding.
+  static std::uint64_t word_mask(Location l, unsigned w) {
+    return l.index() / 64 == w ? std::uint64_t{1} << (l.index() % 64) : 0;
+  }
   std::optional<Location> first_at_or_after(unsigned word) const {
     for (unsigned w = word; w < kWords; ++w)
       if (words_[w] != 0)

@@ -21,6 +21,8 @@
 ///   first_referenced() when an action or reservation first names it;
 /// * a refused action keeps the endpoints it had resolved (§10.3).
 
+#include "fhr/model/plan.hpp"
+#include "fhr/model/simulated_step.hpp"
 #include "fhr/model/state.hpp"
 #include "fhr/model/transfer_recorder.hpp"
 
@@ -30,8 +32,6 @@
 #include <vector>
 
 namespace fhr {
-
-enum class StepTransfer : std::uint8_t; // fhr/model/step_transfer.hpp
 
 class StateOverlay {
 public:
@@ -47,9 +47,14 @@ public:
   /// The same, writing down the transition's physical work in `transfer`
   /// (its hook calls inline: explain's per-action path).
   Outcome apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer);
-  /// The same, keeping only what moved the step's bytes (the Simulator's
-  /// per-action path: the recorder stays in registers).
-  Outcome apply(const Action &action, FailureDetail *detail, StepTransfer &transfer);
+  /// apply() for each of `actions` in order, up to and including the first
+  /// that fails, writing each step (tagged `phase`, its position in
+  /// `actions`) with what moved its bytes to `out`, which has room for
+  /// them all. Returns how many steps it wrote. The Simulator's per-phase
+  /// path: the loop runs inside the rules' flattened code, so an action
+  /// costs no call and the transfer flags stay in registers.
+  std::size_t apply_each(Phase phase, std::span<const Action> actions, FailureDetail *detail,
+                         SimulatedStep *out);
   /// State::reserve's admission and charge, on the overlay (no lifetime is
   /// recorded: nothing can release it but reset()).
   Outcome reserve(Location at, std::uint64_t nbytes, FailureDetail *detail = nullptr);
@@ -72,6 +77,13 @@ private:
 
   /// A value as the rules see it (the members of ValueRecord they read).
   struct Value {
+    /// The base's record as the overlay first sees it, constructed in
+    /// place: a Value assembled on the stack and copied whole was read back
+    /// wider than it was written (a store-forwarding stall per first touch).
+    Value(const ValueRecord &record, LocationSet protected_seen)
+        : spec(record.spec), source_location(record.source_location), resident(record.resident),
+          protected_at(protected_seen) {}
+
     ValueSpec spec;
     std::optional<Location> source_location;
     LocationSet resident;

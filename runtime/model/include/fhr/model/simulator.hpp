@@ -8,6 +8,7 @@
 
 #include "fhr/model/overlay.hpp"
 #include "fhr/model/plan.hpp"
+#include "fhr/model/simulated_step.hpp"
 #include "fhr/model/state.hpp"
 #include "fhr/model/step_transfer.hpp"
 
@@ -17,16 +18,6 @@
 #include <vector>
 
 namespace fhr {
-
-/// One simulated reservation or action. `index` is its position within its
-/// phase's list.
-struct SimulatedStep {
-  Phase phase = Phase::Enter;
-  std::uint32_t index = 0;
-  Outcome outcome;
-  /// What moved its bytes, as the rules' hooks were called.
-  StepTransfer transfer = StepTransfer::None;
-};
 
 /// Per-location prediction; locations the plan touches that the registry
 /// does not know yet appear after the registered ones.
