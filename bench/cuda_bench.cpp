@@ -5,7 +5,10 @@
 // docs/benchmarks.md. Cold rows come first, before anything has warmed
 // the driver's pools. Run on a GPU machine:
 //
-//   ./build-release/bench/cuda_bench [rounds]
+//   ./build-release/bench/cuda_bench [rounds] [cold|bandwidth|small|leases ...]
+//
+// (the sections named, default all: a process that times only leases, for
+// comparing processes placed on different CPUs).
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -21,6 +24,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <sys/mman.h>
 #include <thread>
 #include <vector>
@@ -330,8 +334,9 @@ void evict_while_prefetch(int rounds) {
 /// Per round: `sizes.size()` ensures pinned -> cuda:0 of values of these
 /// sizes (each timed alone, the undoing drop outside the clock; and a second
 /// figure with the drop inside), beside raw copies + synchronise of the same
-/// sizes into one device buffer, alternating rounds. Rows: the manager, the
-/// raw copy, and the difference per round.
+/// sizes into one device buffer, each timed alone too, alternating rounds.
+/// Rows: the manager, the raw copy (into `cudaMalloc` memory and into a
+/// block of the stream-ordered pool), and the difference per round.
 void small_ensures(Manager &m, const std::string &label,
                    const std::function<std::vector<std::size_t>(int)> &sizes_of_round, int rounds,
                    const char *target) {
@@ -352,20 +357,30 @@ void small_ensures(Manager &m, const std::string &label,
                                            distinct.begin())];
   };
   std::byte *source = pinned_block(largest, 1);
-  void *device = nullptr;
+  void *device = nullptr, *pooled = nullptr;
   check(cudaMalloc(&device, largest));
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<double> raw, managed, with_drop, above;
+  // The manager's device blocks come from the device's stream-ordered pool
+  // (through its small-block cache): the same copies into such a block.
+  check(cudaMallocAsync(&pooled, largest, stream));
+  check(cudaStreamSynchronize(stream));
+  // Each copy timed alone, as each ensure is (two clock reads per sample).
+  auto raw_into = [&](void *target, const std::vector<std::size_t> &sizes) {
+    double total = 0;
+    for (std::size_t n : sizes) {
+      const auto start = Clock::now();
+      check(cudaMemcpyAsync(target, source, n, cudaMemcpyDefault, stream));
+      check(cudaStreamSynchronize(stream));
+      total += seconds_since(start);
+    }
+    return total / static_cast<double>(sizes.size());
+  };
+  std::vector<double> raw, raw_pooled, managed, with_drop, above;
   for (int r = 0; r < rounds; ++r) {
     const std::vector<std::size_t> &sizes = round_sizes[static_cast<std::size_t>(r)];
-    const double raw_round = time_of([&] {
-                               for (std::size_t n : sizes) {
-                                 check(cudaMemcpyAsync(device, source, n, cudaMemcpyDefault, stream));
-                                 check(cudaStreamSynchronize(stream));
-                               }
-                             }) /
-                             static_cast<double>(sizes.size());
+    const double raw_round = raw_into(device, sizes);
+    raw_pooled.push_back(raw_into(pooled, sizes));
     double total = 0;
     for (std::size_t n : sizes) {
       const Handle h = value_of(n);
@@ -387,9 +402,12 @@ void small_ensures(Manager &m, const std::string &label,
     above.push_back(managed_round - raw_round);
   }
   us_row(label + ": `ensure` pinned → cuda:0 (the undoing drop outside the clock)", managed);
-  us_row("  raw `cudaMemcpyAsync` + synchronise of the same sizes", raw);
+  us_row("  raw `cudaMemcpyAsync` + synchronise of the same sizes (into `cudaMalloc` memory)", raw);
+  us_row("  the same into a block of the device's stream-ordered pool (`cudaMallocAsync`)", raw_pooled);
   us_row("  the ensure above raw (per round)", above, target);
   us_row("  `ensure` + the undoing `drop`, both in the clock", with_drop);
+  check(cudaFreeAsync(pooled, stream));
+  check(cudaStreamSynchronize(stream));
   check(cudaFree(device));
   check(cudaFreeHost(source));
   check(cudaStreamDestroy(stream));
@@ -563,21 +581,28 @@ int main(int argc, char **argv) {
   check(cudaGetDeviceProperties(&prop, 0));
   std::printf("cuda_bench: device 0: %s, %d devices; %d rounds, median and range (min–max)\n", prop.name,
               static_cast<int>(cuda_device_count()), rounds);
-  cold_rows(rounds); // first: nothing has warmed the driver's pools yet
+  // Sections after the rounds (default: all): cold, bandwidth, small, leases.
+  auto wanted = [&](std::string_view section) {
+    if (argc <= 2) return true;
+    for (int k = 2; k < argc; ++k)
+      if (section == argv[k]) return true;
+    return false;
+  };
+  if (wanted("cold")) cold_rows(rounds); // first: nothing has warmed the driver's pools yet
 
-  header("Bandwidth, warm pools (manager and raw rounds alternate)");
-  {
+  if (wanted("bandwidth")) {
+    header("Bandwidth, warm pools (manager and raw rounds alternate)");
     Manager m = cuda_manager();
     transfer(m, kPinned, std::size_t{256} << 20, rounds, "≥ 98% of raw", "≥ 98% of raw");
     transfer(m, kPinned, std::size_t{1} << 30, rounds, "≥ 98% of raw", "≥ 98% of raw");
     transfer(m, kPageable, std::size_t{256} << 20, rounds, "≥ 25 GB/s", "≥ 32 GB/s every run");
     fresh_page_memcpy(rounds);
     m.close(true, true);
+    evict_while_prefetch(rounds);
   }
-  evict_while_prefetch(rounds);
 
-  header("Small transfers pinned → cuda:0 (2,000 ensures a round)");
-  {
+  if (wanted("small")) {
+    header("Small transfers pinned → cuda:0 (2,000 ensures a round)");
     Manager m = cuda_manager();
     const auto four_kib = [](int) { return std::vector<std::size_t>(2000, 4096); };
     small_ensures(m, "4 KiB, the cache on (the default)", four_kib, rounds, "≤ +0.5 µs");
@@ -592,6 +617,6 @@ int main(int argc, char **argv) {
     small_ensures(plain, "4 KiB, the cache off", four_kib, rounds, "");
     plain.close(true, true);
   }
-  lease_rows(rounds);
+  if (wanted("leases")) lease_rows(rounds);
   return 0;
 }

@@ -81,17 +81,25 @@ def load_fhelium():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
-    repeats = parser.parse_args().repeats
+    parser.add_argument(
+        "--only",
+        help="comma-separated rows to run: noop, small, lease, big (default: all); "
+        "e.g. --only lease to time leases in many short processes",
+    )
+    arguments = parser.parse_args()
+    repeats = arguments.repeats
+    rows = set(arguments.only.split(",")) if arguments.only else {"noop", "small", "lease", "big"}
     print(f"fhr {fhr.__version__}, Python {sys.version.split()[0]}, CUDA devices {fhr.cuda_device_count()}")
     print("| measurement | median (range) |\n|---|---|")
-    row("fhr no-op ensure (host backend)", fhr_noop(repeats))
+    if "noop" in rows:
+        row("fhr no-op ensure (host backend)", fhr_noop(repeats))
     fhelium = load_fhelium()
     try:
         import torch
     except ImportError:
         print("(CUDA rows skipped: no torch)")
         return
-    if fhelium:
+    if fhelium and "noop" in rows:
         residency, OneTensor = fhelium
         m = residency.ResidencyManager()
         h = m.adopt(OneTensor(torch.zeros(1024)))
@@ -133,17 +141,23 @@ def main():
 
     m = fhr.ResidencyManager(backend="cuda")
     h = m.adopt(torch.zeros(1024).pin_memory(), replica_mode=fhr.ReplicaMode.REPLICABLE)
-    row("fhr 4 KiB tensor ensure pinned -> cuda:0", small_ensure(m, h, cuda0, cuda0))
+    if "small" in rows:
+        row("fhr 4 KiB tensor ensure pinned -> cuda:0", small_ensure(m, h, cuda0, cuda0))
     m.ensure(h, cuda0)
-    row("fhr lease acquire + release, consumer stream", lease(m, h, cuda0))
-    if fhelium:
+    if "lease" in rows:
+        row("fhr lease acquire + release, consumer stream", lease(m, h, cuda0))
+    if fhelium and rows & {"small", "lease"}:
         residency, OneTensor = fhelium
         fm = residency.ResidencyManager()
         fh = fm.adopt(OneTensor(torch.zeros(1024).pin_memory()), replica_mode=residency.ReplicaMode.REPLICABLE)
         fcuda = residency.cuda_location("cuda:0")
-        row("FHElium 4 KiB tensor ensure pinned -> cuda:0", small_ensure(fm, fh, fcuda, fcuda))
+        if "small" in rows:
+            row("FHElium 4 KiB tensor ensure pinned -> cuda:0", small_ensure(fm, fh, fcuda, fcuda))
         fm.ensure(fh, fcuda)
-        row("FHElium lease acquire + release, consumer stream", lease(fm, fh, fcuda, 2000))
+        if "lease" in rows:
+            row("FHElium lease acquire + release, consumer stream", lease(fm, fh, fcuda, 2000))
+    if "big" not in rows:
+        return
 
     size = 256 << 20
     source = torch.empty(size, dtype=torch.uint8).pin_memory()

@@ -33,7 +33,11 @@ Modes (one per run, each prints one JSON object):
 
 Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
 the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
-allocated memory and their sum (fhr's pools are not PyTorch's allocator).
+allocated memory and their sum (fhr's pools are not PyTorch's allocator),
+and ``host_seconds``: the host's time in the residency policy before the
+switches (``policy``: the program's statements, the LRU decisions) and in
+taking their keys (``borrow``: leases, the controller's uses), time in
+which it queues no kernel.
 
 ``--seed N`` fixes FHElium's generator (``CkksEngine(rng_seed=N,
 rng_nonce=N)``: with the seed alone the stream's nonce is still random), so
@@ -175,6 +179,10 @@ class ManagedKeys:
         self.borrow = self.lease  # how a switch gets the key's cuda:0 replica
         self.events: list[Any] | None = None
         self.released: dict[str, Any] = {}  # name -> event after its last switch's kernels (solved)
+        # Host seconds spent in the residency policy before each switch and
+        # in taking its key (the lease or the controller's use): time the
+        # host is not queueing the bootstrap's kernels.
+        self.host_seconds = {"policy": 0.0, "borrow": 0.0}
         for name, key in boot.named_keys().items():
             boot.engine.validate_key_switch_key(key)  # once, on the device, as FHElium checks it
             pinned = key.pin_memory(copy=True)
@@ -237,8 +245,12 @@ class ManagedKeys:
             event = self.torch.cuda.Event(enable_timing=True)
             event.record(stream)
             self.events.append(event)
+        started = time.perf_counter()
         self.before_use(name)
+        borrowed = time.perf_counter()
+        self.host_seconds["policy"] += borrowed - started
         with self.borrow(name, stream) as device_key:
+            self.host_seconds["borrow"] += time.perf_counter() - borrowed
             yield device_key
         done = self.torch.cuda.Event()
         done.record(stream)
@@ -426,15 +438,18 @@ def main() -> None:
                 solved = SolvedProgram(keys, arguments.plan)
                 keys.before_use = solved
             moved_before, uses_before = keys.moved_to_cuda0(), len(keys.uses)
+            keys.host_seconds = {"policy": 0.0, "borrow": 0.0}
             run = boot.run()
             if solved is not None:
                 solved.close()
             run["key_uses"] = len(keys.uses) - uses_before
             run["key_bytes_to_cuda0"] = keys.moved_to_cuda0() - moved_before
+            run["host_seconds"] = {what: round(seconds, 4) for what, seconds in keys.host_seconds.items()}
             runs.append(run)
         result.update(keys.figures())
         result["key_uses"] = runs[-1]["key_uses"]
         result["key_bytes_to_cuda0"] = runs[-1]["key_bytes_to_cuda0"]
+        result["host_seconds"] = runs[-1]["host_seconds"]
     timed = runs[1:] if len(runs) > 1 else runs
     result["seconds"] = round(median([r["seconds"] for r in timed]), 4)
     result["max_error"] = max(r["max_error"] for r in runs)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <optional>
 #include <stdexcept>
 
 #define XXH_INLINE_ALL
@@ -79,10 +80,10 @@ public:
 
   void install(ValueId value, Location location) override {
     stamp_start();
-    for (std::size_t i = 0; i < pending_count_; ++i)
-      if (pending_[i].first == location) {
-        manager_.install_replica(value, location, std::move(pending_[i].second));
-        pending_[i] = std::move(pending_[--pending_count_]);
+    for (std::optional<Pending> &pending : pending_)
+      if (pending && pending->location == location) {
+        manager_.install_replica(value, location, std::move(pending->storage));
+        pending.reset();
         return;
       }
   }
@@ -101,13 +102,17 @@ private:
     return static_cast<std::size_t>(manager_.state_.value(value).spec.logical_nbytes);
   }
   const Storage *pending(Location location) const {
-    for (std::size_t i = 0; i < pending_count_; ++i)
-      if (pending_[i].first == location) return &pending_[i].second;
+    for (const std::optional<Pending> &pending : pending_)
+      if (pending && pending->location == location) return &pending->storage;
     return nullptr;
   }
   void add_pending(Location location, Storage storage) {
-    if (pending_count_ == pending_.size()) throw std::logic_error("a transition fills at most two storages");
-    pending_[pending_count_++] = {location, std::move(storage)};
+    for (std::optional<Pending> &pending : pending_)
+      if (!pending) {
+        pending.emplace(Pending{location, std::move(storage)});
+        return;
+      }
+    throw std::logic_error("a transition fills at most two storages");
   }
 
   Manager &manager_;
@@ -117,9 +122,13 @@ private:
   std::uint64_t *started_at_ns_;
   /// At most two storages wait at once (§4.5: a reload's storage at the
   /// source location, then its copy at the destination); held inline, so a
-  /// transition allocates nothing for them.
-  std::array<std::pair<Location, Storage>, 2> pending_;
-  std::size_t pending_count_ = 0;
+  /// transition allocates nothing for them, and empty until filled, so a
+  /// no-op constructs none.
+  struct Pending {
+    Location location;
+    Storage storage;
+  };
+  std::array<std::optional<Pending>, 2> pending_;
 };
 
 namespace {
