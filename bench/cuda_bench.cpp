@@ -7,8 +7,9 @@
 //
 //   ./build-release/bench/cuda_bench [rounds] [cold|bandwidth|small|leases ...]
 //
-// (the sections named, default all: a process that times only leases, for
-// comparing processes placed on different CPUs).
+// (the sections named, default all: cold; bandwidth, with the eviction
+// beside a prefetch; small; leases, with the driver calls. A process that
+// times only leases, say, to compare processes.)
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -230,8 +232,9 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
       check(cudaStreamSynchronize(stream));
     }));
     in.push_back(time_of([&] { m.ensure(h, kGpu); }));
-    // The host replica goes first so that ensure copies back into fresh
-    // host storage (pageable: fresh pages, as a new value would get).
+    // The host replica goes first so that ensure copies back into host
+    // storage taken from the backend's pool (warmed above: the pageable
+    // block keeps its pages faulted in; the cold table has the first copy).
     m.move(h, kGpu, host);
     out.push_back(time_of([&] { m.ensure(h, host); }));
     m.drop(h, kGpu);
@@ -366,11 +369,11 @@ void small_ensures(Manager &m, const std::string &label,
   check(cudaMallocAsync(&pooled, largest, stream));
   check(cudaStreamSynchronize(stream));
   // Each copy timed alone, as each ensure is (two clock reads per sample).
-  auto raw_into = [&](void *target, const std::vector<std::size_t> &sizes) {
+  auto raw_into = [&](void *destination, const std::vector<std::size_t> &sizes) {
     double total = 0;
     for (std::size_t n : sizes) {
       const auto start = Clock::now();
-      check(cudaMemcpyAsync(target, source, n, cudaMemcpyDefault, stream));
+      check(cudaMemcpyAsync(destination, source, n, cudaMemcpyDefault, stream));
       check(cudaStreamSynchronize(stream));
       total += seconds_since(start);
     }
@@ -572,7 +575,16 @@ void lease_rows(int rounds) {
 } // namespace
 
 int main(int argc, char **argv) {
-  const int rounds = std::max(5, argc > 1 ? std::atoi(argv[1]) : 7);
+  // [rounds] [section ...]: a first argument that is not a number is a section.
+  const bool rounds_given = argc > 1 && std::isdigit(static_cast<unsigned char>(argv[1][0]));
+  const int rounds = std::max(5, rounds_given ? std::atoi(argv[1]) : 7);
+  const int first_section = rounds_given ? 2 : 1;
+  for (int k = first_section; k < argc; ++k)
+    if (std::string_view section = argv[k];
+        section != "cold" && section != "bandwidth" && section != "small" && section != "leases") {
+      std::fprintf(stderr, "usage: cuda_bench [rounds] [cold|bandwidth|small|leases ...]\n");
+      return 2;
+    }
   if (cuda_device_count() == 0) {
     std::printf("no CUDA device\n");
     return 1;
@@ -583,8 +595,8 @@ int main(int argc, char **argv) {
               static_cast<int>(cuda_device_count()), rounds);
   // Sections after the rounds (default: all): cold, bandwidth, small, leases.
   auto wanted = [&](std::string_view section) {
-    if (argc <= 2) return true;
-    for (int k = 2; k < argc; ++k)
+    if (argc <= first_section) return true;
+    for (int k = first_section; k < argc; ++k)
       if (section == argv[k]) return true;
     return false;
   };

@@ -88,7 +88,10 @@ def main():
     )
     arguments = parser.parse_args()
     repeats = arguments.repeats
-    rows = set(arguments.only.split(",")) if arguments.only else {"noop", "small", "lease", "big"}
+    every_row = {"noop", "small", "lease", "big"}
+    rows = {name.strip() for name in arguments.only.split(",")} if arguments.only else every_row
+    if not rows <= every_row:
+        parser.error(f"--only: unknown rows {sorted(rows - every_row)} (rows: {', '.join(sorted(every_row))})")
     print(f"fhr {fhr.__version__}, Python {sys.version.split()[0]}, CUDA devices {fhr.cuda_device_count()}")
     print("| measurement | median (range) |\n|---|---|")
     if "noop" in rows:

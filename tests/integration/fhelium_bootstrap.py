@@ -35,9 +35,9 @@ Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
 the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
 allocated memory and their sum (fhr's pools are not PyTorch's allocator),
 and ``host_seconds``: the host's time in the residency policy before the
-switches (``policy``: the program's statements, the LRU decisions) and in
-taking their keys (``borrow``: leases, the controller's uses), time in
-which it queues no kernel.
+switches (``policy``: the solved program's statements) and in taking their
+keys (``borrow``: the lease or the LRU controller's use, and the key object
+rebuilt over the manager's storage), time in which it queues no kernel.
 
 ``--seed N`` fixes FHElium's generator (``CkksEngine(rng_seed=N,
 rng_nonce=N)``: with the seed alone the stream's nonce is still random), so
@@ -180,8 +180,9 @@ class ManagedKeys:
         self.events: list[Any] | None = None
         self.released: dict[str, Any] = {}  # name -> event after its last switch's kernels (solved)
         # Host seconds spent in the residency policy before each switch and
-        # in taking its key (the lease or the controller's use): time the
-        # host is not queueing the bootstrap's kernels.
+        # in taking its key (the lease or the controller's use, and the key
+        # object rebuilt over the manager's storage): time the host is not
+        # queueing the bootstrap's kernels.
         self.host_seconds = {"policy": 0.0, "borrow": 0.0}
         for name, key in boot.named_keys().items():
             boot.engine.validate_key_switch_key(key)  # once, on the device, as FHElium checks it

@@ -86,6 +86,7 @@ public:
         pending.reset();
         return;
       }
+    throw std::logic_error("installing at " + location.name() + ", where no storage was filled");
   }
 
   void remove(ValueId value, Location location) override {

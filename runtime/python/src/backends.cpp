@@ -115,8 +115,8 @@ BackendChoice choose_backend(py::handle spec) {
 
 Stream to_stream(py::handle object, bool cuda_backend) {
   std::uintptr_t native = 0;
-  if (py::isinstance<PySimulatedStream>(object)) {
-    native = object.cast<const PySimulatedStream &>().stream.native;
+  if (const PySimulatedStream *simulated = bound_object<PySimulatedStream>(object)) {
+    native = simulated->stream.native;
   } else if (PyLong_Check(object.ptr()) && !PyBool_Check(object.ptr())) {
     native = object.cast<std::uintptr_t>();
   } else if (py::hasattr(object, "cuda_stream")) {

@@ -28,6 +28,17 @@ namespace fhr::python {
 
 namespace py = pybind11;
 
+/// The C++ object of a bound class that `object` is (a T or a subclass's
+/// instance), or null. One lookup of T's type record where isinstance<T>
+/// then cast<T> take two (each hashes the type's name: together the
+/// largest part of a lease's binding cost).
+template <typename T>
+const T *bound_object(py::handle object) {
+  py::detail::make_caster<T> caster;
+  if (!caster.load(object, /*convert=*/false)) return nullptr;
+  return &py::detail::cast_op<const T &>(caster);
+}
+
 // ---- deferred.cpp ---------------------------------------------------------
 
 /// Drops a reference later, with the GIL held (steals `object`).
@@ -106,6 +117,8 @@ struct PyHandle {
 void bind_handles(py::module_ &m);
 bool is_handle(py::handle object);
 const PyHandle &as_handle(py::handle object);
+/// as_handle where `object` is one, else null.
+inline const PyHandle *handle_of(py::handle object) { return bound_object<PyHandle>(object); }
 
 // ---- backends (backends.cpp) --------------------------------------------
 

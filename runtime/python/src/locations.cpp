@@ -112,9 +112,9 @@ py::object optional_location(const std::optional<Location> &location) {
 }
 
 Location to_location(py::handle object, const char *what) {
-  if (!py::isinstance<PyLocation>(object))
-    throw py::type_error(std::string(what) + " must be a ResidencyLocation");
-  return object.cast<const PyLocation &>().location;
+  const PyLocation *location = bound_object<PyLocation>(object);
+  if (!location) throw py::type_error(std::string(what) + " must be a ResidencyLocation");
+  return location->location;
 }
 
 bool is_handle(py::handle object) { return py::isinstance<PyHandle>(object); }

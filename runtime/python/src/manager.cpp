@@ -57,8 +57,9 @@ std::vector<py::object> unique_handles(py::handle handles) {
   }
   std::vector<py::object> unique;
   for (py::handle item : it) {
-    if (!is_handle(item)) throw py::type_error("residency lifetimes need ResidencyHandle values");
-    const PyHandle &h = as_handle(item);
+    const PyHandle *handle = handle_of(item);
+    if (!handle) throw py::type_error("residency lifetimes need ResidencyHandle values");
+    const PyHandle &h = *handle;
     const bool seen = std::any_of(unique.begin(), unique.end(), [&](const py::object &u) {
       const PyHandle &o = as_handle(u);
       return o.handle == h.handle && o.value_type.is(h.value_type) && o.manager_id.equal(h.manager_id) &&
@@ -119,12 +120,13 @@ std::ptrdiff_t PyManager::index_of(const Handle &handle) const {
 }
 
 Handle PyManager::resolve(py::handle object) {
-  if (!is_handle(object)) {
+  const PyHandle *handle = handle_of(object);
+  if (!handle) {
     check_open();
     raise_error("ResidencyHandleError",
                 "expected a ResidencyHandle, not " + std::string(Py_TYPE(object.ptr())->tp_name));
   }
-  const PyHandle &h = as_handle(object);
+  const PyHandle &h = *handle;
   const std::ptrdiff_t index = index_of(h.handle);
   if (index >= 0 && !values_[static_cast<std::size_t>(index)].value_type.is(h.value_type)) {
     check_open();

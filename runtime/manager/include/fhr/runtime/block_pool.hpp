@@ -68,19 +68,25 @@ public:
   }
 
   void give_back(Block block, std::size_t nbytes) {
-    bool last = false;
     {
       std::lock_guard lock(mutex_);
-      in_use_ -= nbytes;
-      --handed_out_;
       if (!retired_ && kept_ + nbytes <= limit_) {
+        in_use_ -= nbytes;
+        --handed_out_;
         free_[nbytes].push_back(block);
         kept_ += nbytes;
         return;
       }
-      last = retired_ && handed_out_ == 0;
     }
+    // The block counts as handed out until it is back with the system: the
+    // pool (and release_) stays alive until then, whoever retires it.
     release_(block, nbytes);
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      in_use_ -= nbytes;
+      last = --handed_out_ == 0 && retired_;
+    }
     if (last) delete this;
   }
 
@@ -147,15 +153,23 @@ private:
   ~BlockPool() = default;
 
   /// The owner let go: the kept blocks go back to the system, and the pool
-  /// is deleted now if no block is out, else by the last give_back().
+  /// is deleted now if no block is out, else by the last give_back(). One
+  /// critical section retires the pool and takes its kept blocks, so no
+  /// block is kept after it (give_back keeps only while not retired).
   void retire() {
-    trim();
+    std::map<std::size_t, std::vector<Block>> kept;
     bool last = false;
     {
       std::lock_guard lock(mutex_);
       retired_ = true;
+      kept.swap(free_);
+      kept_ = 0;
+      limit_ = 0;
       last = handed_out_ == 0;
     }
+    for (auto &[size, blocks] : kept)
+      for (Block block : blocks)
+        release_(block, size);
     if (last) delete this;
   }
 
