@@ -28,15 +28,24 @@ namespace fhr::python {
 
 namespace py = pybind11;
 
-/// The C++ object of a bound class that `object` is (a T or a subclass's
-/// instance), or null. One lookup of T's type record where isinstance<T>
-/// then cast<T> take two (each hashes the type's name: together the
-/// largest part of a lease's binding cost).
+/// T's type record, looked up once: every isinstance<T> and cast<T> looks
+/// it up again by hashing the type's name, which was the largest part of a
+/// lease's binding cost. (Classes are registered when the module is
+/// imported, before any call can ask.)
 template <typename T>
-const T *bound_object(py::handle object) {
-  py::detail::make_caster<T> caster;
+const py::detail::type_info *bound_type() {
+  static const py::detail::type_info *const info =
+      py::detail::get_type_info(typeid(T), /*throw_if_missing=*/true);
+  return info;
+}
+
+/// The C++ object of a bound class that `object` is (a T or a subclass's
+/// instance), or null.
+template <typename T>
+T *bound_object(py::handle object) {
+  py::detail::type_caster_generic caster(bound_type<T>());
   if (!caster.load(object, /*convert=*/false)) return nullptr;
-  return &py::detail::cast_op<const T &>(caster);
+  return static_cast<T *>(caster.value);
 }
 
 // ---- deferred.cpp ---------------------------------------------------------

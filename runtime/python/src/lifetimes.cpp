@@ -26,7 +26,7 @@ bool same_stream(py::handle a, py::handle b) { return a.is(b); }
 } // namespace
 
 PyLease::PyLease(py::object owner, Lease taken, py::tuple unique, Location at, py::object stream)
-    : manager(std::move(owner)), core(&manager.cast<PyManager &>()), lease(std::move(taken)),
+    : manager(std::move(owner)), core(bound_object<PyManager>(manager)), lease(std::move(taken)),
       handles(std::move(unique)), location(at) {
   if (!stream.is_none()) streams.push_back(std::move(stream));
 }

@@ -385,7 +385,7 @@ void bind_manager(py::module_ &m) {
       .def(
           "acquire",
           [](py::object self_object, py::handle handles, py::handle at, py::handle consumer_stream) {
-            PyManager &self = self_object.cast<PyManager &>();
+            PyManager &self = *bound_object<PyManager>(self_object);
             const std::vector<py::object> unique = unique_handles(handles);
             std::vector<Handle> native;
             native.reserve(unique.size());
