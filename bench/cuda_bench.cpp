@@ -337,7 +337,8 @@ void evict_while_prefetch(int rounds) {
 /// Per round: `sizes.size()` ensures pinned -> cuda:0 of values of these
 /// sizes (each timed alone, the undoing drop outside the clock; and a second
 /// figure with the drop inside), beside raw copies + synchronise of the same
-/// sizes into one device buffer, each timed alone too, alternating rounds.
+/// sizes from the values' own host buffers into one device buffer, each
+/// timed alone too, alternating rounds.
 /// Rows: the manager, the raw copy (into `cudaMalloc` memory and into a
 /// block of the stream-ordered pool), and the difference per round.
 void small_ensures(Manager &m, const std::string &label,
@@ -351,15 +352,21 @@ void small_ensures(Manager &m, const std::string &label,
   }
   const std::size_t largest = *std::max_element(distinct.begin(), distinct.end());
   std::vector<Handle> values;
+  // Each value's pinned bytes: the raw copies read the same host memory the
+  // ensures do (a buffer of its own per size, as every value has), so that
+  // both pay the same for pages the copy engine has not seen.
+  std::vector<std::byte *> sources;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  for (std::size_t n : distinct)
-    values.push_back(adopt_pinned(m, n));
-  auto value_of = [&](std::size_t n) {
-    return values[static_cast<std::size_t>(std::lower_bound(distinct.begin(), distinct.end(), n) -
-                                           distinct.begin())];
+  for (std::size_t n : distinct) {
+    sources.push_back(pinned_block(n, 1));
+    values.push_back(m.adopt(
+        sources.back(), n, kPinned, [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable));
+  }
+  auto index_of = [&](std::size_t n) {
+    return static_cast<std::size_t>(std::lower_bound(distinct.begin(), distinct.end(), n) - distinct.begin());
   };
-  std::byte *source = pinned_block(largest, 1);
+  auto value_of = [&](std::size_t n) { return values[index_of(n)]; };
   void *device = nullptr, *pooled = nullptr;
   check(cudaMalloc(&device, largest));
   cudaStream_t stream = nullptr;
@@ -373,7 +380,7 @@ void small_ensures(Manager &m, const std::string &label,
     double total = 0;
     for (std::size_t n : sizes) {
       const auto start = Clock::now();
-      check(cudaMemcpyAsync(destination, source, n, cudaMemcpyDefault, stream));
+      check(cudaMemcpyAsync(destination, sources[index_of(n)], n, cudaMemcpyDefault, stream));
       check(cudaStreamSynchronize(stream));
       total += seconds_since(start);
     }
@@ -405,17 +412,19 @@ void small_ensures(Manager &m, const std::string &label,
     above.push_back(managed_round - raw_round);
   }
   us_row(label + ": `ensure` pinned → cuda:0 (the undoing drop outside the clock)", managed);
-  us_row("  raw `cudaMemcpyAsync` + synchronise of the same sizes (into `cudaMalloc` memory)", raw);
+  us_row(
+      "  raw `cudaMemcpyAsync` + synchronise of the same sizes from the same host buffers (into `cudaMalloc` "
+      "memory)",
+      raw);
   us_row("  the same into a block of the device's stream-ordered pool (`cudaMallocAsync`)", raw_pooled);
   us_row("  the ensure above raw (per round)", above, target);
   us_row("  `ensure` + the undoing `drop`, both in the clock", with_drop);
   check(cudaFreeAsync(pooled, stream));
   check(cudaStreamSynchronize(stream));
   check(cudaFree(device));
-  check(cudaFreeHost(source));
   check(cudaStreamDestroy(stream));
   for (const Handle &h : values)
-    m.discard(h);
+    m.discard(h); // frees `sources`
 }
 
 /// 2,000 sizes of 2–16 KiB a round, each one a size no ensure before had.
