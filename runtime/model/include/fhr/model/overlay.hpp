@@ -45,7 +45,7 @@ public:
   /// State::apply's rules, on the overlay.
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
   /// The same, writing down the transition's physical work in `transfer`
-  /// (its hook calls inline: explain's per-action path).
+  /// (its hook calls inline: the dry runs of overlap windows and sources).
   Outcome apply(const Action &action, FailureDetail *detail, TransferRecorder &transfer);
   /// apply() for each of `actions` in order, up to and including the first
   /// that fails, writing each step (tagged `phase`, its position in
