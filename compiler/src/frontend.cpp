@@ -1,5 +1,6 @@
 #include "fhr/compiler/frontend.hpp"
 
+#include "fhr/bytecode/limits.hpp"
 #include "fhr/bytecode/writer.hpp"
 #include "fhr/compiler/disasm.hpp"
 #include "fhr/compiler/lower.hpp"
@@ -43,6 +44,26 @@ CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer, const Co
   compiled.module = analyze(compiled.syntax, *compiled.source);
   if (!compiled.ok()) return compiled;
   Lowered lowered = lower(compiled.module, *compiled.source);
+  // The verifier's limit on the steps a module asks for (limits.hpp), said
+  // here with the program that asks most: a plan run many times can reach
+  // it while the file itself stays small.
+  if (const bytecode::StepCount steps = bytecode::count_steps(lowered.module); steps.total > bytecode::kMaxSteps) {
+    const std::string limit = std::to_string(bytecode::kMaxSteps);
+    if (steps.largest_program) {
+      const ir::Program &program = compiled.module.programs[*steps.largest_program];
+      compiled.source->report(DiagCode::TooManyValues,
+                              "the file expands to more than " + limit + " steps: program '" + program.name +
+                                  "' runs " + std::to_string(steps.largest_program_steps),
+                              program.span,
+                              "the steps counted are each declared value, each action and reservation of "
+                              "every plan explained on its own, and each statement of every program with "
+                              "the steps of the plans it runs");
+    } else {
+      compiled.source->report(DiagCode::TooManyValues, "the file expands to more than " + limit + " steps",
+                              ast::Span{0, 0});
+    }
+    return compiled;
+  }
   VerifiedModule verified;
   verified.bytes = bytecode::write_module(lowered.module);
   // Explain runs what the runtime would load: the module as it verifies.

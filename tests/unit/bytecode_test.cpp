@@ -7,6 +7,7 @@
 #include "random_program.hpp"
 #include "test_support.hpp"
 
+#include "fhr/bytecode/limits.hpp"
 #include "fhr/bytecode/module.hpp"
 #include "fhr/bytecode/writer.hpp"
 #include "fhr/compiler/disasm.hpp"
@@ -667,4 +668,43 @@ TEST_CASE("bytecode: the span side table locates steps of a source and of its mo
                             "    ensure a at cuda:0\n    ^~~~~~~~~~~~~~~~~~\n") != std::string::npos);
   CHECK(text_json == nlohmann::ordered_json{{"line", 5}, {"column", 7}});
   CHECK(module_json == nlohmann::ordered_json{{"line", 5}, {"column", 5}});
+}
+
+TEST_CASE("bytecode: the verifier refuses modules that ask for more than the limits (limits.hpp)") {
+  using Code = bytecode::ModuleErrorCode;
+  SUBCASE("more values than a file may declare (a fuzzed 600-byte module declared millions)") {
+    bytecode::Module m = module_with_one_value();
+    m.declarations[0].family_size = static_cast<std::uint32_t>(bytecode::kMaxValues) + 1;
+    m.value_count = m.declarations[0].family_size;
+    CHECK(verifier_message(m, Code::BadOperand).find("more than 1000000 values") != std::string::npos);
+    m.declarations[0].family_size = static_cast<std::uint32_t>(bytecode::kMaxValues); // at the limit: loads
+    m.value_count = m.declarations[0].family_size;
+    CHECK(verifier_message(m, Code::BadOperand).empty());
+  }
+  SUBCASE("a program that runs a large plan many times") {
+    // A plan of 1,000,000 ensures (two instructions of 500,000), run by a
+    // program: each run is 1,000,002 steps (the actions, the preflight and
+    // the statement), the plan alone 1,000,001, the setup 1,000,000.
+    bytecode::Module m = module_with_one_value();
+    m.declarations[0].family_size = 1'000'000;
+    m.value_count = 1'000'000;
+    m.code.push_back(values(Opcode::Ensure, 0, 500'000, Location::cuda(0)));
+    m.code.push_back(values(Opcode::Ensure, 500'000, 500'000, Location::cuda(0)));
+    m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 3}, {3, 3}}};
+    auto program_of_runs = [&](std::uint32_t runs) {
+      bytecode::Module with = m;
+      for (std::uint32_t k = 0; k < runs; ++k)
+        with.code.push_back(indexed(Opcode::Run, 0));
+      with.programs = {bytecode::ProgramEntry{3, 1, {3, 3 + runs}}};
+      return with;
+    };
+    const bytecode::Module eight = program_of_runs(8); // 2,000,001 + 8,000,016 = 10,000,017 > 10,000,000
+    CHECK(bytecode::count_steps(eight).total == 10'000'017);
+    CHECK(bytecode::count_steps(eight).largest_program_steps == 8'000'016);
+    CHECK(verifier_message(eight, Code::BadStructure)
+              .find("the module asks for more than 10000000 steps (program 'main': 8000016)") != std::string::npos);
+    const bytecode::Module seven = program_of_runs(7); // 9,000,015: loads
+    CHECK(bytecode::count_steps(seven).total == 9'000'015);
+    CHECK(verifier_message(seven, Code::BadStructure).empty());
+  }
 }

@@ -1,3 +1,4 @@
+#include "fhr/bytecode/limits.hpp"
 #include "fhr/bytecode/module.hpp"
 
 #include <algorithm>
@@ -177,6 +178,7 @@ public:
     programs();
     verify_partition();
     verify_instructions();
+    verify_steps();
     return std::move(module_);
   }
 
@@ -320,7 +322,8 @@ private:
       d.location = r.location("declaration location");
       d.first_value = static_cast<std::uint32_t>(values);
       values += d.value_count();
-      if (values > UINT32_MAX) r.fail(ModuleErrorCode::BadOperand, "more than 2^32 values");
+      if (values > kMaxValues)
+        r.fail(ModuleErrorCode::BadOperand, "more than " + std::to_string(kMaxValues) + " values");
       module_.declarations.push_back(d);
     }
     module_.value_count = static_cast<std::uint32_t>(values);
@@ -466,6 +469,17 @@ private:
       throw ModuleError(ModuleErrorCode::BadStructure, sections_[5].end,
                         std::to_string(module_.code.size() - cursor_) +
                             " instructions belong to no plan or program");
+  }
+
+  /// limits.hpp: what the module asks the interpreter for, all added up.
+  void verify_steps() const {
+    const StepCount steps = count_steps(module_);
+    if (steps.total <= kMaxSteps) return;
+    std::string message = "the module asks for more than " + std::to_string(kMaxSteps) + " steps";
+    if (steps.largest_program)
+      message += " (program '" + module_.strings[module_.programs[*steps.largest_program].name] +
+                 "': " + std::to_string(steps.largest_program_steps) + ")";
+    throw ModuleError(ModuleErrorCode::BadStructure, sections_[3].begin, message);
   }
 
   [[noreturn]] void fail_at(std::uint32_t index, ModuleErrorCode code, const std::string &message) const {

@@ -7,6 +7,7 @@
 /// shows them all.
 
 #include "fhr/compiler/ir.hpp"
+#include "fhr/bytecode/limits.hpp"
 #include "fhr/dsl/ast.hpp"
 #include "fhr/dsl/diagnostics.hpp"
 
@@ -17,8 +18,8 @@ namespace fhr {
 /// Limit on values plus unrolled statements, so that a small file cannot ask
 /// for unbounded memory (`for i in 0..1000000000000`).
 inline constexpr std::uint64_t kMaxExpandedItems = 10'000'000;
-/// Limit on declared values (each is a record with a name in the IR).
-inline constexpr std::uint64_t kMaxValues = 1'000'000;
+/// Limit on declared values: the module's (fhr/bytecode/limits.hpp).
+inline constexpr std::uint64_t kMaxValues = bytecode::kMaxValues;
 
 ir::Module analyze(const ast::File &file, SourceFile &source);
 
