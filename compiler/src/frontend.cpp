@@ -47,7 +47,8 @@ CompiledFile compile_buffer(std::unique_ptr<llvm::MemoryBuffer> buffer, const Co
   // The verifier's limit on the steps a module asks for (limits.hpp), said
   // here with the program that asks most: a plan run many times can reach
   // it while the file itself stays small.
-  if (const bytecode::StepCount steps = bytecode::count_steps(lowered.module); steps.total > bytecode::kMaxSteps) {
+  if (const bytecode::StepCount steps = bytecode::count_steps(lowered.module);
+      steps.total > bytecode::kMaxSteps) {
     const std::string limit = std::to_string(bytecode::kMaxSteps);
     if (steps.largest_program) {
       const ir::Program &program = compiled.module.programs[*steps.largest_program];

@@ -702,7 +702,8 @@ TEST_CASE("bytecode: the verifier refuses modules that ask for more than the lim
     CHECK(bytecode::count_steps(eight).total == 10'000'017);
     CHECK(bytecode::count_steps(eight).largest_program_steps == 8'000'016);
     CHECK(verifier_message(eight, Code::BadStructure)
-              .find("the module asks for more than 10000000 steps (program 'main': 8000016)") != std::string::npos);
+              .find("the module asks for more than 10000000 steps (program 'main': 8000016)") !=
+          std::string::npos);
     const bytecode::Module seven = program_of_runs(7); // 9,000,015: loads
     CHECK(bytecode::count_steps(seven).total == 9'000'015);
     CHECK(verifier_message(seven, Code::BadStructure).empty());

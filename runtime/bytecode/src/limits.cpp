@@ -12,7 +12,9 @@ namespace {
 /// counts below it add up to less than 2^64) and reports can say how many.
 constexpr std::uint64_t kSaturated = std::uint64_t{1} << 62;
 
-std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return b >= kSaturated - a ? kSaturated : a + b; }
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return b >= kSaturated - a ? kSaturated : a + b;
+}
 
 class StepCounter {
 public:
@@ -54,7 +56,8 @@ private:
     default: break;
     }
     if (in.opcode == Opcode::End) return 0;
-    if (in.opcode == Opcode::Run || in.opcode == Opcode::Scope) return saturating_add(1, plan_steps_[in.index()]);
+    if (in.opcode == Opcode::Run || in.opcode == Opcode::Scope)
+      return saturating_add(1, plan_steps_[in.index()]);
     return 1;
   }
   std::uint64_t range_steps(InstructionRange range) const {

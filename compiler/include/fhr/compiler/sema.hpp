@@ -6,8 +6,8 @@
 /// statements into the SourceFile; keeps going after an error so that one run
 /// shows them all.
 
-#include "fhr/compiler/ir.hpp"
 #include "fhr/bytecode/limits.hpp"
+#include "fhr/compiler/ir.hpp"
 #include "fhr/dsl/ast.hpp"
 #include "fhr/dsl/diagnostics.hpp"
 
