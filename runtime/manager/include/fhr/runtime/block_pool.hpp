@@ -85,7 +85,7 @@ public:
     {
       std::lock_guard lock(mutex_);
       in_use_ -= nbytes;
-      last = --handed_out_ == 0 && retired_;
+      last = --handed_out_ == 0 && !owned_;
     }
     if (last) delete this;
   }
@@ -153,23 +153,28 @@ private:
   ~BlockPool() = default;
 
   /// The owner let go: the kept blocks go back to the system, and the pool
-  /// is deleted now if no block is out, else by the last give_back(). One
-  /// critical section retires the pool and takes its kept blocks, so no
-  /// block is kept after it (give_back keeps only while not retired).
+  /// is deleted now if no block is out, else by the last give_back(). The
+  /// pool stops keeping blocks and takes the kept ones in one critical
+  /// section (give_back keeps only while not retired), and stays owned
+  /// until they are released, so that no give_back can delete it meanwhile.
   void retire() {
     std::map<std::size_t, std::vector<Block>> kept;
-    bool last = false;
     {
       std::lock_guard lock(mutex_);
       retired_ = true;
       kept.swap(free_);
       kept_ = 0;
       limit_ = 0;
-      last = handed_out_ == 0;
     }
     for (auto &[size, blocks] : kept)
       for (Block block : blocks)
         release_(block, size);
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      owned_ = false;
+      last = handed_out_ == 0;
+    }
     if (last) delete this;
   }
 
@@ -180,7 +185,10 @@ private:
   std::uint64_t kept_ = 0, in_use_ = 0;
   /// Blocks handed out and not given back yet.
   std::uint64_t handed_out_ = 0;
+  /// Keeps no more blocks (the owner is letting go).
   bool retired_ = false;
+  /// The owner still holds the pool: until then, no give_back deletes it.
+  bool owned_ = true;
   std::uint64_t limit_;
   std::function<Block(std::size_t)> make_;
   std::function<void(Block, std::size_t)> release_;
