@@ -124,10 +124,11 @@ struct PyHandle {
   py::object value_type;
 };
 void bind_handles(py::module_ &m);
+/// The handle `object` is, else null; is_handle and as_handle (which
+/// throws py::cast_error for anything else) ask it.
+inline const PyHandle *handle_of(py::handle object) { return bound_object<PyHandle>(object); }
 bool is_handle(py::handle object);
 const PyHandle &as_handle(py::handle object);
-/// as_handle where `object` is one, else null.
-inline const PyHandle *handle_of(py::handle object) { return bound_object<PyHandle>(object); }
 
 // ---- backends (backends.cpp) --------------------------------------------
 

@@ -117,8 +117,11 @@ Location to_location(py::handle object, const char *what) {
   return location->location;
 }
 
-bool is_handle(py::handle object) { return py::isinstance<PyHandle>(object); }
-const PyHandle &as_handle(py::handle object) { return object.cast<const PyHandle &>(); }
+bool is_handle(py::handle object) { return handle_of(object) != nullptr; }
+const PyHandle &as_handle(py::handle object) {
+  if (const PyHandle *handle = handle_of(object)) return *handle;
+  throw py::cast_error("expected a ResidencyHandle, not " + std::string(Py_TYPE(object.ptr())->tp_name));
+}
 
 void bind_locations(py::module_ &m) {
   py::class_<PyLocation>(

@@ -128,18 +128,7 @@ public:
   }
 
   /// Returns every kept block to the system, and stops keeping new ones.
-  void trim() {
-    std::map<std::size_t, std::vector<Block>> kept;
-    {
-      std::lock_guard lock(mutex_);
-      kept.swap(free_);
-      kept_ = 0;
-      limit_ = 0;
-    }
-    for (auto &[size, blocks] : kept)
-      for (Block block : blocks)
-        release_(block, size);
-  }
+  void trim() { release_kept(/*retiring=*/false); }
 
   PoolFigures figures() const {
     std::lock_guard lock(mutex_);
@@ -158,17 +147,7 @@ private:
   /// section (give_back keeps only while not retired), and stays owned
   /// until they are released, so that no give_back can delete it meanwhile.
   void retire() {
-    std::map<std::size_t, std::vector<Block>> kept;
-    {
-      std::lock_guard lock(mutex_);
-      retired_ = true;
-      kept.swap(free_);
-      kept_ = 0;
-      limit_ = 0;
-    }
-    for (auto &[size, blocks] : kept)
-      for (Block block : blocks)
-        release_(block, size);
+    release_kept(/*retiring=*/true);
     bool last = false;
     {
       std::lock_guard lock(mutex_);
@@ -176,6 +155,22 @@ private:
       last = handed_out_ == 0;
     }
     if (last) delete this;
+  }
+
+  /// trim(): the kept blocks taken in one critical section (with the pool
+  /// retired in it when `retiring`), then given back to the system.
+  void release_kept(bool retiring) {
+    std::map<std::size_t, std::vector<Block>> kept;
+    {
+      std::lock_guard lock(mutex_);
+      retired_ = retired_ || retiring;
+      kept.swap(free_);
+      kept_ = 0;
+      limit_ = 0;
+    }
+    for (auto &[size, blocks] : kept)
+      for (Block block : blocks)
+        release_(block, size);
   }
 
   mutable std::mutex mutex_;
