@@ -48,6 +48,18 @@ T *bound_object(py::handle object) {
   return static_cast<T *>(caster.value);
 }
 
+/// The Python object of a new instance of a bound class, which takes
+/// ownership of it, made with the cached type record (py::cast looks the
+/// type up by its name first).
+template <typename T>
+py::object python_object(std::unique_ptr<T> value) {
+  py::handle object = py::detail::type_caster_generic::cast(
+      value.get(), py::return_value_policy::take_ownership, py::handle(), bound_type<T>(), nullptr, nullptr);
+  if (!object) throw py::error_already_set();
+  static_cast<void>(value.release()); // the Python object owns it now
+  return py::reinterpret_steal<py::object>(object);
+}
+
 // ---- deferred.cpp ---------------------------------------------------------
 
 /// Drops a reference later, with the GIL held (steals `object`).

@@ -1,6 +1,7 @@
 // ResidencyLease, ResidencyHold, ResidencyReservation and the runtime half
 // of ResidencyScope (§7, §8, §12).
 #include "lifetimes.hpp"
+#include "vectorcall.hpp"
 
 namespace fhr::python {
 
@@ -23,14 +24,98 @@ void destroy_without_gil(T &lifetime) {
 
 bool same_stream(py::handle a, py::handle b) { return a.is(b); }
 
+/// BorrowedValues, the mapping a lease lends its values through.
+py::handle borrowed_values_class() {
+  static const py::handle type = python_class("fhr._lifetimes", "BorrowedValues").release();
+  return type;
+}
+
+py::object borrowed_values(py::handle lease) {
+  PyObject *values = PyObject_CallOneArg(borrowed_values_class().ptr(), lease.ptr());
+  if (!values) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(values);
+}
+
+// ---- the lease's vectorcall methods (vectorcall.hpp) ------------------------
+// `self` is a ResidencyLease: CPython checks it before calling a method.
+
+PyLease &lease_of(PyObject *self) { return *bound_object<PyLease>(self); }
+
+/// release(*, wait=False) and close(*, wait=False).
+py::object release_lease(const Parameters<1> &parameters, PyObject *self, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject *kwnames) {
+  const auto [wait_object] = parameters.parse(args, nargs, kwnames);
+  bool wait = false;
+  if (wait_object) {
+    try { // pybind11's conversion to bool, as the method's pybind11 binding had
+      wait = wait_object.cast<bool>();
+    } catch (const py::cast_error &) {
+      throw py::type_error("wait must be a bool, not " + std::string(Py_TYPE(wait_object.ptr())->tp_name));
+    }
+  }
+  lease_of(self).release(wait);
+  return py::none();
+}
+
+PyObject *lease_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<1> parameters("release", {"wait"}, 0, 0);
+    return release_lease(parameters, self, args, nargs, kwnames);
+  });
+}
+
+PyObject *lease_close(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<1> parameters("close", {"wait"}, 0, 0);
+    return release_lease(parameters, self, args, nargs, kwnames);
+  });
+}
+
+PyObject *lease_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<0> parameters("__enter__", {}, 0, 0);
+    parameters.parse(args, nargs, kwnames);
+    PyLease &l = lease_of(self);
+    if (!without_gil([&] { return l.lease.active(); }))
+      raise_error("ResidencyLifetimeClosedError", "ResidencyLease cannot be entered after release");
+    if (l.entered) throw std::logic_error("ResidencyLease cannot be entered twice");
+    l.entered = true;
+    return borrowed_values(self);
+  });
+}
+
+/// __exit__(*args): any positional arguments (the exception), no keywords.
+PyObject *lease_exit(PyObject *self, PyObject *const *, Py_ssize_t, PyObject *kwnames) {
+  return guarded([&] {
+    if (kwnames && PyTuple_GET_SIZE(kwnames) > 0)
+      throw py::type_error("__exit__() takes no keyword arguments");
+    lease_of(self).release(false);
+    return py::none();
+  });
+}
+
 } // namespace
 
-PyLease::PyLease(py::object owner, Lease taken, py::tuple unique, Location at, py::object stream)
-    : manager(std::move(owner)), core(bound_object<PyManager>(manager)), lease(std::move(taken)),
-      handles(std::move(unique)), location(at) {
+PyLease::PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
+                 py::object stream)
+    : manager(std::move(owner)), core(&owner_core), lease(std::move(taken)), handles(std::move(unique)),
+      location(at) {
   if (!stream.is_none()) streams.push_back(std::move(stream));
 }
-PyLease::~PyLease() { destroy_without_gil(lease); }
+PyLease::~PyLease() {
+  if (!let_go) destroy_without_gil(lease);
+}
+
+void PyLease::release(bool wait) {
+  without_gil([&] {
+    lease.release(wait);
+    // Destroying a released lease only checks that it was released: here,
+    // where the GIL is already dropped. (A failed release throws first and
+    // keeps the lease, which may be released again.)
+    Lease gone = std::move(lease);
+  });
+  let_go = true;
+}
 
 PyHold::PyHold(py::object owner, Hold taken, py::tuple unique, Location at)
     : manager(std::move(owner)), hold(std::move(taken)), handles(std::move(unique)), location(at) {}
@@ -55,10 +140,11 @@ PyScope::~PyScope() {
 }
 
 void bind_lifetimes(py::module_ &m) {
-  py::class_<PyLease>(
+  py::class_<PyLease> lease(
       m, "ResidencyLease",
       "A read of ready replicas (§7.2); a CUDA lease protects them until its consumer streams "
-      "have passed the events its release records.")
+      "have passed the events its release records.");
+  lease
       .def_property_readonly("active",
                              [](PyLease &l) { return without_gil([&] { return l.lease.active(); }); })
       .def_property_readonly("handles", [](PyLease &l) { return l.handles; })
@@ -67,7 +153,7 @@ void bind_lifetimes(py::module_ &m) {
                              [](py::object self) {
                                PyLease &l = self.cast<PyLease &>();
                                if (!without_gil([&] { return l.lease.active(); })) released("the lease");
-                               return python_class("fhr._lifetimes", "BorrowedValues")(self);
+                               return borrowed_values(self);
                              })
       .def("_value",
            [](PyLease &l, py::handle handle) {
@@ -97,23 +183,16 @@ void bind_lifetimes(py::module_ &m) {
               if (same_stream(s, stream)) return;
             l.streams.push_back(std::move(stream));
           },
-          py::arg("stream"))
-      .def(
-          "release", [](PyLease &l, bool wait) { without_gil([&] { l.lease.release(wait); }); },
-          py::kw_only(), py::arg("wait") = false)
-      .def(
-          "close", [](PyLease &l, bool wait) { without_gil([&] { l.lease.release(wait); }); }, py::kw_only(),
-          py::arg("wait") = false)
-      .def("__enter__",
-           [](py::object self) {
-             PyLease &l = self.cast<PyLease &>();
-             if (!without_gil([&] { return l.lease.active(); }))
-               raise_error("ResidencyLifetimeClosedError", "ResidencyLease cannot be entered after release");
-             if (l.entered) throw std::logic_error("ResidencyLease cannot be entered twice");
-             l.entered = true;
-             return python_class("fhr._lifetimes", "BorrowedValues")(self);
-           })
-      .def("__exit__", [](PyLease &l, py::args) { without_gil([&] { l.lease.release(false); }); });
+          py::arg("stream"));
+  // The calls of every lease (docs/python.md, "What a call costs").
+  static PyMethodDef lease_methods[] = {
+      fast_method("release", lease_release, "release($self, *, wait=False)\n--\n\nEnds the read (§7.2)."),
+      fast_method("close", lease_close, "close($self, *, wait=False)\n--\n\nThe same as release."),
+      fast_method("__enter__", lease_enter, "__enter__($self)\n--\n\n"),
+      fast_method("__exit__", lease_exit, "__exit__($self, *args)\n--\n\n"),
+  };
+  for (PyMethodDef &method : lease_methods)
+    add_method(lease, method);
 
   py::class_<PyHold>(m, "ResidencyHold", "Protection of ready replicas without access to them (§7.3).")
       .def_property_readonly("active", [](PyHold &h) { return without_gil([&] { return h.hold.active(); }); })

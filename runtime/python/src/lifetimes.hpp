@@ -9,8 +9,13 @@
 namespace fhr::python {
 
 struct PyLease {
-  PyLease(py::object owner, Lease taken, py::tuple unique, Location at, py::object stream);
+  PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
+          py::object stream);
   ~PyLease();
+  /// Releases the lease (without the GIL). Once it is released, the
+  /// runtime's lease object is let go of there and then, so that this
+  /// object's destruction need not drop the GIL for it.
+  void release(bool wait);
   py::object manager;
   PyManager *core;
   Lease lease;
@@ -18,6 +23,7 @@ struct PyLease {
   Location location;
   std::vector<py::object> streams; ///< the consumer stream objects, kept alive
   bool entered = false;
+  bool let_go = false; ///< `lease` was released and let go of (release())
 };
 
 struct PyHold {

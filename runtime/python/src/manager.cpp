@@ -6,6 +6,7 @@
 #include "lifetimes.hpp"
 #include "python_backend.hpp"
 #include "storage_view.hpp"
+#include "vectorcall.hpp"
 
 #include <algorithm>
 
@@ -49,14 +50,8 @@ ReplicaMode to_replica_mode(py::handle mode) {
 /// The handles of acquire and hold (§7.2 step 1): an iterable of handles,
 /// at least one, duplicates collapsed in first-occurrence order.
 std::vector<py::object> unique_handles(py::handle handles) {
-  py::iterator it;
-  try {
-    it = py::iter(handles);
-  } catch (py::error_already_set &) {
-    throw py::type_error("residency lifetimes need an iterable of ResidencyHandle values");
-  }
   std::vector<py::object> unique;
-  for (py::handle item : it) {
+  auto add = [&](py::handle item) {
     const PyHandle *handle = handle_of(item);
     if (!handle) throw py::type_error("residency lifetimes need ResidencyHandle values");
     const PyHandle &h = *handle;
@@ -66,6 +61,22 @@ std::vector<py::object> unique_handles(py::handle handles) {
              o.handle_id.equal(h.handle_id);
     });
     if (!seen) unique.push_back(py::reinterpret_borrow<py::object>(item));
+  };
+  if (PyList_CheckExact(handles.ptr())) { // as its iterator does, without making one
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(handles.ptr()); ++i)
+      add(PyList_GET_ITEM(handles.ptr(), i));
+  } else if (PyTuple_CheckExact(handles.ptr())) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(handles.ptr()); ++i)
+      add(PyTuple_GET_ITEM(handles.ptr(), i));
+  } else {
+    py::iterator it;
+    try {
+      it = py::iter(handles);
+    } catch (py::error_already_set &) {
+      throw py::type_error("residency lifetimes need an iterable of ResidencyHandle values");
+    }
+    for (py::handle item : it)
+      add(item);
   }
   if (unique.empty()) throw py::value_error("residency lifetimes need at least one handle");
   return unique;
@@ -256,12 +267,13 @@ namespace {
 py::object transition(PyManager &self, ActionKind kind, py::handle handle_object, py::handle to,
                       py::handle from, py::handle stream_object) {
   const Handle handle = self.resolve(handle_object);
-  if (kind != ActionKind::Discard && !py::isinstance<PyLocation>(to)) {
+  const PyLocation *destination = kind == ActionKind::Discard ? nullptr : bound_object<PyLocation>(to);
+  if (kind != ActionKind::Discard && !destination) {
     self.check_open();
     without_gil([&] { return self.runtime().replicas(handle); }); // a handle error wins (§16.1)
     throw py::type_error("residency locations must be ResidencyLocation values");
   }
-  const Location location = kind == ActionKind::Discard ? Location() : to.cast<const PyLocation &>().location;
+  const Location location = destination ? destination->location : Location();
   std::optional<Location> from_location;
   if (from && !from.is_none()) from_location = to_location(from, "from_location");
   const Stream stream =
@@ -277,13 +289,84 @@ py::object transition(PyManager &self, ActionKind kind, py::handle handle_object
     }
     return m.discard(handle);
   });
-  PyReport py_report;
-  py_report.report = report;
-  py_report.handle = py::reinterpret_borrow<py::object>(handle_object);
-  py_report.requested_from = from_location;
-  for (const std::optional<Location> &l : {py_report.report.destination, py_report.report.source})
-    if (l && l->is_cuda() && !py_report.allocator_device) py_report.allocator_device = l;
-  return py::cast(std::move(py_report));
+  auto py_report = std::make_unique<PyReport>();
+  py_report->report = report;
+  py_report->handle = py::reinterpret_borrow<py::object>(handle_object);
+  py_report->requested_from = from_location;
+  for (const std::optional<Location> &l : {py_report->report.destination, py_report->report.source})
+    if (l && l->is_cuda() && !py_report->allocator_device) py_report->allocator_device = l;
+  return python_object(std::move(py_report));
+}
+
+/// acquire (§7.2): the lease of `handles` at `at`, read on `consumer_stream`.
+py::object acquire(py::handle self_object, py::handle handles, py::handle at, py::handle consumer_stream) {
+  PyManager &self = *bound_object<PyManager>(self_object);
+  const std::vector<py::object> unique = unique_handles(handles);
+  std::vector<Handle> native;
+  native.reserve(unique.size());
+  for (const py::object &h : unique)
+    native.push_back(self.resolve(h));
+  const Location location = to_location(at, "at");
+  const Stream stream =
+      consumer_stream.is_none() ? Stream{} : to_stream(consumer_stream, self.cuda_backend());
+  Lease lease = without_gil([&] { return self.runtime().acquire(native, location, stream); });
+  return python_object(std::make_unique<PyLease>(py::reinterpret_borrow<py::object>(self_object), self,
+                                                 std::move(lease), to_tuple(unique), location,
+                                                 py::reinterpret_borrow<py::object>(consumer_stream)));
+}
+
+// ---- the manager's vectorcall methods (vectorcall.hpp) ----------------------
+// `self` is a _Manager: CPython checks it before calling a method.
+
+PyManager &manager_of(PyObject *self) { return *bound_object<PyManager>(self); }
+
+PyObject *manager_acquire(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<3> parameters("acquire", {"handles", "at", "consumer_stream"}, 1, 2);
+    const auto [handles, at, consumer_stream] = parameters.parse(args, nargs, kwnames);
+    return acquire(self, handles, at, consumer_stream ? consumer_stream : py::handle(Py_None));
+  });
+}
+
+PyObject *manager_ensure(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<3> parameters("ensure", {"handle", "at", "stream"}, 2, 2);
+    const auto [handle, at, stream] = parameters.parse(args, nargs, kwnames);
+    return transition(manager_of(self), ActionKind::Ensure, handle, at, py::handle(), stream);
+  });
+}
+
+PyObject *manager_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<3> parameters("copy", {"handle", "to", "stream"}, 2, 2);
+    const auto [handle, to, stream] = parameters.parse(args, nargs, kwnames);
+    return transition(manager_of(self), ActionKind::Copy, handle, to, py::handle(), stream);
+  });
+}
+
+PyObject *manager_move(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<4> parameters("move", {"handle", "to", "from_location", "stream"}, 2, 2);
+    const auto [handle, to, from, stream] = parameters.parse(args, nargs, kwnames);
+    return transition(manager_of(self), ActionKind::Move, handle, to, from, stream);
+  });
+}
+
+PyObject *manager_drop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<2> parameters("drop", {"handle", "at"}, 2, 2);
+    const auto [handle, at] = parameters.parse(args, nargs, kwnames);
+    return transition(manager_of(self), ActionKind::Drop, handle, at, py::handle(), py::handle());
+  });
+}
+
+PyObject *manager_discard(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<1> parameters("discard", {"handle"}, 1, 1);
+    const auto [handle] = parameters.parse(args, nargs, kwnames);
+    return transition(manager_of(self), ActionKind::Discard, handle, py::handle(), py::handle(),
+                      py::handle());
+  });
 }
 
 /// A Python source (§3.2): load() returns a value, check() validates it
@@ -330,7 +413,8 @@ private:
 
 void bind_manager(py::module_ &m) {
   using Budgets = std::vector<std::pair<Location, std::optional<std::uint64_t>>>;
-  py::class_<PyManager>(m, "_Manager", "The runtime's side of fhr.ResidencyManager.")
+  py::class_<PyManager> manager(m, "_Manager", "The runtime's side of fhr.ResidencyManager.");
+  manager
       .def(py::init([](const std::vector<std::pair<py::object, std::optional<std::uint64_t>>> &budgets,
                        std::size_t trace_capacity, py::object backend) {
              Budgets converted;
@@ -340,8 +424,9 @@ void bind_manager(py::module_ &m) {
            }),
            py::arg("budgets"), py::arg("trace_capacity"), py::arg("backend"))
       .def_property_readonly("manager_id", [](PyManager &self) { return self.id_text(); })
-      .def_property_readonly("state_version",
-                             [](PyManager &self) { return without_gil([&] { return self.runtime().state_version(); }); })
+      .def_property_readonly(
+          "state_version",
+          [](PyManager &self) { return without_gil([&] { return self.runtime().state_version(); }); })
       .def_property_readonly("locations",
                              [](PyManager &self) {
                                const std::vector<Location> locations =
@@ -351,55 +436,6 @@ void bind_manager(py::module_ &m) {
                                  out[i] = location_object(locations[i]);
                                return out;
                              })
-      .def(
-          "ensure",
-          [](PyManager &self, py::handle handle, py::handle at, py::handle stream) {
-            return transition(self, ActionKind::Ensure, handle, at, py::handle(), stream);
-          },
-          py::arg("handle"), py::arg("at"), py::kw_only(), py::arg("stream") = py::none())
-      .def(
-          "copy",
-          [](PyManager &self, py::handle handle, py::handle to, py::handle stream) {
-            return transition(self, ActionKind::Copy, handle, to, py::handle(), stream);
-          },
-          py::arg("handle"), py::arg("to"), py::kw_only(), py::arg("stream") = py::none())
-      .def(
-          "move",
-          [](PyManager &self, py::handle handle, py::handle to, py::handle from, py::handle stream) {
-            return transition(self, ActionKind::Move, handle, to, from, stream);
-          },
-          py::arg("handle"), py::arg("to"), py::kw_only(), py::arg("from_location") = py::none(),
-          py::arg("stream") = py::none())
-      .def(
-          "drop",
-          [](PyManager &self, py::handle handle, py::handle at) {
-            return transition(self, ActionKind::Drop, handle, at, py::handle(), py::handle());
-          },
-          py::arg("handle"), py::arg("at"))
-      .def(
-          "discard",
-          [](PyManager &self, py::handle handle) {
-            return transition(self, ActionKind::Discard, handle, py::handle(), py::handle(), py::handle());
-          },
-          py::arg("handle"))
-      .def(
-          "acquire",
-          [](py::object self_object, py::handle handles, py::handle at, py::handle consumer_stream) {
-            PyManager &self = *bound_object<PyManager>(self_object);
-            const std::vector<py::object> unique = unique_handles(handles);
-            std::vector<Handle> native;
-            native.reserve(unique.size());
-            for (const py::object &h : unique)
-              native.push_back(self.resolve(h));
-            const Location location = to_location(at, "at");
-            const Stream stream =
-                consumer_stream.is_none() ? Stream{} : to_stream(consumer_stream, self.cuda_backend());
-            Lease lease = without_gil([&] { return self.runtime().acquire(native, location, stream); });
-            return py::cast(new PyLease(self_object, std::move(lease), to_tuple(unique), location,
-                                        py::reinterpret_borrow<py::object>(consumer_stream)),
-                            py::return_value_policy::take_ownership);
-          },
-          py::arg("handles"), py::kw_only(), py::arg("at"), py::arg("consumer_stream") = py::none())
       .def(
           "hold",
           [](py::object self_object, py::handle handles, py::handle at) {
@@ -416,7 +452,8 @@ void bind_manager(py::module_ &m) {
           py::arg("handles"), py::kw_only(), py::arg("at"))
       .def(
           "reserve",
-          [](py::object self_object, py::handle location_object, py::handle nbytes_object, py::handle label_object) {
+          [](py::object self_object, py::handle location_object, py::handle nbytes_object,
+             py::handle label_object) {
             PyManager &self = self_object.cast<PyManager &>();
             const std::uint64_t nbytes = byte_count(nbytes_object, "reservation nbytes");
             const std::string label = require_name(label_object, "reservation label");
@@ -433,7 +470,8 @@ void bind_manager(py::module_ &m) {
             std::vector<py::object> sequence;
             const PlanSpec spec = to_plan_spec(self, plan, &sequence);
             const std::optional<std::uint64_t> version = expected_version(expected);
-            const Explanation explanation = without_gil([&] { return self.runtime().explain(spec, version); });
+            const Explanation explanation =
+                without_gil([&] { return self.runtime().explain(spec, version); });
             return make_explanation(self, plan, explanation, spec, sequence);
           },
           py::arg("plan"), py::kw_only(), py::arg("expected_state_version") = py::none())
@@ -475,8 +513,8 @@ void bind_manager(py::module_ &m) {
             const std::optional<std::uint64_t> version = expected_version(expected);
             TransferStreams streams = to_transfer_streams(self, streams_object);
             Scope scope = self.runtime().scope(std::move(spec), version, std::move(streams));
-            return py::cast(new PyScope(self_object, std::move(scope), py::reinterpret_borrow<py::object>(plan),
-                                        std::move(sequence)),
+            return py::cast(new PyScope(self_object, std::move(scope),
+                                        py::reinterpret_borrow<py::object>(plan), std::move(sequence)),
                             py::return_value_policy::take_ownership);
           },
           py::arg("plan"), py::arg("transfer_streams"), py::arg("expected_state_version"))
@@ -487,7 +525,8 @@ void bind_manager(py::module_ &m) {
            })
       .def("trace",
            [](PyManager &self) {
-             const std::vector<TransitionReport> reports = without_gil([&] { return self.runtime().trace(); });
+             const std::vector<TransitionReport> reports =
+                 without_gil([&] { return self.runtime().trace(); });
              py::tuple out(reports.size());
              for (std::size_t i = 0; i < reports.size(); ++i)
                out[i] = make_report(self, reports[i], py::none());
@@ -496,19 +535,23 @@ void bind_manager(py::module_ &m) {
       .def("clear_trace", [](PyManager &self) { without_gil([&] { self.runtime().clear_trace(); }); })
       .def(
           "close",
-          [](PyManager &self, bool wait, bool force) { without_gil([&] { self.runtime().close(wait, force); }); },
+          [](PyManager &self, bool wait, bool force) {
+            without_gil([&] { self.runtime().close(wait, force); });
+          },
           py::kw_only(), py::arg("wait") = true, py::arg("force") = false)
-      .def_property_readonly("closed",
-                             [](PyManager &self) { return without_gil([&] { return self.runtime().closed(); }); })
+      .def_property_readonly(
+          "closed", [](PyManager &self) { return without_gil([&] { return self.runtime().closed(); }); })
       .def("_check_open", &PyManager::check_open)
       .def("_validate_location",
            [](PyManager &self, py::handle location_object) {
              const Location location = to_location(location_object, "a residency location");
              const DeviceConfig devices = self.memory().devices();
              if (!location.is_cuda()) return;
-             if (!devices.cuda_available) throw py::value_error("CUDA residency locations require available CUDA");
+             if (!devices.cuda_available)
+               throw py::value_error("CUDA residency locations require available CUDA");
              if (location.device() >= devices.device_count)
-               throw py::value_error("residency location " + location.name() + " is not available in this process");
+               throw py::value_error("residency location " + location.name() +
+                                     " is not available in this process");
            })
       .def_property_readonly("_cuda_memory", [](PyManager &self) { return self.cuda_backend(); })
       .def_property_readonly("_device_count",
@@ -570,8 +613,8 @@ void bind_manager(py::module_ &m) {
             Handle handle;
             try {
               handle = without_gil([&] {
-                return self.runtime().adopt(reinterpret_cast<std::byte *>(data), nbytes, block_nbytes, location,
-                                            deleter, replica_mode);
+                return self.runtime().adopt(reinterpret_cast<std::byte *>(data), nbytes, block_nbytes,
+                                            location, deleter, replica_mode);
               });
             } catch (...) {
               give_back();
@@ -583,16 +626,19 @@ void bind_manager(py::module_ &m) {
             const ValueSpec spec{nbytes, block_nbytes, replica_mode, Recoverability::MustPreserve};
             return self.add_value(handle, value_type, spec, slot, adopted);
           },
-          py::arg("owner"), py::arg("use_buffer"), py::arg("data"), py::arg("nbytes"), py::arg("storage_begin"),
-          py::arg("storage_end"), py::arg("at"), py::arg("replica_mode"), py::arg("adapter"), py::arg("value_type"))
+          py::arg("owner"), py::arg("use_buffer"), py::arg("data"), py::arg("nbytes"),
+          py::arg("storage_begin"), py::arg("storage_end"), py::arg("at"), py::arg("replica_mode"),
+          py::arg("adapter"), py::arg("value_type"))
       .def(
           "_register_source",
-          [](PyManager &self, py::object source, py::object check, py::object value_type, std::uint64_t logical,
-             std::uint64_t storage, py::handle mode, bool reconstructible, py::handle location_object) {
+          [](PyManager &self, py::object source, py::object check, py::object value_type,
+             std::uint64_t logical, std::uint64_t storage, py::handle mode, bool reconstructible,
+             py::handle location_object) {
             const Location location = to_location(location_object, "source_location");
             const ReplicaMode replica_mode = to_replica_mode(mode);
             const ValueSpec spec{logical, storage, replica_mode,
-                                 reconstructible ? Recoverability::Reconstructible : Recoverability::MustPreserve};
+                                 reconstructible ? Recoverability::Reconstructible
+                                                 : Recoverability::MustPreserve};
             auto slot = std::make_shared<AdapterSlot>();
             slot->adapter = py::none();
             auto python_source = std::make_shared<PythonSource>(std::move(source), std::move(check), slot,
@@ -604,7 +650,25 @@ void bind_manager(py::module_ &m) {
             return self.add_value(handle, value_type, spec, slot, nullptr);
           },
           py::arg("source"), py::arg("check"), py::arg("value_type"), py::arg("logical_nbytes"),
-          py::arg("storage_nbytes"), py::arg("replica_mode"), py::arg("reconstructible"), py::arg("source_location"));
+          py::arg("storage_nbytes"), py::arg("replica_mode"), py::arg("reconstructible"),
+          py::arg("source_location"));
+  // The calls that must be cheapest (docs/python.md, "What a call costs").
+  static PyMethodDef manager_methods[] = {
+      fast_method("ensure", manager_ensure,
+                  "ensure($self, handle, at, *, stream=None)\n--\n\nMakes a replica ready at `at` (§6.1)."),
+      fast_method("copy", manager_copy,
+                  "copy($self, handle, to, *, stream=None)\n--\n\nAdds a replica at `to` (§6.1)."),
+      fast_method("move", manager_move,
+                  "move($self, handle, to, *, from_location=None, stream=None)\n--\n\n"
+                  "Moves the replica to `to` (§6.2)."),
+      fast_method("drop", manager_drop, "drop($self, handle, at)\n--\n\nDrops the replica at `at` (§6.3)."),
+      fast_method("discard", manager_discard, "discard($self, handle)\n--\n\nDrops every replica (§6.4)."),
+      fast_method("acquire", manager_acquire,
+                  "acquire($self, handles, *, at, consumer_stream=None)\n--\n\n"
+                  "A lease of ready replicas at `at` (§7.2)."),
+  };
+  for (PyMethodDef &method : manager_methods)
+    add_method(manager, method);
 }
 
 } // namespace fhr::python
