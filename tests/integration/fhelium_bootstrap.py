@@ -7,8 +7,10 @@ FHElium is copied here: the script drives its public engine and bootstrap
 and hooks the two methods of its hybrid key switcher that every key switch
 goes through, so that each switch takes its key from fhr's manager (and
 its two key checks, which the stand-ins' device keys passed when adopted).
+The hooks are set on the engine's instances for each bootstrap alone and
+taken off after it (FHElium's own methods again).
 
-Modes (one per run, each prints one JSON object):
+Modes (``--mode M``: one per process, which prints one JSON object):
 
 - ``plain``: FHElium as it is (its keys on cuda:0, no fhr): the reference.
 - ``unconstrained``: every key adopted by fhr in pinned memory and made
@@ -47,6 +49,28 @@ run starting with no key at cuda:0 (a new walk of the solved program, the
 LRU controller's replicas dropped); ``runs`` lists each, and ``seconds`` is
 the median of the runs after the first (the first pays kernel and pool
 warm-up), the single run's time for N = 1.
+
+``--modes M1,M2,...`` (instead of ``--mode``; any of plain, unconstrained,
+lru and solved, each once) compares modes in one process, where the
+machine's drift between processes (±10%) does not separate them: every
+listed mode is set up once on the one engine (the same keys and input of
+the one seed), each managed mode with a pinned copy of the keys and a
+manager of its own, then ``--repeats K`` rounds run one bootstrap of each
+mode, round r starting at the r-th mode (mod their number) of the list and
+going round it, so that no mode always runs first or after the same one.
+Each run of ``lru`` and ``solved`` starts with no key at cuda:0, as with
+``--repeats``; ``unconstrained`` keeps its keys resident throughout. All
+runs draw from the one generator, one after another, so the errors of a
+round's modes differ a little (with ``--mode``, the k-th runs of one seed
+decrypt to the same errors in every mode). The JSON object has ``order``
+(the modes of each round, in the order they ran) and under ``per_mode``
+each mode's ``runs`` (with ``round`` and ``position`` in them) and the
+figures above, ``seconds`` the median of its runs after the first round;
+for ``lru`` and ``solved``, with ``unconstrained`` listed,
+``ratios_to_unconstrained`` (its time over ``unconstrained``'s of the same
+round, round by round), ``median_ratio`` (their median after the first
+round) and ``ratio_of_medians``. Each run is also written to standard
+error as it ends, one JSON line.
 """
 
 from __future__ import annotations
@@ -57,25 +81,65 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
+
+MODES = ("plain", "unconstrained", "trace", "lru", "solved")
+CONSTRAINED = ("lru", "solved")  # the keys under the cuda:0 budget, each run starting with none there
+
 
 def skip(reason: str) -> None:
     print(json.dumps({"skipped": reason}))
     sys.exit(0)
 
 
-def parse_arguments() -> argparse.Namespace:
+def mode_list(text: str) -> list[str]:
+    """``--modes``: a comma list of distinct modes other than trace."""
+    modes = [mode.strip() for mode in text.split(",")]
+    for mode in modes:
+        if mode == "trace":
+            raise argparse.ArgumentTypeError("trace records a single bootstrap: use --mode trace")
+        if mode not in MODES:
+            raise argparse.ArgumentTypeError(f"'{mode}' is not one of plain, unconstrained, lru, solved")
+    if len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"a mode is listed twice in '{text}'")
+    return modes
+
+
+def parse_arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("plain", "unconstrained", "trace", "lru", "solved"), required=True)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--mode", choices=MODES)
+    which.add_argument(
+        "--modes", type=mode_list, help="comma list of modes (not trace) run interleaved in this process, K rounds"
+    )
     parser.add_argument("--budget-gib", type=float, default=3.0, help="cuda:0 budget for the keys (lru, solved)")
     parser.add_argument("--trace-out", default="bootstrap-trace.json", help="trace mode: the workload written")
     parser.add_argument("--plan", help="solved mode: the program fhr-plan solve printed")
     parser.add_argument("--seed", type=int, help="FHElium's generator seed (the same keys and input in every mode)")
-    parser.add_argument("--repeats", type=int, default=1, help="bootstraps in this process (not with trace)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="bootstraps in this process (not with trace); rounds with --modes"
+    )
     arguments = parser.parse_args()
     if arguments.repeats < 1 or (arguments.mode == "trace" and arguments.repeats != 1):
         parser.error("--repeats must be at least 1, and 1 in trace mode")
-    return arguments
+    if arguments.budget_gib <= 0:
+        parser.error("--budget-gib must be positive")
+    return parser, arguments
+
+
+def check_plan(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
+    """The solved mode's program, loaded once FHElium is there to run it
+    (without FHElium the script skips, as for every mode) and before the
+    engine and its keys are made."""
+    if "solved" not in (arguments.modes or [arguments.mode]):
+        return
+    if not arguments.plan:
+        parser.error("the solved mode needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output)")
+    try:
+        SolvedProgram.load(arguments.plan)  # a missing or bad program fails here, before any key is made
+    except Exception as error:
+        parser.error(f"--plan {arguments.plan}: {error}")
 
 
 def import_fhelium() -> tuple[Any, Any]:
@@ -137,6 +201,18 @@ class Bootstrap:
         named["relin"] = self.keys.relinearization
         return named
 
+    def use_keys(self, named: dict[str, Any]) -> None:
+        """Puts these key objects (named as ``named_keys`` names them) in the
+        bootstrap's key set: FHElium's own, or a mode's stand-ins."""
+        keys = self.keys
+        for name, key in named.items():
+            if name == "conj":
+                keys.conjugation = key
+            elif name == "relin":
+                keys.relinearization = key
+            else:
+                keys.rotations.table[key.rotation_step] = key
+
     def run(self) -> dict[str, Any]:
         torch = self.torch
         torch.cuda.synchronize()
@@ -156,13 +232,46 @@ class Bootstrap:
         }
 
 
+_ABSENT = object()
+
+
+@contextlib.contextmanager
+def patched(replacements: list[tuple[Any, str, Any]]) -> Iterator[None]:
+    """Each (object, attribute, value) set on the object's instance for the
+    block; then what the instance had before put back (for FHElium's
+    methods: the attribute removed, the class's method showing again), also
+    when the block fails."""
+    saved: list[tuple[Any, str, Any]] = []
+    try:
+        for owner, name, value in replacements:
+            before = vars(owner).get(name, _ABSENT)
+            setattr(owner, name, value)
+            saved.append((owner, name, before))
+        yield
+    finally:
+        for owner, name, before in reversed(saved):
+            if before is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, before)
+
+
 class ManagedKeys:
     """The bootstrap's keys as fhr values: each adopted in pinned memory
-    (REPLICABLE: its pinned replica is its home), the FHElium key objects
-    replaced by those pinned stand-ins, and every key switch given the key's
-    cuda:0 replica through a lease on the current stream."""
+    (REPLICABLE: its pinned replica is its home) as a pinned copy of
+    FHElium's key (its stand-in), and, for each run, the FHElium key objects
+    replaced by those stand-ins and every key switch given the key's cuda:0
+    replica through a lease on the current stream.
 
-    def __init__(self, boot: Bootstrap, budget_bytes: int | None) -> None:
+    Each mode has its own (its own manager and its own pinned copy of the
+    keys, 30 of 256 MiB: 7.5 GiB of pinned memory a mode): a manager's
+    budgets are fixed when it is made (unconstrained has none, lru and
+    solved the cuda:0 budget), adopting takes a value's memory (one tensor
+    cannot be adopted by two managers), and a manager of its own keeps each
+    mode's figures (fhr's peak, the bytes moved, its trace) and its replicas
+    apart from the others'."""
+
+    def __init__(self, boot: Bootstrap, budget_bytes: int | None, originals: dict[str, Any]) -> None:
         import fhr
 
         self.fhr, self.torch, self.boot = fhr, boot.torch, boot
@@ -173,6 +282,7 @@ class ManagedKeys:
         self.budget_bytes = budget_bytes
         self.handles: dict[str, Any] = {}
         self.sizes: dict[str, int] = {}
+        self.stand_ins: dict[str, Any] = {}  # name -> pinned key object (kept: `names` holds their ids)
         self.names: dict[int, str] = {}  # id(stand-in) -> name
         self.uses: list[str] = []
         self.before_use = lambda name: None  # the residency policy: makes the key resident at cuda:0
@@ -184,28 +294,19 @@ class ManagedKeys:
         # object rebuilt over the manager's storage): time the host is not
         # queueing the bootstrap's kernels.
         self.host_seconds = {"policy": 0.0, "borrow": 0.0}
-        for name, key in boot.named_keys().items():
+        for name, key in originals.items():
             boot.engine.validate_key_switch_key(key)  # once, on the device, as FHElium checks it
             pinned = key.pin_memory(copy=True)
             self.handles[name] = self.manager.adopt(pinned, at=fhr.PINNED_HOST, replica_mode=fhr.ReplicaMode.REPLICABLE)
             self.sizes[name] = pinned.storage_nbytes
+            self.stand_ins[name] = pinned
             self.names[id(pinned)] = name
-            self.replace(name, pinned)
         self.name_of = {handle: name for name, handle in self.handles.items()}
-        self.torch.cuda.synchronize()
-        self.torch.cuda.empty_cache()  # the device copies are gone; their memory goes back
-        self.hook()
+        self.hooks = self.make_hooks()
 
-    def replace(self, name: str, stand_in: Any) -> None:
-        keys = self.boot.keys
-        if name == "conj":
-            keys.conjugation = stand_in
-        elif name == "relin":
-            keys.relinearization = stand_in
-        else:
-            keys.rotations.table[stand_in.rotation_step] = stand_in
-
-    def hook(self) -> None:
+    def make_hooks(self) -> list[tuple[Any, str, Any]]:
+        """The replacements of FHElium's methods on the engine's instances,
+        made while none is installed: they call FHElium's own."""
         engine = self.boot.engine
         switcher = engine._hybrid_key_switcher
         direct, prepared = switcher.apply_key_switch, switcher._switch_prepared_rotation
@@ -227,10 +328,21 @@ class ManagedKeys:
             if id(key) not in self.names:  # the stand-ins' device keys passed this check when adopted
                 assert_engine_key(key, *args, **options)
 
-        switcher.apply_key_switch = apply_key_switch
-        switcher._switch_prepared_rotation = switch_prepared_rotation
-        engine.validate_key_switch_key = validate_key_switch_key
-        engine._assert_engine_key = engine_key_check
+        return [
+            (switcher, "apply_key_switch", apply_key_switch),
+            (switcher, "_switch_prepared_rotation", switch_prepared_rotation),
+            (engine, "validate_key_switch_key", validate_key_switch_key),
+            (engine, "_assert_engine_key", engine_key_check),
+        ]
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """For one run: these stand-ins in the bootstrap's key set and these
+        hooks on FHElium's engine; FHElium's methods again when it ends, so
+        that the next run, of this mode or another, sets its own."""
+        self.boot.use_keys(self.stand_ins)
+        with patched(self.hooks):
+            yield
 
     @contextlib.contextmanager
     def resident(self, key: Any) -> Any:
@@ -339,12 +451,8 @@ class SolvedProgram:
     each scope's body (the prefetches) on a thread of its own."""
 
     def __init__(self, keys: ManagedKeys, path: str) -> None:
-        import fhr
-
         self.keys = keys
-        file = fhr.load(path)
-        if len(file.programs) != 1:
-            raise SystemExit(f"{path}: expected the one program fhr-plan solve prints, found {len(file.programs)}")
+        file = self.load(path)
         self.bound = file.bind(keys.manager, keys.handles)
         self.plans = list(file.plans)  # solve prints one plan per step, in program order
         # The keys each step's reclaim drops (looked up once, not at every switch).
@@ -353,6 +461,16 @@ class SolvedProgram:
         ]
         self.steps = self.bound.program_steps(file.programs[0], background=True)
         self.next = 0
+
+    @staticmethod
+    def load(path: str) -> Any:
+        """The plan file, with the one program fhr-plan solve prints."""
+        import fhr
+
+        file = fhr.load(path)
+        if len(file.programs) != 1:
+            raise ValueError(f"expected the one program fhr-plan solve prints, found {len(file.programs)}")
+        return file
 
     def __call__(self, name: str) -> None:
         if self.next >= len(self.plans):
@@ -377,6 +495,105 @@ class SolvedProgram:
             raise RuntimeError(f"the program failed: {run.failure}")
         if self.next != len(self.plans):
             raise RuntimeError(f"the bootstrap made {self.next} key uses; the program has {len(self.plans)} steps")
+
+
+class Mode:
+    """One mode set up on the process's bootstrap, run a bootstrap at a
+    time: ``plain`` with FHElium's own keys, the others each with a
+    ManagedKeys of its own."""
+
+    def __init__(self, name: str, boot: Bootstrap, arguments: argparse.Namespace, originals: dict[str, Any]) -> None:
+        self.name, self.boot, self.plan = name, boot, arguments.plan
+        self.budget = int(arguments.budget_gib * 2**30)
+        self.originals = originals if name == "plain" else None
+        self.keys = None
+        if name != "plain":
+            self.keys = ManagedKeys(boot, self.budget if name in CONSTRAINED else None, originals)
+        self.count = 0  # runs so far
+
+    def prepare(self) -> None:
+        """What the mode does once before its first run (FHElium's device
+        keys are gone by then, unless plain is one of the modes)."""
+        keys = self.keys
+        if self.name in ("unconstrained", "trace"):
+            keys.ensure_all()
+            if self.name == "trace":
+                keys.events = []
+        elif self.name == "lru":
+            ControllerLRU(keys)
+
+    def run(self) -> dict[str, Any]:
+        """One bootstrap of this mode; the hooks are this mode's for it alone."""
+        boot, keys = self.boot, self.keys
+        self.count += 1
+        if keys is None:
+            boot.use_keys(self.originals)
+            return boot.run()
+        if self.name in CONSTRAINED:
+            if self.count > 1:
+                keys.drop_all()
+            resident = keys.resident_names()
+            if resident:
+                raise RuntimeError(f"{self.name} run {self.count} starts with keys at cuda:0: {resident}")
+        solved = None
+        if self.name == "solved":
+            solved = SolvedProgram(keys, self.plan)
+            keys.before_use = solved
+        keys.manager.clear_trace()  # this run's transfers alone (the trace is a bounded FIFO)
+        uses_before = len(keys.uses)
+        keys.host_seconds = {"policy": 0.0, "borrow": 0.0}
+        try:
+            with keys.installed():
+                run = boot.run()
+        except BaseException:
+            if solved is not None:
+                solved.steps.abandon()
+            raise
+        if solved is not None:
+            solved.close()
+        run["key_uses"] = len(keys.uses) - uses_before
+        run["key_bytes_to_cuda0"] = keys.moved_to_cuda0()
+        run["host_seconds"] = {what: round(seconds, 4) for what, seconds in keys.host_seconds.items()}
+        return run
+
+    def summary(self, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """The mode's figures over its runs: ``seconds`` the median of the
+        runs after the first (the first pays warm-up), the single run's for
+        one; errors and peaks the largest; transfers and host time the last
+        run's."""
+        result: dict[str, Any] = {}
+        if self.keys is not None:
+            result.update(self.keys.figures())
+            result["key_uses"] = runs[-1]["key_uses"]
+            result["key_bytes_to_cuda0"] = runs[-1]["key_bytes_to_cuda0"]
+            result["host_seconds"] = runs[-1]["host_seconds"]
+        timed = runs[1:] if len(runs) > 1 else runs
+        result["seconds"] = round(median([r["seconds"] for r in timed]), 4)
+        result["max_error"] = max(r["max_error"] for r in runs)
+        result["mean_error"] = max(r["mean_error"] for r in runs)
+        result["output_level"] = runs[-1]["output_level"]
+        result["torch_peak_gib"] = max(r["torch_peak_gib"] for r in runs)
+        if len(runs) > 1:
+            result["runs"] = runs
+        if self.keys is not None:
+            result["total_peak_gib"] = round(result["torch_peak_gib"] + result["fhr_peak_gib"], 3)
+        return result
+
+
+def set_up(boot: Bootstrap, names: list[str], arguments: argparse.Namespace) -> list[Mode]:
+    """Every listed mode on the one bootstrap: each managed mode's pinned
+    copies of FHElium's keys first (made from its device keys, which then
+    go, unless plain keeps them), then what each does once."""
+    originals = boot.named_keys()
+    modes = [Mode(name, boot, arguments, originals) for name in names]
+    if "plain" not in names:
+        boot.use_keys(next(mode.keys.stand_ins for mode in modes if mode.keys is not None))
+    del originals  # plain's Mode keeps FHElium's keys; nothing else does now
+    boot.torch.cuda.synchronize()
+    boot.torch.cuda.empty_cache()  # the device keys are gone without plain; their memory goes back
+    for mode in modes:
+        mode.prepare()
+    return modes
 
 
 def workload(keys: ManagedKeys, budget_bytes: int) -> dict[str, Any]:
@@ -411,62 +628,69 @@ def median(samples: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def main() -> None:
-    arguments = parse_arguments()
-    torch, fh = import_fhelium()
-    boot = Bootstrap(torch, fh, arguments.seed)
+def one_mode(boot: Bootstrap, arguments: argparse.Namespace) -> dict[str, Any]:
+    """``--mode``: the mode's runs one after another."""
+    (mode,) = set_up(boot, [arguments.mode], arguments)
+    runs = [mode.run() for _ in range(arguments.repeats)]
     result: dict[str, Any] = {"mode": arguments.mode, "seed": arguments.seed}
-    runs: list[dict[str, Any]] = []
-    if arguments.mode == "plain":
-        runs = [boot.run() for _ in range(arguments.repeats)]
-    else:
-        budget = int(arguments.budget_gib * 2**30)
-        constrained = arguments.mode in ("lru", "solved")
-        keys = ManagedKeys(boot, budget if constrained else None)
-        if arguments.mode in ("unconstrained", "trace"):
-            keys.ensure_all()
-            if arguments.mode == "trace":
-                keys.events = []
-        elif arguments.mode == "lru":
-            ControllerLRU(keys)
-        elif not arguments.plan:
-            raise SystemExit("--mode solved needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output)")
-        for repeat in range(arguments.repeats):
-            if constrained and repeat > 0:
-                keys.drop_all()
-            solved = None
-            if arguments.mode == "solved":
-                solved = SolvedProgram(keys, arguments.plan)
-                keys.before_use = solved
-            moved_before, uses_before = keys.moved_to_cuda0(), len(keys.uses)
-            keys.host_seconds = {"policy": 0.0, "borrow": 0.0}
-            run = boot.run()
-            if solved is not None:
-                solved.close()
-            run["key_uses"] = len(keys.uses) - uses_before
-            run["key_bytes_to_cuda0"] = keys.moved_to_cuda0() - moved_before
-            run["host_seconds"] = {what: round(seconds, 4) for what, seconds in keys.host_seconds.items()}
-            runs.append(run)
-        result.update(keys.figures())
-        result["key_uses"] = runs[-1]["key_uses"]
-        result["key_bytes_to_cuda0"] = runs[-1]["key_bytes_to_cuda0"]
-        result["host_seconds"] = runs[-1]["host_seconds"]
-    timed = runs[1:] if len(runs) > 1 else runs
-    result["seconds"] = round(median([r["seconds"] for r in timed]), 4)
-    result["max_error"] = max(r["max_error"] for r in runs)
-    result["mean_error"] = max(r["mean_error"] for r in runs)
-    result["output_level"] = runs[-1]["output_level"]
-    result["torch_peak_gib"] = max(r["torch_peak_gib"] for r in runs)
-    if len(runs) > 1:
-        result["runs"] = runs
-    if arguments.mode != "plain":
-        result["total_peak_gib"] = round(result["torch_peak_gib"] + result["fhr_peak_gib"], 3)
+    result.update(mode.summary(runs))
     if arguments.mode == "trace":
-        torch.cuda.synchronize()
+        boot.torch.cuda.synchronize()
         with open(arguments.trace_out, "w") as out:
-            json.dump(workload(keys, budget), out, indent=1)
+            json.dump(workload(mode.keys, mode.budget), out, indent=1)
         result["trace"] = arguments.trace_out
-    print(json.dumps(result))
+    return result
+
+
+def interleaved(boot: Bootstrap, arguments: argparse.Namespace) -> dict[str, Any]:
+    """``--modes``: K rounds of one run of each mode, round r starting at
+    the r-th mode of the list (mod their number)."""
+    modes = set_up(boot, arguments.modes, arguments)
+    runs: dict[str, list[dict[str, Any]]] = {mode.name: [] for mode in modes}
+    order = []
+    for round_index in range(arguments.repeats):
+        start = round_index % len(modes)
+        rotated = modes[start:] + modes[:start]
+        order.append([mode.name for mode in rotated])
+        for position, mode in enumerate(rotated):
+            run = mode.run()
+            run["round"], run["position"] = round_index, position
+            runs[mode.name].append(run)
+            print(json.dumps({"mode": mode.name, **run}), file=sys.stderr, flush=True)
+    result: dict[str, Any] = {
+        "modes": arguments.modes,
+        "seed": arguments.seed,
+        "rounds": arguments.repeats,
+        "order": order,
+        "per_mode": {},
+    }
+    if any(name in CONSTRAINED for name in arguments.modes):
+        result["budget_gib"] = arguments.budget_gib
+    if "solved" in arguments.modes:
+        result["plan"] = arguments.plan
+    per_mode = result["per_mode"]
+    for mode in modes:
+        per_mode[mode.name] = mode.summary(runs[mode.name])
+        per_mode[mode.name]["runs"] = runs[mode.name]
+    if "unconstrained" in runs:
+        base = runs["unconstrained"]
+        for name in arguments.modes:
+            if name not in CONSTRAINED:
+                continue
+            ratios = [round(r["seconds"] / b["seconds"], 4) for r, b in zip(runs[name], base)]
+            entry = per_mode[name]
+            entry["ratios_to_unconstrained"] = ratios
+            entry["median_ratio"] = round(median(ratios[1:] if len(ratios) > 1 else ratios), 4)
+            entry["ratio_of_medians"] = round(entry["seconds"] / per_mode["unconstrained"]["seconds"], 4)
+    return result
+
+
+def main() -> None:
+    parser, arguments = parse_arguments()
+    torch, fh = import_fhelium()
+    check_plan(parser, arguments)
+    boot = Bootstrap(torch, fh, arguments.seed)
+    print(json.dumps(interleaved(boot, arguments) if arguments.modes else one_mode(boot, arguments)))
 
 
 if __name__ == "__main__":
