@@ -8,12 +8,16 @@
 #   bench/gpu_prediction.sh --build            # -> build-gpu/tools/fhr-plan
 # On the GPU machine, from the repository root:
 #   bench/gpu_prediction.sh build-gpu/tools/fhr-plan "$OUT"
-# OUT receives links.json, calibrate.txt, per example NAME.run.json (fhr-run/1),
-# NAME.trace.json (Perfetto), NAME.err, exits.txt (each run's exit beside
-# explain's, or why the example was skipped: it declares more devices than
-# the machine has) and prediction.txt (the table). Exit: prediction_error.py's
-# (1 when a step misses its target), 2 when a run's exit differs from
-# explain's.
+# Every example runs twice: from cold pools (each step's allocations in its
+# prediction) and with --warm-up (the pools reserved before the run, as a
+# deployed evaluator warms them; the prediction's pools warm).
+# OUT receives links.json, calibrate.txt, per example NAME.run.json and
+# NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
+# NAME.err, exits.txt (each run's exit beside explain's, or why the example
+# was skipped: it declares more devices than the machine has), and the
+# tables prediction.txt (cold) and prediction-warm.txt. Exit:
+# prediction_error.py's for the warm runs (1 when a step misses its
+# target), 2 when a run's exit differs from explain's.
 set -uo pipefail
 
 if [ "${1:-}" = "--build" ]; then
@@ -41,6 +45,7 @@ status=0
 # One line per GPU (`nvidia-smi -L` also lists MIG instances).
 devices=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 runs=()
+warm_runs=()
 for example in examples/*.fhr; do
   name=$(basename "$example" .fhr)
   # `devices N`: an example for more GPUs than this machine has cannot run here.
@@ -55,15 +60,22 @@ for example in examples/*.fhr; do
   "$tool" run --backend cuda --profile "$out/links.json" --format json --trace "$out/$name.trace.json" \
     "$example" >"$out/$name.run.json" 2>"$out/$name.err"
   ran=$?
-  echo "$name: run exit $ran, explain exit $predicted" | tee -a "$out/exits.txt"
-  [ "$ran" = "$predicted" ] || status=2
+  "$tool" run --backend cuda --profile "$out/links.json" --format json --warm-up \
+    "$example" >"$out/$name.warm.run.json" 2>>"$out/$name.err"
+  warm=$?
+  echo "$name: run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"
+  [ "$ran" = "$predicted" ] && [ "$warm" = "$predicted" ] || status=2
   runs+=("$out/$name.run.json")
+  warm_runs+=("$out/$name.warm.run.json")
 done
 
 if [ ${#runs[@]} -eq 0 ]; then
   echo "no example ran on this machine ($devices GPUs)"; exit 2
 fi
+echo "== cold pools"
 python3 bench/prediction_error.py "${runs[@]}" | tee "$out/prediction.txt"
+echo "== with --warm-up"
+python3 bench/prediction_error.py "${warm_runs[@]}" | tee "$out/prediction-warm.txt"
 table=${PIPESTATUS[0]}
 [ "$status" != 0 ] && exit "$status"
 exit "$table"

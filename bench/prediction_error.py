@@ -8,7 +8,9 @@ Each RUN.json is `fhr-plan run --backend cuda --profile links.json
 the link model's prediction (predicted.duration_us: from its copy's
 start to its commit) and the measured duration (measured.duration_us:
 TransitionReport completed_at - started_at). Prints one row per step that
-moves bytes and, per file, the run totals; the target is within 10% for
+moves bytes and, per file, the run totals; a load is compared without its
+source's fill (predicted/measured `transfer_us`: the fill is the loader's
+speed, tabled on its own lines and outside the target); the target is within 10% for
 transfers of 16 MiB and more and within 5 us for smaller ones. A run's
 total compares the prediction with the time its steps were in flight
 (totals.measured_us); the time the runtime spent between steps is shown
@@ -22,11 +24,28 @@ LARGE = 16 << 20
 
 
 def rows(document):
+    """Steps that move bytes, with their predicted and measured transfer time.
+
+    A load's step also holds its source filling the value's storage (the
+    loader's speed, not a link's): where the document has it apart
+    (`transfer_us`, `source_load_us`), the transfer is compared without it
+    and the fill is tabled on its own line (fills())."""
     for run in document["runs"]:
         for step in run["steps"]:
-            predicted = step["predicted"].get("duration_us")
-            measured = step["measured"].get("duration_us")
+            predicted = step["predicted"].get("transfer_us", step["predicted"].get("duration_us"))
+            measured = step["measured"].get("transfer_us", step["measured"].get("duration_us"))
             if step["transfer"] == "none" or predicted is None or measured is None:
+                continue
+            yield run, step, predicted, measured
+
+
+def fills(document):
+    """Loads whose source's fill was predicted and measured apart."""
+    for run in document["runs"]:
+        for step in run["steps"]:
+            predicted = step["predicted"].get("source_load_us")
+            measured = step["measured"].get("source_load_us")
+            if step["transfer"] != "load" or not predicted or measured is None:
                 continue
             yield run, step, predicted, measured
 
@@ -56,6 +75,7 @@ def total_line(run):
 
 def main(paths):
     misses = checked = unreadable = 0
+    fill_errors = []
     print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
     for path in paths:
         try:
@@ -81,12 +101,22 @@ def main(paths):
             name = run["file"].split("/")[-1][:24]
             print(f"{name:24} {run['name'][:32]:32} {step['action'][:44]:44} {step['bytes']:11} "
                   f"{predicted:10.1f}us {measured:10.1f}us {shown:>10}{'' if ok else '  MISS'}")
+        for run, step, predicted, measured in fills(document):
+            error = (measured - predicted) / predicted * 100
+            name = run["file"].split("/")[-1][:24]
+            fill_errors.append(error)
+            print(f"{name:24} {run['name'][:32]:32} {('source fill: ' + step['action'])[:44]:44} "
+                  f"{step['bytes']:11} {predicted:10.1f}us {measured:10.1f}us {error:+9.1f}%  (loader)")
         for run in document["runs"]:
             line = total_line(run)
             if line:
                 print(line)
     print(f"{checked} transfers compared, {misses} outside the target "
           "(10% at 16 MiB and more, 5 us below)")
+    if fill_errors:
+        fill_errors.sort()
+        print(f"{len(fill_errors)} source fills (the loader's time, outside the target): error "
+              f"{fill_errors[0]:+.1f}% to {fill_errors[-1]:+.1f}%, median {fill_errors[len(fill_errors) // 2]:+.1f}%")
     if unreadable:
         return 2
     return 1 if misses else 0

@@ -75,3 +75,27 @@ def test_a_bad_document_does_not_hide_the_others(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "not a JSON document" in captured.err
     assert "1 transfers compared, 1 outside the target" in captured.out
+
+
+def test_a_load_is_compared_without_its_source_fill(tmp_path, capsys):
+    # A load's step holds its source filling the storage (the loader's
+    # speed) and the copy: only the copy is held to the target; the fill is
+    # tabled apart.
+    step = {
+        "action": "ensure rk[0] from pageable to cuda:0",
+        "bytes": 130023424,
+        "transfer": "load",
+        "predicted": {"duration_us": 10000.0, "transfer_us": 4000.0, "source_load_us": 6000.0},
+        "measured": {"duration_us": 13000.0, "transfer_us": 4200.0, "source_load_us": 8800.0},
+    }
+    document = {"schema": "fhr-run/1", "runs": [{"file": "examples/bootstrapping.fhr", "kind": "program",
+                                                 "name": "bootstrap", "steps": [step]}]}
+    path = tmp_path / "load.run.json"
+    path.write_text(json.dumps(document))
+    assert load_script().main([str(path)]) == 0  # the copy is within 10%; the whole step would not be
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[-1] == "+5.0%"
+    assert "source fill: ensure rk[0]" in out[2] and out[2].split()[-2:] == ["+46.7%", "(loader)"]
+    assert out[-2] == "1 transfers compared, 0 outside the target (10% at 16 MiB and more, 5 us below)"
+    assert out[-1] == ("1 source fills (the loader's time, outside the target): error +46.7% to +46.7%, "
+                       "median +46.7%")

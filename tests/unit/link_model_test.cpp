@@ -172,3 +172,26 @@ TEST_CASE("link fit: piecewise linear through the medians, exact at every measur
   CHECK(back.transfer_seconds(Location::pinned(), Location::cuda(0), 8 << 20) ==
         doctest::Approx(162.5e-6).epsilon(1e-5));
 }
+
+TEST_CASE("link model: a load's copy takes the load curve when one was measured, else its link's") {
+  LinkModel model = LinkModel::h200();
+  const Location pageable = Location::pageable(), gpu0 = Location::cuda(0);
+  const std::uint64_t bytes = std::uint64_t{124} << 20;
+  REQUIRE(model.load_pageable_to_device.classes.empty()); // the shipped profile has none
+  CHECK(model.load_transfer_seconds(pageable, gpu0, bytes) == model.transfer_seconds(pageable, gpu0, bytes));
+  // Measured: 3 ms at 64 MiB, 5 ms at 128 MiB (the line through them: 1 ms
+  // plus 2 ms per 64 MiB).
+  model.load_samples = {{std::uint64_t{64} << 20, 3e-3}, {std::uint64_t{128} << 20, 5e-3}};
+  model.load_pageable_to_device = fhr::fit_link_curve(model.load_samples);
+  CHECK(model.load_transfer_seconds(pageable, gpu0, bytes) == doctest::Approx(4.875e-3).epsilon(1e-9));
+  // Only pageable -> device loads: a load from pinned copies as any copy.
+  CHECK(model.load_transfer_seconds(Location::pinned(), gpu0, bytes) ==
+        model.transfer_seconds(Location::pinned(), gpu0, bytes));
+  // Written and read back, curve and samples.
+  const std::string text = fhr::link_model_to_json(model);
+  const LinkModel back = fhr::link_model_from_json(text);
+  CHECK(fhr::link_model_to_json(back) == text);
+  REQUIRE(back.load_samples.size() == 2);
+  CHECK(back.load_samples[1].seconds == doctest::Approx(5e-3));
+  CHECK(back.load_transfer_seconds(pageable, gpu0, bytes) == doctest::Approx(4.875e-3).epsilon(1e-6));
+}

@@ -313,3 +313,55 @@ TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
   CHECK(t.total_seconds == doctest::Approx(5.06 * kMs + 3.06 * kMs).epsilon(1e-12));
 }
+
+TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's growth per byte; what a warm-up "
+          "reserves") {
+  LinkModel model = allocating_model();
+  model.pageable_first_touch_seconds_per_byte = 0.5e-9;
+  model.device_growth_seconds_per_byte = 0.1e-9;
+  // Two loads of 4 MB from a source in pageable memory into cuda:0, a
+  // phase each (under the staged size: one plain copy each).
+  TimelineStep load;
+  load.transfer = StepTransfer::Load;
+  load.source = pageable;
+  load.destination = gpu0;
+  load.storage_bytes = 4 * kMB;
+  TimelineStep again = load;
+  again.value = 1;
+  again.group = 1;
+  const fhr::Timeline t = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, model, cold_pools());
+  // The first faults a fresh pageable block in (2 ms) and grows cuda:0's
+  // pool (50 us + 0.4 ms); its source fills 4 MB at 2 GB/s (2 ms), then the
+  // copy (4 ms).
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.45 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].source_load_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].copy_start_seconds == doctest::Approx(4.45 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(8.45 * kMs).epsilon(1e-12));
+  // The second finds the pageable block the first freed, and grows the
+  // device pool by its own 4 MB.
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(0.45 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(14.9 * kMs).epsilon(1e-12));
+  CHECK(t.allocation_seconds == doctest::Approx(2.9 * kMs).epsilon(1e-12));
+  // What the cold pools could not serve, in order: the blocks a warm-up
+  // reserves so that the same steps find them.
+  REQUIRE(t.cold_allocations.size() == 3);
+  CHECK(t.cold_allocations[0].location == pageable);
+  CHECK(t.cold_allocations[1].location == gpu0);
+  CHECK(t.cold_allocations[2].location == gpu0);
+  for (const fhr::ColdAllocation &allocation : t.cold_allocations) {
+    CHECK(allocation.bytes == 4 * kMB);
+    CHECK_FALSE(allocation.staging);
+  }
+  // Warm pools: no cost and nothing cold; the fill stays.
+  const fhr::Timeline warm = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, model);
+  CHECK(warm.cold_allocations.empty());
+  CHECK(warm.allocation_seconds == 0);
+  CHECK(warm.total_seconds == doctest::Approx(12 * kMs).epsilon(1e-12));
+  // Storage under the pageable pool's smallest block costs nothing and is
+  // not reserved.
+  TimelineStep small = load;
+  small.storage_bytes = kMB;
+  const fhr::Timeline t2 = fhr::predict_timeline(std::vector<TimelineStep>{small}, model, cold_pools());
+  REQUIRE(t2.cold_allocations.size() == 1);
+  CHECK(t2.cold_allocations[0].location == gpu0);
+}

@@ -54,10 +54,11 @@ public:
 
 } // namespace
 
-double WallClock::time(const std::function<void()> &call, const Operation &) {
+double WallClock::time(const std::function<void()> &call, const Operation &operation) {
   const auto start = std::chrono::steady_clock::now();
   call();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return operation.untimed_ns ? seconds - static_cast<double>(*operation.untimed_ns) * 1e-9 : seconds;
 }
 
 double SimulatedClock::time(const std::function<void()> &call, const Operation &operation) {
@@ -68,6 +69,11 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
   case Operation::Kind::Duplex: return predict_duplex(stand_in_, operation.from, operation.bytes);
   case Operation::Kind::SourceLoad:
     return static_cast<double>(operation.bytes) / stand_in_.source_load_bytes_per_second;
+  case Operation::Kind::LoadCopy:
+    return stand_in_.load_transfer_seconds(operation.from, operation.to, operation.bytes);
+  case Operation::Kind::ColdSourceLoad:
+    return static_cast<double>(operation.bytes) *
+           (1 / stand_in_.source_load_bytes_per_second + stand_in_.pageable_first_touch_seconds_per_byte);
   }
   return 0;
 }
@@ -186,9 +192,64 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
     }
     manager.discard(value);
     result.model.source_load_bytes_per_second = static_cast<double>(bytes) / median(list);
+    // The same into fresh pages: sizes no pageable block of the pool has
+    // (each a further 2 MiB below the largest), so that the backend faults
+    // a new block in; what it costs beyond the warm load, per byte.
+    std::vector<double> first_touch;
+    for (unsigned rep = 1; rep <= 3 && (std::uint64_t{2} << 20) * rep < bytes; ++rep) {
+      const std::uint64_t fresh = bytes - (std::uint64_t{2} << 20) * rep;
+      const Handle cold = manager.register_source(
+          ValueSpec{fresh, fresh, ReplicaMode::Replicable, Recoverability::Reconstructible}, source,
+          pageable);
+      const double seconds =
+          clock.time([&] { manager.ensure(cold, pageable); },
+                     Operation{Operation::Kind::ColdSourceLoad, pageable, pageable, fresh});
+      manager.discard(cold);
+      first_touch.push_back(
+          std::max(0.0, seconds - static_cast<double>(fresh) / result.model.source_load_bytes_per_second) /
+          static_cast<double>(fresh));
+    }
+    if (!first_touch.empty()) result.model.pageable_first_touch_seconds_per_byte = median(first_touch);
+  }
+
+  // Loads into cuda:0 from a source in pageable memory, as a plan step runs
+  // them (the source fills pooled pageable storage, the staged copy
+  // follows), the fill left out: the copy after a fill runs slower than
+  // the moves above, which copy resident bytes (docs/links.md).
+  {
+    const auto source = std::make_shared<PatternSource>();
+    result.model.load_samples.clear();
+    for (std::uint64_t bytes : sizes) {
+      const Handle value = manager.register_source(
+          ValueSpec{bytes, bytes, ReplicaMode::Replicable, Recoverability::Reconstructible}, source,
+          pageable);
+      std::vector<double> list;
+      for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
+        std::uint64_t fill_ns = 0;
+        const double seconds =
+            clock.time([&] { fill_ns = manager.ensure(value, gpu0).source_load_ns; },
+                       Operation{Operation::Kind::LoadCopy, pageable, gpu0, bytes, &fill_ns});
+        manager.drop(value, gpu0);
+        if (rep > 0) list.push_back(seconds);
+      }
+      manager.discard(value);
+      result.model.load_samples.push_back(LinkSample{bytes, median(list)});
+    }
+    result.model.load_pageable_to_device = fit_link_curve(result.model.load_samples);
+    for (const LinkSample &sample : result.model.load_samples) {
+      Row row;
+      row.from = pageable;
+      row.to = gpu0;
+      row.link = LinkKind::PageableToDevice;
+      row.bytes = sample.bytes;
+      row.manager_seconds = sample.seconds;
+      row.predicted_seconds = result.model.load_transfer_seconds(pageable, gpu0, sample.bytes);
+      result.load_rows.push_back(row);
+    }
   }
 
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;
+  result.model.device_growth_seconds_per_byte = fixed.device_growth_seconds_per_byte;
   result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation_seconds_per_byte;
   result.model.pinned_registration_seconds_per_byte = fixed.pinned_registration_seconds_per_byte;
   result.model.event_record_seconds = fixed.event_record_seconds;
@@ -202,7 +263,7 @@ std::string result_text(const Result &result) {
   std::snprintf(line, sizeof line, "  %-20s %12s %14s %14s %8s %14s %8s\n", "copy", "bytes", "manager", "raw",
                 "ratio", "profile", "error");
   out += line;
-  for (const Row &row : result.rows) {
+  auto print_row = [&](const Row &row, const std::string &label) {
     const double gbps = static_cast<double>(row.bytes) / row.manager_seconds / 1e9;
     char raw[32] = "-", ratio[32] = "-";
     if (row.raw_seconds) {
@@ -214,11 +275,14 @@ std::string result_text(const Result &result) {
     char manager[48];
     std::snprintf(manager, sizeof manager, "%.2f us", row.manager_seconds * 1e6);
     std::snprintf(line, sizeof line, "  %-20s %12llu %14s %14s %8s %11.2f us %+7.2f%%  (%.2f GB/s)\n",
-                  (row.from.name() + " -> " + row.to.name()).c_str(),
-                  static_cast<unsigned long long>(row.bytes), manager, raw, ratio,
+                  label.c_str(), static_cast<unsigned long long>(row.bytes), manager, raw, ratio,
                   row.predicted_seconds * 1e6, error_percent, gbps);
     out += line;
-  }
+  };
+  for (const Row &row : result.rows)
+    print_row(row, row.from.name() + " -> " + row.to.name());
+  for (const Row &row : result.load_rows)
+    print_row(row, "load " + row.from.name() + " -> " + row.to.name());
   std::snprintf(
       line, sizeof line,
       "  eviction beside a prefetch, %llu B each way: %.2f us measured (%.2f GB/s together), %.2f us "
@@ -228,9 +292,13 @@ std::string result_text(const Result &result) {
       result.duplex_predicted_seconds * 1e6);
   out += line;
   std::snprintf(line, sizeof line,
-                "  source loads %.2f GB/s; device allocation %.2f us; events %.3f / %.3f us\n",
-                result.model.source_load_bytes_per_second / 1e9, result.model.device_allocation_seconds * 1e6,
-                result.model.event_record_seconds * 1e6, result.model.event_query_seconds * 1e6);
+                "  source loads %.2f GB/s (fresh pages +%.3f ns/B); device allocation %.2f us + %.4f ns per "
+                "byte of growth; events %.3f / %.3f us\n",
+                result.model.source_load_bytes_per_second / 1e9,
+                result.model.pageable_first_touch_seconds_per_byte * 1e9,
+                result.model.device_allocation_seconds * 1e6,
+                result.model.device_growth_seconds_per_byte * 1e9, result.model.event_record_seconds * 1e6,
+                result.model.event_query_seconds * 1e6);
   out += line;
   for (LinkKind link : result.kept_from_default)
     out += "  " + std::string(link_kind_name(link)) + ": not measured here, kept from the default profile\n";

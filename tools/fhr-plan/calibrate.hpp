@@ -31,9 +31,18 @@ struct Operation {
     Copy,       ///< a move from `from` to `to`
     Duplex,     ///< `bytes` out of `from` (a device) while `bytes` come in
     SourceLoad, ///< a source fills `bytes` at `to`
+    /// The same into a block the pool does not keep: its pages faulted in
+    /// first (LinkModel::pageable_first_touch_seconds_per_byte).
+    ColdSourceLoad,
+    /// A load from a source at `from` into `to`: the copy after the fill.
+    LoadCopy,
   } kind = Kind::Copy;
   Location from, to;
   std::uint64_t bytes = 0;
+  /// Nanoseconds of the call that are not the operation's (a load's fill,
+  /// from its TransitionReport), read once the call returned; a clock that
+  /// measures leaves them out.
+  const std::uint64_t *untimed_ns = nullptr;
 };
 
 class Clock {
@@ -71,6 +80,7 @@ public:
 /// Costs beside copies, measured raw (CUDA) or taken from a stand-in.
 struct FixedCosts {
   double device_allocation_seconds = 0;
+  double device_growth_seconds_per_byte = 0;
   double pinned_allocation_seconds_per_byte = 0;
   double pinned_registration_seconds_per_byte = 0;
   double event_record_seconds = 0;
@@ -97,6 +107,9 @@ struct Row {
 struct Result {
   LinkModel model;
   std::vector<Row> rows;
+  /// Loads from a source in pageable memory into cuda:0, their fill left
+  /// out (LinkModel::load_pageable_to_device): link PageableToDevice.
+  std::vector<Row> load_rows;
   std::vector<LinkKind> kept_from_default; ///< links this machine could not measure
   /// The eviction beside a prefetch at the largest size: measured and
   /// predicted by the fitted profile (the timeline predictor).

@@ -53,9 +53,11 @@ int run_calibrate(const CalibrateOptions &options) {
       measure.devices = 2;
       calibrate::SimulatedClock clock(stand_in);
       const calibrate::FixedCosts fixed{stand_in.device_allocation_seconds,
+                                        stand_in.device_growth_seconds_per_byte,
                                         stand_in.pinned_allocation_seconds_per_byte,
                                         stand_in.pinned_registration_seconds_per_byte,
-                                        stand_in.event_record_seconds, stand_in.event_query_seconds};
+                                        stand_in.event_record_seconds,
+                                        stand_in.event_query_seconds};
       calibrate::Result result = calibrate::calibrate(manager, clock, measure, fixed, nullptr, stand_in);
       result.model.machine = "simulated device backend, 2 devices (stand-in: " + stand_in.machine + ")";
       result.model.measured = "simulated clock";

@@ -106,23 +106,31 @@ FixedCosts measure_cuda_fixed_costs() {
   check(cudaSetDevice(0), "cudaSetDevice");
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  // A fresh 64 MiB device block from a pool that keeps nothing: what a
-  // value that finds no free pool memory costs.
-  constexpr std::size_t kBlock = std::size_t{64} << 20;
-  std::vector<double> allocations;
-  for (int rep = 0; rep < 9; ++rep) {
-    void *block = nullptr;
-    const auto start = std::chrono::steady_clock::now();
-    check(cudaMallocAsync(&block, kBlock, stream), "cudaMallocAsync");
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    allocations.push_back(seconds_since(start));
-    check(cudaFreeAsync(block, stream), "cudaFreeAsync");
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    cudaMemPool_t pool;
-    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
-    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
-  }
-  costs.device_allocation_seconds = median(allocations);
+  // Fresh device blocks from a pool that keeps nothing, of two sizes: what
+  // a value that finds no free pool memory costs, fixed and per byte the
+  // pool grows by (the driver maps physical memory for each).
+  cudaMemPool_t pool;
+  check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  auto fresh_block_seconds = [&](std::size_t bytes) {
+    std::vector<double> allocations;
+    for (int rep = 0; rep < 9; ++rep) {
+      void *block = nullptr;
+      const auto start = std::chrono::steady_clock::now();
+      check(cudaMallocAsync(&block, bytes, stream), "cudaMallocAsync");
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      allocations.push_back(seconds_since(start));
+      check(cudaFreeAsync(block, stream), "cudaFreeAsync");
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+    }
+    return median(allocations);
+  };
+  constexpr std::size_t kSmall = std::size_t{64} << 20, kLarge = std::size_t{512} << 20;
+  const double small = fresh_block_seconds(kSmall), large = fresh_block_seconds(kLarge);
+  costs.device_growth_seconds_per_byte =
+      std::max(0.0, (large - small) / static_cast<double>(kLarge - kSmall));
+  costs.device_allocation_seconds =
+      std::max(0.0, small - costs.device_growth_seconds_per_byte * static_cast<double>(kSmall));
   // Cold pinned memory, allocated and registered, per byte.
   constexpr std::size_t kPinned = std::size_t{256} << 20;
   std::vector<double> pinned, registered;

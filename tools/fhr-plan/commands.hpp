@@ -89,6 +89,8 @@ struct RunOptions {
   std::string profile;                  ///< --profile: the link model of the prediction (h200 when empty)
   std::string trace;                    ///< --trace: where the Perfetto trace goes
   std::uint64_t memory_limit_bytes = 0; ///< --memory-limit: host memory a run may use (0: 3/4 of it)
+  /// --warm-up: each run's cold allocations reserved before it (docs/run.md).
+  bool warm_up = false;
 };
 /// Executes programs (or plans) on a fresh manager and compares every step
 /// with the prediction: 0 all completed as predicted, 1 stopped at a

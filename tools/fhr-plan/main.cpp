@@ -99,6 +99,10 @@ cl::opt<std::string> run_profile("profile",
                                  cl::value_desc("FILE|h200"), cl::sub(run_command));
 cl::opt<std::string> run_trace("trace", cl::desc("Write a Perfetto trace of predicted and measured spans"),
                                cl::value_desc("trace.json"), cl::sub(run_command));
+cl::opt<bool> run_warm_up("warm-up",
+                          cl::desc("Before each run, reserve the pool blocks its steps would allocate cold "
+                                   "(Manager::warm_up) and predict warm pools"),
+                          cl::sub(run_command));
 cl::opt<std::string>
     run_memory_limit("memory-limit",
                      cl::desc("Host memory a run may use (default: 3/4 of what is available); "
@@ -375,6 +379,7 @@ int main(int argc, char **argv) {
   run.format = run_format == RunFormat::Json ? "json" : "text";
   run.profile = run_profile;
   run.trace = run_trace;
+  run.warm_up = run_warm_up;
   if (!run_memory_limit.empty() &&
       !fhr::cli::parse_size_option("--memory-limit", run_memory_limit, run.memory_limit_bytes))
     return fhr::cli::kBadInput;

@@ -15,6 +15,7 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/WithColor.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <unistd.h>
@@ -124,6 +125,11 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
   for (std::size_t l = 0; l < run.links.size(); ++l)
     os << (l == 0 ? ": " : ", ") << link_text(run.links[l]);
   os << "\n";
+  if (check.warm_up)
+    os << "  warm-up before the run: " << human_bytes(static_cast<double>(check.warm_up->reserved_bytes()))
+       << " reserved in " << human_time(run.warm_up_measured_us.value_or(0))
+       << (run.warm_up_predicted_us ? ", " + human_time(*run.warm_up_predicted_us) + " predicted cold" : "")
+       << "\n";
   if (check.agrees())
     os << "  result: " << (check.run.completed && check.setup.completed ? "completed" : "stopped")
        << " as predicted; " << check.content_checks
@@ -131,6 +137,28 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
   else
     for (const std::string &difference : check.differences)
       os << "  DIFFERS: " << difference << "\n";
+}
+
+/// --warm-up: the pool blocks a unit's steps would allocate from cold pools
+/// (the cold timeline's misses, fhr/model/runtime_pools.hpp), as the
+/// manager's warm-up requests; the bounce buffers of staged transfers as a
+/// pageable block of the smallest staged size, which makes them.
+std::vector<PoolRequest> warm_up_requests(const json *unit, const LinkModel &links) {
+  std::vector<PoolRequest> requests;
+  if (!unit) return requests;
+  TimelineOptions cold;
+  cold.pools = PoolOptions{};
+  const UnitMemory memory = unit_memory(*unit);
+  const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
+  for (const ColdAllocation &allocation : timeline.cold_allocations) {
+    auto request = std::find_if(requests.begin(), requests.end(),
+                                [&](const PoolRequest &r) { return r.location == allocation.location; });
+    if (request == requests.end())
+      request = requests.insert(requests.end(), PoolRequest{allocation.location, {}});
+    request->block_bytes.push_back(
+        static_cast<std::size_t>(allocation.staging ? cold.staged_min_bytes : allocation.bytes));
+  }
+  return requests;
 }
 
 /// The run's default: the GPUs when the CUDA runtime reports one, else
@@ -168,8 +196,9 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
   TimelineOptions timeline;
   timeline.overlap = execution.backend == BackendKind::Cuda;
   // Every run has a fresh CUDA backend: its pools are cold at the first
-  // step, and the prediction charges what they cost (docs/run.md).
-  if (execution.backend == BackendKind::Cuda) timeline.pools = PoolOptions{};
+  // step, and the prediction charges what they cost (docs/run.md), unless
+  // --warm-up reserves those blocks before the run.
+  if (execution.backend == BackendKind::Cuda && !run.warm_up) timeline.pools = PoolOptions{};
 
   int status = kFeasible;
   // Kept whole: the analyses point into them.
@@ -198,6 +227,9 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
       for (std::uint32_t p = 0; p < module.programs.size(); ++p)
         if ((run.program.empty() && run.plan.empty()) || name_of(module.programs[p].name) == run.program) {
           progress.start("program " + string_literal(name_of(module.programs[p].name)));
+          if (run.warm_up)
+            execution.warm_up =
+                warm_up_requests(unit_of("program", name_of(module.programs[p].name)), *links);
           checks.push_back(check_program(module, p, execution));
           progress.clear();
           selected = true;
@@ -206,6 +238,8 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
         if ((run.program.empty() && run.plan.empty() && module.programs.empty()) ||
             name_of(module.plans[p].name) == run.plan) {
           progress.start("plan " + string_literal(name_of(module.plans[p].name)));
+          if (run.warm_up)
+            execution.warm_up = warm_up_requests(unit_of("plan", name_of(module.plans[p].name)), *links);
           checks.push_back(check_plan(module, p, execution));
           progress.clear();
           selected = true;

@@ -90,6 +90,18 @@ std::optional<double> AnalyzedStep::measured_duration_us() const {
   return *measured_end_us - *measured_start_us;
 }
 
+std::optional<double> AnalyzedStep::predicted_transfer_us() const {
+  const std::optional<double> duration = predicted_duration_us();
+  if (!duration) return std::nullopt;
+  return *duration - predicted->source_load_seconds * 1e6;
+}
+
+std::optional<double> AnalyzedStep::measured_transfer_us() const {
+  const std::optional<double> duration = measured_duration_us();
+  if (!duration) return std::nullopt;
+  return *duration - measured_source_load_us;
+}
+
 AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module, const ExecutionCheck &check,
                         const json *explanation, const LinkModel &links, const TimelineOptions &options) {
   AnalyzedRun run;
@@ -109,7 +121,14 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links, options);
     run.timed = true;
     run.predicted_us = timeline.total_seconds * 1e6;
+    if (check.warm_up) {
+      TimelineOptions cold = options;
+      cold.pools = PoolOptions{};
+      run.warm_up_predicted_us =
+          predict_timeline(unit_timeline_steps(*explanation, *memory), links, cold).allocation_seconds * 1e6;
+    }
   }
+  if (check.warm_up) run.warm_up_measured_us = static_cast<double>(check.warm_up->duration_ns) / 1e3;
   std::uint64_t origin_ns = 0;
   for (const StepTiming &t : check.run.timings)
     if (t.completed_at_ns != 0 && (origin_ns == 0 || t.started_at_ns < origin_ns))
@@ -152,6 +171,7 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
           static_cast<double>(t.started_at_ns - std::min(t.started_at_ns, origin_ns)) / 1e3;
       row.measured_end_us =
           static_cast<double>(t.completed_at_ns - std::min(t.completed_at_ns, origin_ns)) / 1e3;
+      row.measured_source_load_us = static_cast<double>(t.source_load_ns) / 1e3;
       run.span_us = std::max(run.span_us, *row.measured_end_us);
       measured_spans.emplace_back(*row.measured_start_us, *row.measured_end_us);
     }
@@ -264,17 +284,23 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
         predicted["start_us"] = rounded_us(s.predicted->start_seconds * 1e6);
         predicted["copy_start_us"] = rounded_us(s.predicted->copy_start_seconds * 1e6);
         predicted["allocation_us"] = rounded_us(s.predicted->allocation_seconds * 1e6);
+        predicted["source_load_us"] = rounded_us(s.predicted->source_load_seconds * 1e6);
         predicted["end_us"] = rounded_us(s.predicted->end_seconds * 1e6);
         predicted["commit_us"] = rounded_us(s.predicted->commit_seconds * 1e6);
         predicted["duration_us"] = optional_us(s.predicted_duration_us());
+        predicted["transfer_us"] = optional_us(s.predicted_transfer_us());
         predicted["engine"] = s.predicted->engine ? json(engine_name(*s.predicted->engine)) : json(nullptr);
         predicted["window"] = s.predicted->window ? json(*s.predicted->window) : json(nullptr);
       }
       step["predicted"] = std::move(predicted);
-      step["measured"] = json{{"result", s.measured_result},
-                              {"start_us", optional_us(s.measured_start_us)},
-                              {"end_us", optional_us(s.measured_end_us)},
-                              {"duration_us", optional_us(s.measured_duration_us())}};
+      step["measured"] =
+          json{{"result", s.measured_result},
+               {"start_us", optional_us(s.measured_start_us)},
+               {"end_us", optional_us(s.measured_end_us)},
+               {"duration_us", optional_us(s.measured_duration_us())},
+               {"source_load_us",
+                s.measured_start_us ? json(rounded_us(s.measured_source_load_us)) : json(nullptr)},
+               {"transfer_us", optional_us(s.measured_transfer_us())}};
       const std::optional<double> p = s.predicted_duration_us(), m = s.measured_duration_us();
       step["error_us"] = p && m ? json(rounded_us(*m - *p)) : json(nullptr);
       step["error_percent"] = p && m && *p > 0 ? json(rounded_us((*m - *p) / *p * 100)) : json(nullptr);
@@ -304,6 +330,10 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                   ? json(rounded_us((run.measured_us - run.predicted_us) / run.predicted_us * 100))
                   : json(nullptr)},
              {"bytes_moved", run.bytes_moved}};
+    r["warm_up"] = check.warm_up ? json{{"reserved_bytes", check.warm_up->reserved_bytes()},
+                                        {"predicted_us", optional_us(run.warm_up_predicted_us)},
+                                        {"measured_us", optional_us(run.warm_up_measured_us)}}
+                                 : json(nullptr);
     json link_list = json::array();
     for (const LinkTotal &link : run.links)
       link_list.push_back(link_json(link));

@@ -38,9 +38,16 @@ struct AnalyzedStep {
   std::optional<StepTime> predicted;
   /// Microseconds from the run's first measured step; none when not measured.
   std::optional<double> measured_start_us, measured_end_us;
+  /// Of the measured span, the time in the value's source (a load).
+  double measured_source_load_us = 0;
 
   std::optional<double> predicted_duration_us() const;
   std::optional<double> measured_duration_us() const;
+  /// The durations less the source's fill: what the runtime's allocation
+  /// and copy took, which the link model predicts (a source's speed is
+  /// the loader's, docs/run.md).
+  std::optional<double> predicted_transfer_us() const;
+  std::optional<double> measured_transfer_us() const;
 };
 
 /// Bytes and time per link of one run (or of every run).
@@ -64,6 +71,9 @@ struct AnalyzedRun {
   double measured_us = 0;
   double span_us = 0; ///< first measured start to last completion
   std::uint64_t bytes_moved = 0;
+  /// --warm-up: what the cold pools would have cost the steps (predicted)
+  /// and what reserving those blocks before the run took (measured).
+  std::optional<double> warm_up_predicted_us, warm_up_measured_us;
   std::vector<LinkTotal> links;
   std::optional<std::uint32_t> stopped_line;
 };

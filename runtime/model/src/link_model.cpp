@@ -73,6 +73,12 @@ double LinkModel::transfer_seconds(Location from, Location to, std::uint64_t byt
   return link ? curve(*link).seconds(bytes) : 0.0;
 }
 
+double LinkModel::load_transfer_seconds(Location from, Location to, std::uint64_t bytes) const {
+  if (from == Location::pageable() && to.is_cuda() && !load_pageable_to_device.classes.empty())
+    return load_pageable_to_device.seconds(bytes);
+  return transfer_seconds(from, to, bytes);
+}
+
 // ---- JSON ---------------------------------------------------------------
 
 namespace {
@@ -99,6 +105,48 @@ double positive_number(const json &object, const std::string &path, const char *
   return number;
 }
 
+/// A curve's size classes (`links.L`, `load_pageable_device`).
+LinkCurve curve_from_json(const json &classes, const std::string &path) {
+  if (!classes.is_array() || classes.empty()) invalid(path, "expected a non-empty array of size classes");
+  LinkCurve curve;
+  std::optional<std::uint64_t> previous;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const std::string class_path = path + "[" + std::to_string(c) + "]";
+    const json &max_bytes = member(classes[c], class_path, "max_bytes");
+    SizeClass size_class;
+    const bool last = c + 1 == classes.size();
+    if (max_bytes.is_null()) {
+      if (!last) invalid(class_path + ".max_bytes", "only the last class may be unbounded");
+    } else {
+      if (!max_bytes.is_number_unsigned())
+        invalid(class_path + ".max_bytes", "expected a byte count or null");
+      size_class.max_bytes = max_bytes.get<std::uint64_t>();
+      if (previous && *size_class.max_bytes <= *previous)
+        invalid(class_path + ".max_bytes", "classes must ascend");
+      if (last) invalid(class_path + ".max_bytes", "the last class must be unbounded (null)");
+      previous = size_class.max_bytes;
+    }
+    size_class.latency_seconds = positive_number(classes[c], class_path, "latency_us", true) * kMicro;
+    size_class.bytes_per_second = positive_number(classes[c], class_path, "bandwidth_gbps", false) * kGiga;
+    curve.classes.push_back(size_class);
+  }
+  return curve;
+}
+
+/// A curve's measurements (`samples.L`, `load_samples`).
+std::vector<LinkSample> samples_from_json(const json &list, const std::string &path) {
+  if (!list.is_array()) invalid(path, "expected an array");
+  std::vector<LinkSample> samples;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const std::string sample_path = path + "[" + std::to_string(k) + "]";
+    const json &bytes = member(list[k], sample_path, "bytes");
+    if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
+    samples.push_back(LinkSample{bytes.get<std::uint64_t>(),
+                                 positive_number(list[k], sample_path, "median_us", true) * kMicro});
+  }
+  return samples;
+}
+
 std::string text(const json &object, const std::string &path, const char *key) {
   const json &value = member(object, path, key);
   if (!value.is_string()) invalid(path + "." + key, "expected a string");
@@ -115,16 +163,24 @@ std::string link_model_to_json(const LinkModel &model) {
     std::snprintf(text, sizeof text, "%.6g", value);
     return std::strtod(text, nullptr);
   };
-  ordered links = ordered::object();
-  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
+  auto classes_of = [&](const LinkCurve &curve) {
     ordered classes = ordered::array();
-    for (const SizeClass &size_class : model.links[i].classes)
+    for (const SizeClass &size_class : curve.classes)
       classes.push_back(
           {{"max_bytes", size_class.max_bytes ? ordered(*size_class.max_bytes) : ordered(nullptr)},
            {"latency_us", figure(size_class.latency_seconds / kMicro)},
            {"bandwidth_gbps", figure(size_class.bytes_per_second / kGiga)}});
-    links[std::string(kLinkNames[i])] = std::move(classes);
-  }
+    return classes;
+  };
+  auto samples_of = [&](const std::vector<LinkSample> &samples) {
+    ordered list = ordered::array();
+    for (const LinkSample &sample : samples)
+      list.push_back({{"bytes", sample.bytes}, {"median_us", figure(sample.seconds / kMicro)}});
+    return list;
+  };
+  ordered links = ordered::object();
+  for (std::size_t i = 0; i < kLinkKindCount; ++i)
+    links[std::string(kLinkNames[i])] = classes_of(model.links[i]);
   ordered document = {
       {"schema", std::string(kSchema)},
       {"machine", model.machine},
@@ -136,16 +192,18 @@ std::string link_model_to_json(const LinkModel &model) {
       {"event_record_us", figure(model.event_record_seconds / kMicro)},
       {"event_query_us", figure(model.event_query_seconds / kMicro)},
       {"source_load_gbps", figure(model.source_load_bytes_per_second / kGiga)},
-      {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)}};
+      {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)},
+      {"device_growth_ns_per_byte", figure(model.device_growth_seconds_per_byte / 1e-9)},
+      {"pageable_first_touch_ns_per_byte", figure(model.pageable_first_touch_seconds_per_byte / 1e-9)}};
   ordered samples = ordered::object();
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
     if (model.samples[i].empty()) continue;
-    ordered list = ordered::array();
-    for (const LinkSample &sample : model.samples[i])
-      list.push_back({{"bytes", sample.bytes}, {"median_us", figure(sample.seconds / kMicro)}});
-    samples[std::string(kLinkNames[i])] = std::move(list);
+    samples[std::string(kLinkNames[i])] = samples_of(model.samples[i]);
   }
   if (!samples.empty()) document["samples"] = std::move(samples);
+  if (!model.load_pageable_to_device.classes.empty())
+    document["load_pageable_device"] = classes_of(model.load_pageable_to_device);
+  if (!model.load_samples.empty()) document["load_samples"] = samples_of(model.load_samples);
   return document.dump(2) + "\n";
 }
 
@@ -169,32 +227,9 @@ LinkModel link_model_from_json(std::string_view input) {
   model.measured = text(document, "$", "measured");
   const json &links = member(document, "$", "links");
   if (!links.is_object()) invalid("$.links", "expected an object");
-  for (std::size_t i = 0; i < kLinkKindCount; ++i) {
-    const std::string path = "$.links." + std::string(document_name(i));
-    const json &classes = member(links, "$.links", document_name(i));
-    if (!classes.is_array() || classes.empty()) invalid(path, "expected a non-empty array of size classes");
-    std::optional<std::uint64_t> previous;
-    for (std::size_t c = 0; c < classes.size(); ++c) {
-      const std::string class_path = path + "[" + std::to_string(c) + "]";
-      const json &max_bytes = member(classes[c], class_path, "max_bytes");
-      SizeClass size_class;
-      const bool last = c + 1 == classes.size();
-      if (max_bytes.is_null()) {
-        if (!last) invalid(class_path + ".max_bytes", "only the last class may be unbounded");
-      } else {
-        if (!max_bytes.is_number_unsigned())
-          invalid(class_path + ".max_bytes", "expected a byte count or null");
-        size_class.max_bytes = max_bytes.get<std::uint64_t>();
-        if (previous && *size_class.max_bytes <= *previous)
-          invalid(class_path + ".max_bytes", "classes must ascend");
-        if (last) invalid(class_path + ".max_bytes", "the last class must be unbounded (null)");
-        previous = size_class.max_bytes;
-      }
-      size_class.latency_seconds = positive_number(classes[c], class_path, "latency_us", true) * kMicro;
-      size_class.bytes_per_second = positive_number(classes[c], class_path, "bandwidth_gbps", false) * kGiga;
-      model.links[i].classes.push_back(size_class);
-    }
-  }
+  for (std::size_t i = 0; i < kLinkKindCount; ++i)
+    model.links[i] = curve_from_json(member(links, "$.links", document_name(i)),
+                                     "$.links." + std::string(document_name(i)));
   model.duplex_bytes_per_second = positive_number(document, "$", "duplex_bandwidth_gbps", false) * kGiga;
   model.device_allocation_seconds = positive_number(document, "$", "device_allocation_us", true) * kMicro;
   model.pinned_allocation_seconds_per_byte =
@@ -207,6 +242,12 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pinned_registration_ns_per_byte"))
     model.pinned_registration_seconds_per_byte =
         positive_number(document, "$", "pinned_registration_ns_per_byte", true) * 1e-9;
+  if (document.contains("device_growth_ns_per_byte"))
+    model.device_growth_seconds_per_byte =
+        positive_number(document, "$", "device_growth_ns_per_byte", true) * 1e-9;
+  if (document.contains("pageable_first_touch_ns_per_byte"))
+    model.pageable_first_touch_seconds_per_byte =
+        positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;
   if (document.contains("samples")) {
     const json &samples = document["samples"];
     if (!samples.is_object()) invalid("$.samples", "expected an object");
@@ -221,18 +262,16 @@ LinkModel link_model_from_json(std::string_view input) {
       } else {
         invalid(path, "not a link kind");
       }
-      if (!list.is_array()) invalid(path, "expected an array");
-      for (std::size_t k = 0; k < list.size(); ++k) {
-        const std::string sample_path = path + "[" + std::to_string(k) + "]";
-        const json &bytes = member(list[k], sample_path, "bytes");
-        if (!bytes.is_number_unsigned()) invalid(sample_path + ".bytes", "expected a byte count");
-        const LinkSample sample{bytes.get<std::uint64_t>(),
-                                positive_number(list[k], sample_path, "median_us", true) * kMicro};
+      for (const LinkSample &sample : samples_from_json(list, path))
         for (LinkKind kind : kinds)
           model.samples[static_cast<std::size_t>(kind)].push_back(sample);
-      }
     }
   }
+  if (document.contains("load_pageable_device"))
+    model.load_pageable_to_device =
+        curve_from_json(document["load_pageable_device"], "$.load_pageable_device");
+  if (document.contains("load_samples"))
+    model.load_samples = samples_from_json(document["load_samples"], "$.load_samples");
   return model;
 }
 

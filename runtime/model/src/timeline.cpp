@@ -235,10 +235,10 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
           pools->free(step.source, step.storage_bytes);
         }
       }
-      now += time.allocation_seconds +
-             static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second;
+      time.source_load_seconds = static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second;
+      now += time.allocation_seconds + time.source_load_seconds;
       time.copy_start_seconds = now;
-      now += links.transfer_seconds(step.source, step.destination, step.storage_bytes);
+      now += links.load_transfer_seconds(step.source, step.destination, step.storage_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
       time.copy_start_seconds = now;
@@ -248,6 +248,9 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
     ++i;
   }
   out.total_seconds = now;
+  if (pools) out.cold_allocations = pools->cold_allocations();
+  for (const StepTime &time : out.steps)
+    out.allocation_seconds += time.allocation_seconds;
   return out;
 }
 

@@ -12,14 +12,26 @@ namespace fhr {
 DeviceBuffer copy_to_device(Location device, std::span<const std::byte> bytes) {
   if (!device.is_cuda()) throw BackendError(device.name() + " is not a CUDA device");
   DeviceGuard current(device.device());
+  // From the device's stream-ordered pool, as the backend allocates: freed
+  // with cudaFreeAsync, since cudaFree waits for the whole device (a value
+  // moved off the device in an overlap window would commit only once every
+  // copy of the window had finished).
   void *memory = nullptr;
-  check_cuda(cudaMalloc(&memory, bytes.empty() ? 1 : bytes.size()), "cudaMalloc");
-  if (cudaError_t error = cudaMemcpy(memory, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
-      error != cudaSuccess) {
-    cudaFree(memory);
-    check_cuda(error, "cudaMemcpy");
+  check_cuda(cudaMallocAsync(&memory, bytes.empty() ? 1 : bytes.size(), cudaStreamPerThread),
+             "cudaMallocAsync");
+  cudaError_t error =
+      cudaMemcpyAsync(memory, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, cudaStreamPerThread);
+  if (error == cudaSuccess) error = cudaStreamSynchronize(cudaStreamPerThread);
+  if (error != cudaSuccess) {
+    cudaFreeAsync(memory, cudaStreamPerThread);
+    check_cuda(error, "cudaMemcpyAsync");
   }
-  return DeviceBuffer{static_cast<std::byte *>(memory), [](std::byte *data) { cudaFree(data); }};
+  const int owner = static_cast<int>(device.device());
+  return DeviceBuffer{static_cast<std::byte *>(memory), [owner](std::byte *data) {
+                        // The manager frees a replica once nothing reads it.
+                        DeviceGuard on_owner(owner);
+                        cudaFreeAsync(data, cudaStreamPerThread);
+                      }};
 }
 
 void submit_waiting_reader(Stream stream, const std::atomic<bool> *done) {

@@ -247,6 +247,7 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
     result.differences.push_back("setup: " + difference);
   if (!result.setup.completed || !result.predicted_setup.completed) return result;
 
+  if (!options.warm_up.empty()) result.warm_up = manager.warm_up(options.warm_up);
   manager.reset_peaks();
   in_run = true;
   result.run = run(execute);

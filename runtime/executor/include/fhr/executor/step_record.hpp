@@ -61,6 +61,7 @@ struct StepRecord {
 struct StepTiming {
   std::uint64_t started_at_ns = 0;
   std::uint64_t completed_at_ns = 0;
+  std::uint64_t source_load_ns = 0; ///< of the span, in the value's source (TransitionReport)
 };
 
 /// One run: setup, a plan as a scope, or a program. A run stops at the

@@ -30,6 +30,9 @@ struct TransitionReport {
   /// completion.
   std::uint64_t started_at_ns = 0;
   std::uint64_t completed_at_ns = 0;
+  /// Nanoseconds of the above spent in the value's Source::load (a
+  /// reconstruction), 0 without one: the loader's time, not a transfer's.
+  std::uint64_t source_load_ns = 0;
   /// The no-op reason (static text), or empty.
   std::string_view reason;
 };

@@ -99,8 +99,10 @@ struct LinkModel {
   /// host memory).
   double duplex_bytes_per_second = 0;
   /// Fixed costs the runtime pays beside copies.
-  double device_allocation_seconds = 0;          ///< fresh stream-ordered pool block
-  double pinned_allocation_seconds_per_byte = 0; ///< cudaHostAlloc of a cold pinned block
+  double device_allocation_seconds = 0;             ///< fresh stream-ordered pool block
+  double device_growth_seconds_per_byte = 0;        ///< and per byte the pool grows by
+  double pageable_first_touch_seconds_per_byte = 0; ///< faulting in fresh pageable pages
+  double pinned_allocation_seconds_per_byte = 0;    ///< cudaHostAlloc of a cold pinned block
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime
@@ -109,6 +111,17 @@ struct LinkModel {
   double source_load_bytes_per_second = 10e9;
   /// Cost of registering existing host memory as pinned (cudaHostRegister).
   double pinned_registration_seconds_per_byte = 0;
+  /// A load's copy from pageable memory to a device: its source has just
+  /// filled the storage (on one thread, the copy threads idle), and the
+  /// staged copy that follows ran 4-20% slower than the calibrated copy of
+  /// resident bytes on the H200 machine. Measured by `calibrate` (loads,
+  /// their fill left out); empty: the pageable-device curve.
+  LinkCurve load_pageable_to_device;
+  std::vector<LinkSample> load_samples; ///< what it was fitted to
+
+  /// Seconds a load's copy from `from` to `to` takes once its source has
+  /// filled the storage at `from` (transfer_seconds but for the curve above).
+  double load_transfer_seconds(Location from, Location to, std::uint64_t bytes) const;
 
   const LinkCurve &curve(LinkKind kind) const { return links[static_cast<std::size_t>(kind)]; }
   /// Seconds a copy of `bytes` from `from` to `to` takes alone; 0 for a

@@ -16,12 +16,18 @@
 /// - the first staged pageable <-> device copy makes the two pinned bounce
 ///   buffers of `staging_chunk_bytes` each.
 ///
-/// Pageable destinations cost nothing here (their first touch is part of the
-/// copy's bandwidth). Not modelled: memory resident before the steps (setup
-/// places device values outside the pool, and their frees are counted as
-/// the pool's), the pool's fragmentation, the small-block cache's size
-/// classes (it allocates from the same pool). The cost is host time before the copy starts: the
-/// runtime allocates a window's destinations one after another before it
+/// - pageable: the backend keeps freed blocks of 2 MiB and more by size,
+///   their pages faulted in, up to `pageable_pool_bytes`; a block of a size
+///   it keeps costs nothing, any other `pageable_first_touch_seconds_per_byte`
+///   per byte (the kernel faulting and zeroing its pages at first use);
+///   smaller pageable storage costs nothing.
+///
+/// Every allocation the cold pools could not serve is recorded
+/// (cold_allocations()): what a warm-up must reserve ahead for the same
+/// steps to find the pools warm (`fhr-plan run --warm-up`). Not modelled: memory resident before the steps
+/// (setup places device values outside the pool, and their frees are counted as the pool's), the pool's
+/// fragmentation, the small-block cache's size classes (it allocates from the same pool). The cost is host
+/// time before the copy starts: the runtime allocates a window's destinations one after another before it
 /// starts each copy.
 
 #include "fhr/model/link_model.hpp"
@@ -30,13 +36,24 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace fhr {
 
 /// The CUDA backend's pool settings (its defaults, fhr/cuda/cuda_backend.hpp).
 struct PoolOptions {
   std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
+  std::uint64_t pageable_pool_bytes = std::uint64_t{4} << 30;
+  std::uint64_t pageable_pool_min_bytes = std::uint64_t{2} << 20;
   std::uint64_t staging_chunk_bytes = std::uint64_t{32} << 20;
+};
+
+/// An allocation a cold pool could not serve: a fresh block of `bytes` at
+/// `location`, or (`staging`) the staged transfers' bounce buffers.
+struct ColdAllocation {
+  Location location;
+  std::uint64_t bytes = 0;
+  bool staging = false;
 };
 
 class RuntimePools {
@@ -50,17 +67,27 @@ public:
   void free(Location location, std::uint64_t bytes);
   /// Seconds the staging buffers cost the first staged copy; 0 after.
   double staging_seconds();
+  /// The allocations so far that found no warm block, in order.
+  const std::vector<ColdAllocation> &cold_allocations() const { return cold_; }
 
 private:
+  /// Blocks kept by exact size up to a bound in bytes (the pinned and the
+  /// pageable pools).
+  struct SizedPool {
+    std::map<std::uint64_t, std::uint64_t> blocks; ///< block size -> blocks kept
+    std::uint64_t bytes = 0;
+    bool take(std::uint64_t size);
+    void give_back(std::uint64_t size, std::uint64_t bound);
+  };
   struct DevicePool {
     std::uint64_t reserved = 0, in_use = 0;
   };
   const LinkModel &links_;
   PoolOptions options_;
-  std::map<std::uint64_t, std::uint64_t> pinned_kept_; ///< block size -> blocks kept
-  std::uint64_t pinned_kept_bytes_ = 0;
+  SizedPool pinned_, pageable_;
   std::array<DevicePool, Location::kMaxCudaDevices> devices_{};
   bool staging_ready_ = false;
+  std::vector<ColdAllocation> cold_;
 };
 
 } // namespace fhr

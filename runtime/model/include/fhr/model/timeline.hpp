@@ -83,6 +83,10 @@ struct StepTime {
   /// Host time its destination's allocation (and a first staged copy's
   /// staging buffers) cost; 0 without TimelineOptions::pools.
   double allocation_seconds = 0;
+  /// A load: the time the value's source takes to fill its storage
+  /// (LinkModel::source_load_bytes_per_second), before its copy starts; 0
+  /// for other steps. The loader's time, not a link's.
+  double source_load_seconds = 0;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
   double end_seconds = 0;
@@ -98,6 +102,10 @@ struct Timeline {
   std::vector<StepTime> steps; ///< one per input step
   double total_seconds = 0;    ///< when the last step committed
   std::uint32_t windows = 0;   ///< windows formed (of one copy or more)
+  /// With TimelineOptions::pools: the allocations the cold pools could not
+  /// serve (what a warm-up reserves ahead), and the host time they cost.
+  std::vector<ColdAllocation> cold_allocations;
+  double allocation_seconds = 0;
 };
 
 /// Predicts the time of `steps`, in plan order, from time 0.

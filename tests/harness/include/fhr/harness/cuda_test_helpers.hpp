@@ -14,8 +14,9 @@
 
 namespace fhr {
 
-/// Device memory (cudaMalloc) holding a copy of `bytes`, and the deleter
-/// that frees it: for adopting a value that already lives on a device.
+/// Device memory (the device's stream-ordered pool) holding a copy of
+/// `bytes`, and the deleter that frees it (cudaFreeAsync): for adopting a value that already lives on a
+/// device.
 struct DeviceBuffer {
   std::byte *data = nullptr;
   Storage::Release release;

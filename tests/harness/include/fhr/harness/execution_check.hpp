@@ -14,6 +14,7 @@
 #include "fhr/executor/model_target.hpp"
 #include "fhr/executor/step_record.hpp"
 #include "fhr/executor/value_binder.hpp"
+#include "fhr/runtime/manager.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #include <functional>
@@ -52,6 +53,9 @@ struct ExecutionCheck {
   /// The manager's warnings (a scope left by a failing body releases its
   /// reservations with one, say).
   std::shared_ptr<std::vector<std::string>> warnings;
+  /// What ExecutionOptions::warm_up reserved between setup and the run,
+  /// and how long it took.
+  std::optional<WarmUpReport> warm_up;
 
   bool agrees() const { return differences.empty(); }
 };
@@ -92,6 +96,9 @@ struct ExecutionOptions {
   /// Called after every committed transition of the run (not of setup)
   /// with the transitions so far and the steps the prediction has.
   std::function<void(std::size_t transitions, std::size_t predicted_steps)> progress;
+  /// Pool blocks the manager reserves after setup, before the run
+  /// (Manager::warm_up): the run's steps then find its pools warm.
+  std::vector<PoolRequest> warm_up;
 };
 
 /// Thrown when a run would need more memory than the machine has: host
