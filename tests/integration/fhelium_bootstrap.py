@@ -57,7 +57,8 @@ listed mode is set up once on the one engine (the same keys and input of
 the one seed), each managed mode with a pinned copy of the keys and a
 manager of its own, then ``--repeats K`` rounds run one bootstrap of each
 mode, round r starting at the r-th mode (mod their number) of the list and
-going round it, so that no mode always runs first or after the same one.
+going round it: each mode runs in every position in turn (a cyclic
+rotation keeps the cycle, so a mode not first follows the same one).
 Each run of ``lru`` and ``solved`` starts with no key at cuda:0, as with
 ``--repeats``; ``unconstrained`` keeps its keys resident throughout. All
 runs draw from the one generator, one after another, so the errors of a

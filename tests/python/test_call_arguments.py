@@ -201,3 +201,14 @@ def test_signatures_match_the_stub():
     assert str(signature(fhr.ResidencyLease.release)) == "(self, /, *, wait=False)"
     assert str(signature(fhr.ResidencyLease.close)) == "(self, /, *, wait=False)"
     assert str(signature(fhr.ResidencyLease.__exit__)) == "(self, /, *args)"
+
+
+def test_an_instance_never_initialised_raises_instead_of_crashing():
+    # __new__ alone makes the Python object without the C++ one behind it:
+    # the fast methods check for it, as pybind11's dispatcher does.
+    lease = fhr.ResidencyLease.__new__(fhr.ResidencyLease)
+    with pytest.raises(TypeError):
+        lease.release()
+    manager = fhr.ResidencyManager.__new__(fhr.ResidencyManager)
+    with pytest.raises(TypeError):
+        manager.ensure(object(), fhr.PAGEABLE_HOST)

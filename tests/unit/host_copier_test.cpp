@@ -29,13 +29,19 @@ TEST_CASE("host copier: every byte of copies of many sizes, one job after anothe
     copier.copy(to.data(), from.data(), n);
     CHECK(to == from);
   }
-  // Many small jobs in a row: a worker waking late must never take a piece
-  // of a newer job with an older one's pointers.
-  const std::vector<std::byte> from = pattern(3 << 20, 7);
+  // Many jobs in a row, each its own pattern, into two destinations in
+  // turn: a worker waking late must never copy a piece of an older job
+  // (into the destination idle now) or of a newer one with an older one's
+  // pointers. Either shows as bytes that are not the job's.
+  const std::size_t n = (std::size_t{3} << 20) + 512;
+  std::vector<std::byte> destinations[2] = {std::vector<std::byte>(n), std::vector<std::byte>(n)};
+  std::vector<std::byte> sources[2];
   for (int job = 0; job < 200; ++job) {
-    std::vector<std::byte> to(from.size());
-    copier.copy(to.data(), from.data(), from.size());
-    REQUIRE(to == from);
+    const int now = job % 2, idle = 1 - now;
+    sources[now] = pattern(n, static_cast<std::uint8_t>(job));
+    copier.copy(destinations[now].data(), sources[now].data(), n);
+    REQUIRE(destinations[now] == sources[now]);
+    if (job > 0) REQUIRE(destinations[idle] == sources[idle]); // untouched since its own job
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Parallel host memcpy for staged transfers: one thread copies pageable
 // memory at 8-12 GB/s, below what a PCIe Gen5 link moves, so the copy of
-// each chunk is split over a few persistent workers.
+// each chunk is split over a few persistent workers. One caller at a time:
+// the CUDA backend holds its staging mutex around every use.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>

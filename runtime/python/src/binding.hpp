@@ -40,12 +40,17 @@ const py::detail::type_info *bound_type() {
 }
 
 /// The C++ object of a bound class that `object` is (a T or a subclass's
-/// instance), or null.
+/// instance), or null; null too for an instance that `__new__` made and no
+/// `__init__` filled (pybind11's caster would hand out fresh, unconstructed
+/// storage for it).
 template <typename T>
 T *bound_object(py::handle object) {
-  py::detail::type_caster_generic caster(bound_type<T>());
-  if (!caster.load(object, /*convert=*/false)) return nullptr;
-  return static_cast<T *>(caster.value);
+  const py::detail::type_info *type = bound_type<T>();
+  if (!PyObject_TypeCheck(object.ptr(), type->type)) return nullptr;
+  const py::detail::value_and_holder holder = reinterpret_cast<py::detail::instance *>(object.ptr())
+                                                  ->get_value_and_holder(type, /*throw_if_missing=*/false);
+  if (!holder || !holder.holder_constructed()) return nullptr;
+  return static_cast<T *>(holder.value_ptr());
 }
 
 /// The Python object of a new instance of a bound class, which takes

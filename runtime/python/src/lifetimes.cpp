@@ -26,7 +26,11 @@ bool same_stream(py::handle a, py::handle b) { return a.is(b); }
 
 /// BorrowedValues, the mapping a lease lends its values through.
 py::handle borrowed_values_class() {
-  static const py::handle type = python_class("fhr._lifetimes", "BorrowedValues").release();
+  // Set under the GIL, without a static's guard: the import may release the
+  // GIL, and a second thread blocked on the guard would hold it meanwhile.
+  // Two threads may both import; the class is the same (one extra reference).
+  static PyObject *type = nullptr;
+  if (!type) type = python_class("fhr._lifetimes", "BorrowedValues").release().ptr();
   return type;
 }
 
@@ -39,7 +43,12 @@ py::object borrowed_values(py::handle lease) {
 // ---- the lease's vectorcall methods (vectorcall.hpp) ------------------------
 // `self` is a ResidencyLease: CPython checks it before calling a method.
 
-PyLease &lease_of(PyObject *self) { return *bound_object<PyLease>(self); }
+PyLease &lease_of(PyObject *self) {
+  PyLease *lease = bound_object<PyLease>(self);
+  // An instance made by ResidencyLease.__new__ alone holds no lease.
+  if (!lease) throw py::type_error("ResidencyLease object was not initialised");
+  return *lease;
+}
 
 /// release(*, wait=False) and close(*, wait=False).
 py::object release_lease(const Parameters<1> &parameters, PyObject *self, PyObject *const *args,
@@ -103,18 +112,20 @@ PyLease::PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple
   if (!stream.is_none()) streams.push_back(std::move(stream));
 }
 PyLease::~PyLease() {
-  if (!let_go) destroy_without_gil(lease);
+  // Released: nothing to ask the manager, so no GIL to drop (its lock is
+  // not taken). Otherwise destroying it releases it, without the GIL.
+  if (released) {
+    lease.forget_released();
+    return;
+  }
+  destroy_without_gil(lease);
 }
 
 void PyLease::release(bool wait) {
-  without_gil([&] {
-    lease.release(wait);
-    // Destroying a released lease only checks that it was released: here,
-    // where the GIL is already dropped. (A failed release throws first and
-    // keeps the lease, which may be released again.)
-    Lease gone = std::move(lease);
-  });
-  let_go = true;
+  // The lease itself stays as it is: other threads may read it meanwhile.
+  // A failed release throws here and leaves `released` false.
+  without_gil([&] { lease.release(wait); });
+  released = true;
 }
 
 PyHold::PyHold(py::object owner, Hold taken, py::tuple unique, Location at)

@@ -23,7 +23,7 @@ struct PyLease {
   Location location;
   std::vector<py::object> streams; ///< the consumer stream objects, kept alive
   bool entered = false;
-  bool let_go = false; ///< `lease` was released and let go of (release())
+  bool released = false; ///< release() succeeded (set with the GIL held)
 };
 
 struct PyHold {

@@ -318,7 +318,12 @@ py::object acquire(py::handle self_object, py::handle handles, py::handle at, py
 // ---- the manager's vectorcall methods (vectorcall.hpp) ----------------------
 // `self` is a _Manager: CPython checks it before calling a method.
 
-PyManager &manager_of(PyObject *self) { return *bound_object<PyManager>(self); }
+PyManager &manager_of(PyObject *self) {
+  PyManager *manager = bound_object<PyManager>(self);
+  // An instance made by ResidencyManager.__new__ alone holds no manager.
+  if (!manager) throw py::type_error("ResidencyManager object was not initialised");
+  return *manager;
+}
 
 PyObject *manager_acquire(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   return guarded([&] {

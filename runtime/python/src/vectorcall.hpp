@@ -118,6 +118,7 @@ inline PyObject *raise_translated() noexcept {
   vectorcall_detail::pending = std::current_exception();
   PyObject *result = PyObject_CallNoArgs(vectorcall_detail::rethrow_function()); // always null
   Py_XDECREF(result);
+  vectorcall_detail::pending = nullptr; // a call that failed before it ran leaves it
   return nullptr;
 }
 

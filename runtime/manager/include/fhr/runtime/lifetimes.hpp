@@ -37,6 +37,10 @@ public:
   /// Still protecting (or reserving)? A released CUDA lease whose events are
   /// pending is no longer active.
   bool active() const;
+  /// Lets go of the manager without asking it, so that destruction takes
+  /// no lock: for a lifetime its owner released, when nothing else can
+  /// reach it any more (a binding's object being destroyed).
+  void forget_released() noexcept { manager_ = nullptr; }
 
 protected:
   Lifetime(Manager *manager, LifetimeId id) : manager_(manager), id_(id) {}

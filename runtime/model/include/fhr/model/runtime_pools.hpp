@@ -17,15 +17,15 @@
 ///   buffers of `staging_chunk_bytes` each.
 ///
 /// - pageable: the backend keeps freed blocks of 2 MiB and more by size,
-///   their pages faulted in, up to `pageable_pool_bytes`; a block of a size
-///   it keeps costs nothing, any other `pageable_first_touch_seconds_per_byte`
-///   per byte (the kernel faulting and zeroing its pages at first use);
-///   smaller pageable storage costs nothing.
+///   their pages faulted in, up to `pageable_pool_bytes`, by size rounded up
+///   to whole 2 MiB pages; a block of a size it keeps costs nothing, any other
+///   `pageable_first_touch_seconds_per_byte` per byte (the kernel faulting and zeroing its pages at first
+///   use); smaller pageable storage costs nothing.
 ///
 /// Every allocation the cold pools could not serve is recorded
 /// (cold_allocations()): what a warm-up must reserve ahead for the same
 /// steps to find the pools warm (`fhr-plan run --warm-up`). Not modelled: memory resident before the steps
-/// (setup places device values outside the pool, and their frees are counted as the pool's), the pool's
+/// (setup's device values come from the pool before the run: the model sees only their frees), the pool's
 /// fragmentation, the small-block cache's size classes (it allocates from the same pool). The cost is host
 /// time before the copy starts: the runtime allocates a window's destinations one after another before it
 /// starts each copy.
@@ -67,8 +67,10 @@ public:
   void free(Location location, std::uint64_t bytes);
   /// Seconds the staging buffers cost the first staged copy; 0 after.
   double staging_seconds();
-  /// The allocations so far that found no warm block, in order.
+  /// The allocations so far that found no warm block, in order, and what
+  /// they cost.
   const std::vector<ColdAllocation> &cold_allocations() const { return cold_; }
+  double cold_seconds() const { return cold_seconds_; }
 
 private:
   /// Blocks kept by exact size up to a bound in bytes (the pinned and the
@@ -88,6 +90,12 @@ private:
   std::array<DevicePool, Location::kMaxCudaDevices> devices_{};
   bool staging_ready_ = false;
   std::vector<ColdAllocation> cold_;
+  double cold_seconds_ = 0;
+  /// Records a cold allocation and returns its cost.
+  double cold(ColdAllocation allocation, double seconds);
+  /// The pageable pool's block for `bytes`: whole huge pages, as the
+  /// backend keeps them.
+  std::uint64_t pageable_block(std::uint64_t bytes) const;
 };
 
 } // namespace fhr

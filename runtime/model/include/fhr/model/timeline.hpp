@@ -103,7 +103,8 @@ struct Timeline {
   double total_seconds = 0;    ///< when the last step committed
   std::uint32_t windows = 0;   ///< windows formed (of one copy or more)
   /// With TimelineOptions::pools: the allocations the cold pools could not
-  /// serve (what a warm-up reserves ahead), and the host time they cost.
+  /// serve (what a warm-up reserves ahead), and the host time they cost
+  /// (fresh pageable pages included, which a step's fill pays).
   std::vector<ColdAllocation> cold_allocations;
   double allocation_seconds = 0;
 };
