@@ -179,23 +179,27 @@ bool Manager::lifetime_active(LifetimeId id) const {
 }
 
 Lifetime::Lifetime(Lifetime &&other) noexcept
-    : manager_(std::exchange(other.manager_, nullptr)), id_(other.id_) {}
+    : manager_(std::exchange(other.manager_, nullptr)), id_(other.id_), released_(other.released_.load()) {}
 
 Lifetime &Lifetime::operator=(Lifetime &&other) noexcept {
   if (this != &other) {
-    if (manager_) manager_->abandon(id_);
+    if (manager_ && !released()) manager_->abandon(id_);
     manager_ = std::exchange(other.manager_, nullptr);
     id_ = other.id_;
+    released_ = other.released_.load();
   }
   return *this;
 }
 
 Lifetime::~Lifetime() {
-  if (manager_) manager_->abandon(id_);
+  // Released: the manager has nothing left to do for it.
+  if (manager_ && !released()) manager_->abandon(id_);
 }
 
 void Lifetime::release() {
-  if (manager_) manager_->release(id_, /*wait=*/false);
+  if (!manager_) return;
+  manager_->release(id_, /*wait=*/false);
+  released_ = true;
 }
 
 bool Lifetime::active() const { return manager_ && manager_->lifetime_active(id_); }
@@ -206,7 +210,9 @@ void Lease::add_consumer_stream(Stream stream) {
 }
 
 void Lease::release(bool wait) {
-  if (manager_) manager_->release(id_, wait);
+  if (!manager_) return;
+  manager_->release(id_, wait);
+  released_ = true;
 }
 
 std::span<const std::byte> Lease::value(const Handle &handle) const {

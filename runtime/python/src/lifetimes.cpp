@@ -112,20 +112,13 @@ PyLease::PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple
   if (!stream.is_none()) streams.push_back(std::move(stream));
 }
 PyLease::~PyLease() {
-  // Released: nothing to ask the manager, so no GIL to drop (its lock is
-  // not taken). Otherwise destroying it releases it, without the GIL.
-  if (released) {
-    lease.forget_released();
-    return;
-  }
-  destroy_without_gil(lease);
+  // A released lease is destroyed without asking the manager (no lock, so
+  // no GIL to drop); an active one releases itself, without the GIL.
+  if (!lease.released()) destroy_without_gil(lease);
 }
 
 void PyLease::release(bool wait) {
-  // The lease itself stays as it is: other threads may read it meanwhile.
-  // A failed release throws here and leaves `released` false.
   without_gil([&] { lease.release(wait); });
-  released = true;
 }
 
 PyHold::PyHold(py::object owner, Hold taken, py::tuple unique, Location at)

@@ -12,9 +12,8 @@ struct PyLease {
   PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
           py::object stream);
   ~PyLease();
-  /// Releases the lease (without the GIL). Once it is released, the
-  /// runtime's lease object is let go of there and then, so that this
-  /// object's destruction need not drop the GIL for it.
+  /// Releases the lease (without the GIL). Once it is released, this
+  /// object's destruction need not drop the GIL (Lifetime::released).
   void release(bool wait);
   py::object manager;
   PyManager *core;
@@ -23,7 +22,6 @@ struct PyLease {
   Location location;
   std::vector<py::object> streams; ///< the consumer stream objects, kept alive
   bool entered = false;
-  bool released = false; ///< release() succeeded (set with the GIL held)
 };
 
 struct PyHold {

@@ -7,6 +7,7 @@
 #include "fhr/runtime/handle.hpp"
 #include "fhr/runtime/stream_support.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <span>
 #include <utility>
@@ -37,15 +38,16 @@ public:
   /// Still protecting (or reserving)? A released CUDA lease whose events are
   /// pending is no longer active.
   bool active() const;
-  /// Lets go of the manager without asking it, so that destruction takes
-  /// no lock: for a lifetime its owner released, when nothing else can
-  /// reach it any more (a binding's object being destroyed).
-  void forget_released() noexcept { manager_ = nullptr; }
+  /// Did a release of this object succeed? Then destroying it asks the
+  /// manager nothing (takes no lock): a binding may destroy it holding its
+  /// own interpreter lock.
+  bool released() const noexcept { return released_.load(std::memory_order_relaxed); }
 
 protected:
   Lifetime(Manager *manager, LifetimeId id) : manager_(manager), id_(id) {}
   Manager *manager_ = nullptr;
   LifetimeId id_ = 0;
+  std::atomic<bool> released_{false}; ///< releases may come from several threads
   friend class Manager;
 };
 
