@@ -139,18 +139,24 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
       os << "  DIFFERS: " << difference << "\n";
 }
 
-/// --warm-up: the pool blocks a unit's steps would allocate from cold pools
-/// (the cold timeline's misses, fhr/model/runtime_pools.hpp), as the
-/// manager's warm-up requests; the bounce buffers of staged transfers as a
-/// pageable block of the smallest staged size, which makes them.
-std::vector<PoolRequest> warm_up_requests(const json *unit, const LinkModel &links) {
+/// --warm-up for one unit: the pool blocks its steps would allocate from
+/// cold pools (the cold timeline's misses, fhr/model/runtime_pools.hpp) as
+/// the manager's warm-up requests, the bounce buffers of staged transfers
+/// as a pageable block of the smallest staged size (which makes them), and
+/// what those allocations would have cost the steps.
+struct UnitWarmUp {
   std::vector<PoolRequest> requests;
-  if (!unit) return requests;
+  std::optional<double> predicted_us;
+};
+UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
+  UnitWarmUp warm_up;
+  if (!unit) return warm_up;
   TimelineOptions cold;
   cold.pools = PoolOptions{};
   const UnitMemory memory = unit_memory(*unit);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
   for (const ColdAllocation &allocation : timeline.cold_allocations) {
+    std::vector<PoolRequest> &requests = warm_up.requests;
     auto request = std::find_if(requests.begin(), requests.end(),
                                 [&](const PoolRequest &r) { return r.location == allocation.location; });
     if (request == requests.end())
@@ -158,7 +164,8 @@ std::vector<PoolRequest> warm_up_requests(const json *unit, const LinkModel &lin
     request->block_bytes.push_back(
         static_cast<std::size_t>(allocation.staging ? cold.staged_min_bytes : allocation.bytes));
   }
-  return requests;
+  warm_up.predicted_us = timeline.allocation_seconds * 1e6;
+  return warm_up;
 }
 
 /// The run's default: the GPUs when the CUDA runtime reports one, else
@@ -222,28 +229,27 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     };
     auto name_of = [&](std::uint32_t string) -> const std::string & { return module.strings[string]; };
     std::vector<ExecutionCheck> &checks = checks_per_file.emplace_back();
+    std::vector<std::optional<double>> warm_up_predicted_us; // per check
     bool selected = false;
+    auto run_unit = [&](const std::string &kind, const std::string &name, auto check_unit) {
+      progress.start(kind + " " + string_literal(name));
+      UnitWarmUp warm_up;
+      if (run.warm_up) warm_up = unit_warm_up(unit_of(kind, name), *links);
+      execution.warm_up = std::move(warm_up.requests);
+      warm_up_predicted_us.push_back(warm_up.predicted_us);
+      checks.push_back(check_unit());
+      progress.clear();
+      selected = true;
+    };
     try {
       for (std::uint32_t p = 0; p < module.programs.size(); ++p)
-        if ((run.program.empty() && run.plan.empty()) || name_of(module.programs[p].name) == run.program) {
-          progress.start("program " + string_literal(name_of(module.programs[p].name)));
-          if (run.warm_up)
-            execution.warm_up =
-                warm_up_requests(unit_of("program", name_of(module.programs[p].name)), *links);
-          checks.push_back(check_program(module, p, execution));
-          progress.clear();
-          selected = true;
-        }
+        if ((run.program.empty() && run.plan.empty()) || name_of(module.programs[p].name) == run.program)
+          run_unit("program", name_of(module.programs[p].name),
+                   [&] { return check_program(module, p, execution); });
       for (std::uint32_t p = 0; p < module.plans.size(); ++p)
         if ((run.program.empty() && run.plan.empty() && module.programs.empty()) ||
-            name_of(module.plans[p].name) == run.plan) {
-          progress.start("plan " + string_literal(name_of(module.plans[p].name)));
-          if (run.warm_up)
-            execution.warm_up = warm_up_requests(unit_of("plan", name_of(module.plans[p].name)), *links);
-          checks.push_back(check_plan(module, p, execution));
-          progress.clear();
-          selected = true;
-        }
+            name_of(module.plans[p].name) == run.plan)
+          run_unit("plan", name_of(module.plans[p].name), [&] { return check_plan(module, p, execution); });
     } catch (const std::exception &error) {
       progress.clear();
       // The manager itself could not be built (a budget at a location this
@@ -263,9 +269,11 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
           << " to run\n";
       return kBadInput;
     }
-    for (const ExecutionCheck &check : checks) {
+    for (std::size_t c = 0; c < checks.size(); ++c) {
+      const ExecutionCheck &check = checks[c];
       runs.push_back(
           analyze_run(options.files[f], module, check, unit_of(check.kind, check.name), *links, timeline));
+      if (check.warm_up) runs.back().warm_up_predicted_us = warm_up_predicted_us[c];
       if (!check.agrees())
         status = kBadInput;
       else if (status == kFeasible && (!check.run.completed || !check.setup.completed))

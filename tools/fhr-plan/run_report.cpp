@@ -121,12 +121,6 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links, options);
     run.timed = true;
     run.predicted_us = timeline.total_seconds * 1e6;
-    if (check.warm_up) {
-      TimelineOptions cold = options;
-      cold.pools = PoolOptions{};
-      run.warm_up_predicted_us =
-          predict_timeline(unit_timeline_steps(*explanation, *memory), links, cold).allocation_seconds * 1e6;
-    }
   }
   if (check.warm_up) run.warm_up_measured_us = static_cast<double>(check.warm_up->duration_ns) / 1e3;
   std::uint64_t origin_ns = 0;

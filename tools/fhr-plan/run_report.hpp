@@ -71,8 +71,9 @@ struct AnalyzedRun {
   double measured_us = 0;
   double span_us = 0; ///< first measured start to last completion
   std::uint64_t bytes_moved = 0;
-  /// --warm-up: what the cold pools would have cost the steps (predicted)
-  /// and what reserving those blocks before the run took (measured).
+  /// --warm-up: what the cold pools would have cost the steps (predicted,
+  /// set by the caller, which planned the warm-up) and what reserving those
+  /// blocks before the run took (measured).
   std::optional<double> warm_up_predicted_us, warm_up_measured_us;
   std::vector<LinkTotal> links;
   std::optional<std::uint32_t> stopped_line;
