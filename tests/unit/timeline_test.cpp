@@ -46,6 +46,14 @@ TimelineStep copy(fhr::ValueId value, Location from, Location to, std::uint64_t 
   return step;
 }
 
+/// `value` reloaded from its source at `source` into `destination`.
+TimelineStep loaded(fhr::ValueId value, Location source, Location destination, std::uint64_t bytes,
+                    std::uint32_t group = 0) {
+  TimelineStep step = copy(value, source, destination, bytes, false, group);
+  step.transfer = StepTransfer::Load;
+  return step;
+}
+
 const Location pinned = Location::pinned(), pageable = Location::pageable(), gpu0 = Location::cuda(0),
                gpu1 = Location::cuda(1);
 
@@ -143,13 +151,7 @@ TEST_CASE(
 TEST_CASE("timeline: a second action on a value, another phase, a load or a drop ends the window") {
   std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(0, pinned, gpu1, kMB),
                                      copy(1, pinned, gpu1, kMB, false, 1)};
-  TimelineStep load;
-  load.transfer = StepTransfer::Load;
-  load.value = 2;
-  load.source = pageable;
-  load.destination = gpu0;
-  load.storage_bytes = 2 * kMB;
-  load.group = 1;
+  const TimelineStep load = loaded(2, pageable, gpu0, 2 * kMB, 1);
   TimelineStep drop;
   drop.value = 0;
   drop.group = 1;
@@ -298,15 +300,9 @@ TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers
   // A load into cuda:0 from a source at pinned: a cold pinned block (2 ms)
   // and the device's (50 us), the fill (2 MB at 2 GB/s: 1 ms), the copy
   // (10 us + 2 ms); the temporary pinned block is kept for the next one.
-  TimelineStep load;
-  load.transfer = StepTransfer::Load;
-  load.source = pinned;
-  load.destination = gpu0;
-  load.storage_bytes = 2 * kMB;
-  TimelineStep again = load;
-  again.value = 1;
-  again.group = 1;
-  t = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, allocating_model(), cold_pools());
+  t = fhr::predict_timeline(
+      std::vector<TimelineStep>{loaded(0, pinned, gpu0, 2 * kMB), loaded(1, pinned, gpu0, 2 * kMB, 1)},
+      allocating_model(), cold_pools());
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].copy_start_seconds == doctest::Approx(3.05 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].end_seconds == doctest::Approx(5.06 * kMs).epsilon(1e-12));
@@ -321,15 +317,9 @@ TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's grow
   model.device_growth_seconds_per_byte = 0.1e-9;
   // Two loads of 4 MB from a source in pageable memory into cuda:0, a
   // phase each (under the staged size: one plain copy each).
-  TimelineStep load;
-  load.transfer = StepTransfer::Load;
-  load.source = pageable;
-  load.destination = gpu0;
-  load.storage_bytes = 4 * kMB;
-  TimelineStep again = load;
-  again.value = 1;
-  again.group = 1;
-  const fhr::Timeline t = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, model, cold_pools());
+  const std::vector<TimelineStep> loads = {loaded(0, pageable, gpu0, 4 * kMB),
+                                           loaded(1, pageable, gpu0, 4 * kMB, 1)};
+  const fhr::Timeline t = fhr::predict_timeline(loads, model, cold_pools());
   // The first grows cuda:0's pool (50 us + 0.4 ms); its source fills 4 MB
   // at 2 GB/s (2 ms) into a fresh pageable block, whose pages its writes
   // fault in (2 ms more, part of the fill, where the runtime measures
@@ -356,15 +346,14 @@ TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's grow
     CHECK_FALSE(allocation.staging);
   }
   // Warm pools: no cost and nothing cold; the fill stays.
-  const fhr::Timeline warm = fhr::predict_timeline(std::vector<TimelineStep>{load, again}, model);
+  const fhr::Timeline warm = fhr::predict_timeline(loads, model);
   CHECK(warm.cold_allocations.empty());
   CHECK(warm.allocation_seconds == 0);
   CHECK(warm.total_seconds == doctest::Approx(12 * kMs).epsilon(1e-12));
   // Storage under the pageable pool's smallest block costs nothing and is
   // not reserved.
-  TimelineStep small = load;
-  small.storage_bytes = kMB;
-  const fhr::Timeline t2 = fhr::predict_timeline(std::vector<TimelineStep>{small}, model, cold_pools());
+  const fhr::Timeline t2 =
+      fhr::predict_timeline(std::vector<TimelineStep>{loaded(0, pageable, gpu0, kMB)}, model, cold_pools());
   REQUIRE(t2.cold_allocations.size() == 1);
   CHECK(t2.cold_allocations[0].location == gpu0);
 }
