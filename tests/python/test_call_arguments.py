@@ -1,6 +1,7 @@
 """The arguments of the methods bound as vectorcall methods (acquire, the
 transitions, a lease's release, close, __enter__ and __exit__): the same
-keywords, defaults and positional rules as the stub, with Python's errors."""
+keywords, defaults and positional rules as the type annotations
+(`_fhr.pyi`), with Python's errors."""
 
 from __future__ import annotations
 
@@ -189,7 +190,7 @@ def test_transition_argument_errors(setup):
     assert [x.location for x in m.snapshot().values[0].materializations] == [fhr.PAGEABLE_HOST, CUDA0]
 
 
-def test_signatures_match_the_stub():
+def test_signatures_match_the_type_annotations():
     signature = inspect.signature
     assert str(signature(fhr.ResidencyManager.acquire)) == "(self, /, handles, *, at, consumer_stream=None)"
     assert str(signature(fhr.ResidencyManager.ensure)) == "(self, /, handle, at, *, stream=None)"
