@@ -201,3 +201,51 @@ TEST_CASE("overlap: scope phases overlap too, and the option turns it off") {
     CHECK(f.backend->allocated_bytes(gpu0) == 0);
   }
 }
+
+TEST_CASE("a lone ensure books its replica while the copy runs and returns once the bytes are there") {
+  Fixture f({}, /*overlap=*/true), plain;
+  const Handle h = f.adopt(64 * KiB, 7, pinned, ReplicaMode::Replicable);
+  plain.manager->ensure(plain.adopt(64 * KiB, 7, pinned, ReplicaMode::Replicable), gpu0);
+  const TransitionReport report = f.manager->ensure(h, gpu0);
+  // The simulated engine copies the bytes only when the copy is finished:
+  // had the manager returned before finishing, the replica would not match.
+  CHECK(f.backend->max_copies_in_flight() == 1);
+  CHECK(f.faults->count(Op::CopyCompletion) == 1);
+  CHECK(report.destination == gpu0);
+  CHECK(report.completed_at_ns >= report.started_at_ns);
+  CHECK(f.manager->state_version() == plain.manager->state_version()); // booked as a synchronous copy is
+  CHECK(f.manager->replicas(h) == std::vector<Location>{pinned, gpu0});
+  CHECK(f.manager->account(gpu0).used_bytes == 64 * KiB);
+  f.check_invariants();
+  // A move, whose source goes after its copy, waits before it books.
+  f.manager->move(h, gpu1, gpu0);
+  CHECK(f.faults->count(Op::CopyCompletion) == 1);
+  CHECK(f.manager->replicas(h) == std::vector<Location>{pinned, gpu1});
+  f.check_invariants();
+}
+
+TEST_CASE("a lone ensure whose copy fails as it completes leaves the value where it was") {
+  Fixture f({}, /*overlap=*/true);
+  const Handle h = f.adopt(64 * KiB, 8, pinned, ReplicaMode::Replicable);
+  f.manager->ensure(h, gpu0); // cuda:0 registered: the version counts the transitions alone
+  f.manager->drop(h, gpu0);
+  const std::uint64_t before = f.manager->state_version();
+  const std::size_t traced = f.manager->trace().size();
+  f.faults->fail_on(Op::CopyCompletion, 1);
+  try {
+    f.manager->ensure(h, gpu0);
+    FAIL("the ensure did not fail");
+  } catch (const BackendError &error) {
+    CHECK(std::string(error.what()) == "injected failure of copy completion 2");
+  }
+  CHECK(f.manager->replicas(h) == std::vector<Location>{pinned});
+  CHECK(f.manager->account(gpu0).used_bytes == 0);
+  CHECK(f.backend->allocated_bytes(gpu0) == 0);    // the destination's block went again
+  CHECK(f.manager->trace().size() == traced);      // no report of a transition that failed
+  CHECK(f.manager->state_version() == before + 2); // booked, then dropped again
+  f.check_invariants();
+  // The next ensure works.
+  f.manager->ensure(h, gpu0);
+  CHECK(f.manager->replicas(h) == std::vector<Location>{pinned, gpu0});
+  f.check_invariants();
+}

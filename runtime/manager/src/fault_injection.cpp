@@ -43,6 +43,11 @@ CopyInFlight FaultInjectingCopies::begin_copy(const Storage &from, Storage &to, 
   return inner_->begin_copy(from, to, stream);
 }
 
+CopyInFlight FaultInjectingCopies::begin_lone_copy(const Storage &from, Storage &to, Stream stream) {
+  faults_->step(BackendOperation::Copy);
+  return inner_->begin_lone_copy(from, to, stream);
+}
+
 void FaultInjectingCopies::finish_copy(CopyInFlight copy) {
   inner_->finish_copy(copy); // the copy must be over before its storage may go
   faults_->step(BackendOperation::CopyCompletion);

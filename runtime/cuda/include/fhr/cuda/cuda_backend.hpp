@@ -42,7 +42,20 @@ struct CudaBackendOptions {
   /// the next value of the same size (0: every block goes back to the
   /// device's pool at once).
   std::uint64_t device_small_block_cache_bytes = std::uint64_t{64} << 20;
+  /// Worker threads of the host side of staged pageable transfers, beside
+  /// the calling thread; 0: one fewer than the machine's cores, at most 15.
+  /// The environment variable FHR_HOST_COPY_THREADS overrides it.
+  unsigned host_copy_threads = 0;
+  /// The piece of a staged pageable transfer that is copied on the host
+  /// while the previous one crosses the link (two such pinned buffers per
+  /// backend); 0: 32 MiB. FHR_STAGING_CHUNK_MIB overrides it.
+  std::size_t staging_chunk_bytes = 0;
 };
+
+/// `options` with the tuning overrides of the environment applied
+/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB: whole numbers; anything
+/// else there is ignored) and the automatic choices made.
+CudaBackendOptions resolved(CudaBackendOptions options);
 
 /// A backend over the CUDA devices of this process. Throws BackendError
 /// when the CUDA runtime finds no device (no CUDA call is made before).

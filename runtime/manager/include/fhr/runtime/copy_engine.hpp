@@ -40,8 +40,16 @@ public:
     copy(from, to, stream);
     return {};
   }
-  /// Waits for a copy of begin_copy; throws (BackendError) if it failed.
-  /// Called exactly once for every copy begin_copy returned.
+  /// begin_copy for a copy its caller finishes before it starts or waits
+  /// for any other (a single transition's copy, finished once the manager
+  /// has booked it): finishing it may wait for everything on its stream,
+  /// which spares the CUDA backend an event. The default is begin_copy.
+  virtual CopyInFlight begin_lone_copy(const Storage &from, Storage &to, Stream stream) {
+    return begin_copy(from, to, stream);
+  }
+  /// Waits for a copy of begin_copy or begin_lone_copy; throws
+  /// (BackendError) if it failed. Called exactly once for every copy they
+  /// returned.
   virtual void finish_copy(CopyInFlight) {}
   /// Copies a replica's bytes into host memory (`out` has its size): how
   /// content checks read device replicas. The default reads host storage.

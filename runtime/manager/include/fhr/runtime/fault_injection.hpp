@@ -76,6 +76,7 @@ public:
   void copy(const Storage &from, Storage &to, Stream stream) override;
   bool overlaps_copies() const override { return inner_->overlaps_copies(); }
   CopyInFlight begin_copy(const Storage &from, Storage &to, Stream stream) override;
+  CopyInFlight begin_lone_copy(const Storage &from, Storage &to, Stream stream) override;
   void finish_copy(CopyInFlight copy) override;
   void read(const Storage &from, std::span<std::byte> out) override { inner_->read(from, out); }
 
