@@ -205,11 +205,13 @@ def test_signatures_match_the_type_annotations():
 
 
 def test_an_instance_never_initialised_raises_instead_of_crashing():
-    # __new__ alone makes the Python object without the C++ one behind it:
-    # the fast methods check for it, as pybind11's dispatcher does.
-    lease = fhr.ResidencyLease.__new__(fhr.ResidencyLease)
+    # A lease comes from acquire alone: Python cannot make one.
     with pytest.raises(TypeError):
-        lease.release()
+        fhr.ResidencyLease()
+    with pytest.raises(TypeError):
+        fhr.ResidencyLease.__new__(fhr.ResidencyLease)
+    # __new__ alone makes a manager's Python object without the C++ one
+    # behind it: the fast methods check for it, as pybind11's dispatcher does.
     manager = fhr.ResidencyManager.__new__(fhr.ResidencyManager)
     with pytest.raises(TypeError):
         manager.ensure(object(), fhr.PAGEABLE_HOST)

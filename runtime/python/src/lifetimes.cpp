@@ -43,11 +43,29 @@ py::object borrowed_values(py::handle lease) {
 // ---- the lease's vectorcall methods (vectorcall.hpp) ------------------------
 // `self` is a ResidencyLease: CPython checks it before calling a method.
 
+/// A ResidencyLease: the object header and the lease in one allocation.
+/// Instances are made by acquire() alone (the type cannot be instantiated
+/// from Python), so every one holds a constructed PyLease.
+struct LeaseObject {
+  PyObject_HEAD PyLease lease;
+};
+
+PyTypeObject *lease_type = nullptr; ///< made by bind_lifetimes
+
 PyLease &lease_of(PyObject *self) {
-  PyLease *lease = bound_object<PyLease>(self);
-  // An instance made by ResidencyLease.__new__ alone holds no lease.
-  if (!lease) throw py::type_error("ResidencyLease object was not initialised");
-  return *lease;
+  if (!PyObject_TypeCheck(self, lease_type)) throw py::type_error("not a ResidencyLease");
+  return reinterpret_cast<LeaseObject *>(self)->lease;
+}
+
+void lease_dealloc(PyObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
+  reinterpret_cast<LeaseObject *>(self)->lease.~PyLease();
+  type->tp_free(self);
+  Py_DECREF(type); // a heap type's instances own a reference to it
+}
+
+void require_active(PyLease &l) {
+  if (!without_gil([&] { return l.lease.active(); })) released("the lease");
 }
 
 /// release(*, wait=False) and close(*, wait=False).
@@ -103,7 +121,130 @@ PyObject *lease_exit(PyObject *self, PyObject *const *, Py_ssize_t, PyObject *kw
   });
 }
 
+PyObject *lease_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<1> parameters("_value", {"handle"}, 1, 1);
+    const auto [handle] = parameters.parse(args, nargs, kwnames);
+    PyLease &l = lease_of(self);
+    bool held = false;
+    for (py::handle h : l.handles)
+      held = held || h.equal(handle);
+    if (!held) {
+      require_active(l);
+      throw py::key_error(py::repr(handle).cast<std::string>());
+    }
+    const Handle native = as_handle(handle).handle;
+    const std::span<const std::byte> bytes = without_gil([&] { return l.lease.value(native); });
+    return l.core->value_at(native, l.location, bytes);
+  });
+}
+
+PyObject *lease_require_active(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<0> parameters("_require_active", {}, 0, 0);
+    parameters.parse(args, nargs, kwnames);
+    require_active(lease_of(self));
+    return py::none();
+  });
+}
+
+PyObject *lease_add_consumer_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+  return guarded([&] {
+    static const Parameters<1> parameters("add_consumer_stream", {"stream"}, 1, 1);
+    const auto [stream_argument] = parameters.parse(args, nargs, kwnames);
+    PyLease &l = lease_of(self);
+    require_active(l);
+    if (!l.location.is_cuda()) throw py::value_error("CPU residency leases do not use CUDA streams");
+    py::object stream = py::reinterpret_borrow<py::object>(stream_argument);
+    const Stream native = to_stream(stream, l.core->cuda_backend());
+    without_gil([&] { l.lease.add_consumer_stream(native); });
+    for (const py::object &s : l.streams)
+      if (same_stream(s, stream)) return py::none();
+    l.streams.push_back(std::move(stream));
+    return py::none();
+  });
+}
+
+/// A property getter for CPython (a new reference, or null with the error set).
+template <py::object (*Get)(PyObject *self, PyLease &lease)>
+PyObject *lease_getter(PyObject *self, void *) {
+  return guarded([&] { return Get(self, lease_of(self)); });
+}
+
+py::object lease_active(PyObject *, PyLease &l) {
+  return py::bool_(without_gil([&] { return l.lease.active(); }));
+}
+py::object lease_handles(PyObject *, PyLease &l) { return l.handles; }
+py::object lease_location(PyObject *, PyLease &l) { return location_object(l.location); }
+py::object lease_values(PyObject *self, PyLease &l) {
+  require_active(l);
+  return borrowed_values(self);
+}
+
+/// The ResidencyLease type (a heap type of this module).
+py::object make_lease_type() {
+  // The calls of every lease (docs/python.md, "What a call costs").
+  static PyMethodDef methods[] = {
+      fast_method("release", lease_release, "release($self, *, wait=False)\n--\n\nEnds the read (§7.2)."),
+      fast_method("close", lease_close, "close($self, *, wait=False)\n--\n\nThe same as release."),
+      fast_method("__enter__", lease_enter, "__enter__($self)\n--\n\n"),
+      fast_method("__exit__", lease_exit, "__exit__($self, *args)\n--\n\n"),
+      fast_method("_value", lease_value,
+                  "_value($self, handle)\n--\n\nThe value of `handle` the lease lends."),
+      fast_method("_require_active", lease_require_active,
+                  "_require_active($self)\n--\n\nResidencyLifetimeClosedError once released."),
+      fast_method("add_consumer_stream", lease_add_consumer_stream,
+                  "add_consumer_stream($self, stream)\n--\n\nAnother stream that reads the values."),
+      PyMethodDef{nullptr, nullptr, 0, nullptr},
+  };
+  static PyGetSetDef properties[] = {
+      {"active", lease_getter<lease_active>, nullptr, "Is the lease still held?", nullptr},
+      {"handles", lease_getter<lease_handles>, nullptr, "The leased handles, each once.", nullptr},
+      {"location", lease_getter<lease_location>, nullptr, "Where the values are read.", nullptr},
+      {"values", lease_getter<lease_values>, nullptr, "The values by handle, while the lease is held.",
+       nullptr},
+      {nullptr, nullptr, nullptr, nullptr, nullptr},
+  };
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void *>(lease_dealloc)},
+      {Py_tp_methods, methods},
+      {Py_tp_getset, properties},
+      {Py_tp_doc, const_cast<char *>("A read of ready replicas (§7.2); a CUDA lease protects them until its "
+                                     "consumer streams have passed the events its release records.")},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {"fhr._fhr.ResidencyLease", static_cast<int>(sizeof(LeaseObject)), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
+  vectorcall_detail::rethrow_function(); // made now, not while an exception is handled
+  PyObject *type = PyType_FromSpec(&spec);
+  if (!type) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(type);
+}
+
 } // namespace
+
+py::object lease_object(py::object owner, PyManager &owner_core, Lease lease, py::tuple unique, Location at,
+                        py::object stream) {
+  PyObject *object = lease_type->tp_alloc(lease_type, 0);
+  if (!object) {
+    // The lease goes without the GIL, as an abandoned one does.
+    destroy_without_gil(lease);
+    throw py::error_already_set();
+  }
+  // Nothing below throws: PyLease's constructor only moves its arguments
+  // (and a stream into a vector with room reserved by none: one push_back,
+  // which may throw bad_alloc, caught by dropping the object).
+  try {
+    new (&reinterpret_cast<LeaseObject *>(object)->lease)
+        PyLease(std::move(owner), owner_core, std::move(lease), std::move(unique), at, std::move(stream));
+  } catch (...) {
+    Py_TYPE(object)->tp_free(object);
+    Py_DECREF(lease_type);
+    throw;
+  }
+  return py::reinterpret_steal<py::object>(object);
+}
 
 PyLease::PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
                  py::object stream)
@@ -144,59 +285,9 @@ PyScope::~PyScope() {
 }
 
 void bind_lifetimes(py::module_ &m) {
-  py::class_<PyLease> lease(
-      m, "ResidencyLease",
-      "A read of ready replicas (§7.2); a CUDA lease protects them until its consumer streams "
-      "have passed the events its release records.");
-  lease
-      .def_property_readonly("active",
-                             [](PyLease &l) { return without_gil([&] { return l.lease.active(); }); })
-      .def_property_readonly("handles", [](PyLease &l) { return l.handles; })
-      .def_property_readonly("location", [](PyLease &l) { return location_object(l.location); })
-      .def_property_readonly("values",
-                             [](py::object self) {
-                               PyLease &l = self.cast<PyLease &>();
-                               if (!without_gil([&] { return l.lease.active(); })) released("the lease");
-                               return borrowed_values(self);
-                             })
-      .def("_value",
-           [](PyLease &l, py::handle handle) {
-             bool held = false;
-             for (py::handle h : l.handles)
-               held = held || h.equal(handle);
-             if (!held) {
-               if (!without_gil([&] { return l.lease.active(); })) released("the lease");
-               throw py::key_error(py::repr(handle).cast<std::string>());
-             }
-             const Handle native = as_handle(handle).handle;
-             const std::span<const std::byte> bytes = without_gil([&] { return l.lease.value(native); });
-             return l.core->value_at(native, l.location, bytes);
-           })
-      .def("_require_active",
-           [](PyLease &l) {
-             if (!without_gil([&] { return l.lease.active(); })) released("the lease");
-           })
-      .def(
-          "add_consumer_stream",
-          [](PyLease &l, py::object stream) {
-            if (!without_gil([&] { return l.lease.active(); })) released("the lease");
-            if (!l.location.is_cuda()) throw py::value_error("CPU residency leases do not use CUDA streams");
-            const Stream native = to_stream(stream, l.core->cuda_backend());
-            without_gil([&] { l.lease.add_consumer_stream(native); });
-            for (const py::object &s : l.streams)
-              if (same_stream(s, stream)) return;
-            l.streams.push_back(std::move(stream));
-          },
-          py::arg("stream"));
-  // The calls of every lease (docs/python.md, "What a call costs").
-  static PyMethodDef lease_methods[] = {
-      fast_method("release", lease_release, "release($self, *, wait=False)\n--\n\nEnds the read (§7.2)."),
-      fast_method("close", lease_close, "close($self, *, wait=False)\n--\n\nThe same as release."),
-      fast_method("__enter__", lease_enter, "__enter__($self)\n--\n\n"),
-      fast_method("__exit__", lease_exit, "__exit__($self, *args)\n--\n\n"),
-  };
-  for (PyMethodDef &method : lease_methods)
-    add_method(lease, method);
+  py::object lease = make_lease_type();
+  lease_type = reinterpret_cast<PyTypeObject *>(lease.ptr());
+  m.add_object("ResidencyLease", lease);
 
   py::class_<PyHold>(m, "ResidencyHold", "Protection of ready replicas without access to them (§7.3).")
       .def_property_readonly("active", [](PyHold &h) { return without_gil([&] { return h.hold.active(); }); })

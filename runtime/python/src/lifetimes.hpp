@@ -8,6 +8,10 @@
 
 namespace fhr::python {
 
+/// The C++ side of a ResidencyLease. The Python type is a plain CPython
+/// type that holds it inline (lifetimes.cpp): pybind11's instances cost a
+/// lease a heap allocation, the registration of the instance in its
+/// address map and the removal from it, a quarter of its instructions.
 struct PyLease {
   PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
           py::object stream);
@@ -23,6 +27,10 @@ struct PyLease {
   std::vector<py::object> streams; ///< the consumer stream objects, kept alive
   bool entered = false;
 };
+
+/// A new ResidencyLease owning `lease` (the arguments are PyLease's).
+py::object lease_object(py::object owner, PyManager &owner_core, Lease lease, py::tuple unique, Location at,
+                        py::object stream);
 
 struct PyHold {
   PyHold(py::object owner, Hold taken, py::tuple unique, Location at);

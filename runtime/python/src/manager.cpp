@@ -310,9 +310,8 @@ py::object acquire(py::handle self_object, py::handle handles, py::handle at, py
   const Stream stream =
       consumer_stream.is_none() ? Stream{} : to_stream(consumer_stream, self.cuda_backend());
   Lease lease = without_gil([&] { return self.runtime().acquire(native, location, stream); });
-  return python_object(std::make_unique<PyLease>(py::reinterpret_borrow<py::object>(self_object), self,
-                                                 std::move(lease), to_tuple(unique), location,
-                                                 py::reinterpret_borrow<py::object>(consumer_stream)));
+  return lease_object(py::reinterpret_borrow<py::object>(self_object), self, std::move(lease),
+                      to_tuple(unique), location, py::reinterpret_borrow<py::object>(consumer_stream));
 }
 
 // ---- the manager's vectorcall methods (vectorcall.hpp) ----------------------
