@@ -6,12 +6,13 @@
 #
 # BUILD_DIR holds the binaries, either as a build tree (bench/, tools/) or
 # flat in one folder: generate_plan, explain_bench, bytecode_bench,
-# runtime_bench, fhr-plan, and cuda_bench for the GPU tables. Build them
+# runtime_bench, fhr-plan, and cuda_bench and cuda_phases for the GPU tables. Build them
 # (on the developer machine; the CUDA backend is host code, the CUDA
 # runtime linked statically) with:
 #
 #   cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
-#   cmake --build build-release --target generate_plan explain_bench bytecode_bench runtime_bench cuda_bench fhr-plan
+#   cmake --build build-release --target generate_plan explain_bench bytecode_bench runtime_bench cuda_bench \
+#     cuda_phases fhr-plan
 #
 # Each step has its own time limit, so the whole stays under 10 minutes;
 # a step that fails or runs out says so in its output and the rest go on.
@@ -95,27 +96,32 @@ if runtime=$(binary runtime_bench); then
 fi
 rm -f "$big"
 
-# GPU tables: the CUDA backend beside raw CUDA, twice; the link profile.
+# GPU tables: the CUDA backend beside raw CUDA (its two-run rows twice), where a
+# small ensure's time goes, the spread of staged copies, and the link profile
+# with the predicted-against-measured tables.
 if [ $host_only -eq 0 ]; then
   if cuda=$(binary cuda_bench); then
-    step cuda-1 110 "$cuda" 7
-    step cuda-2 110 "$cuda" 7
+    step cuda-1 100 "$cuda" 7
+    step cuda-2 60 "$cuda" 7 small leases # the rows whose targets want two runs
   else
     echo "no cuda_bench in $build: GPU tables skipped" | tee "$out/cuda-1.md"
     failed=1
   fi
+  if phases=$(binary cuda_phases); then
+    step cuda-phases 20 "$phases" 5
+  fi
+  if [ -n "${cuda:-}" ]; then
+    step cuda-staged 35 "$cuda" 5 staged
+  fi
   if plan=$(binary fhr-plan); then
-    step link-profile 90 bash -c "cd '$out' && '$plan' calibrate --backend cuda -o links.json &&
-      for e in inference bootstrapping replicated-weights infeasible; do
-        '$plan' explain --profile links.json --format json '$root/examples/'\$e.fhr > \$e.json
-        '$plan' run --backend cuda '$root/examples/'\$e.fhr > \$e.run
-        python3 '$root/bench/prediction_error.py' \$e.json \$e.run
-      done"
+    # calibrate, every example from cold pools and with --warm-up, the tables
+    step link-profile 105 bash "$root/bench/gpu_prediction.sh" "$plan" "$out/prediction"
   fi
 fi
 
 {
-  for f in machine explain bytecode command-line runtime-1 runtime-2 runtime-instructions cuda-1 cuda-2 link-profile; do
+  for f in machine explain bytecode command-line runtime-1 runtime-2 runtime-instructions cuda-1 cuda-2 cuda-phases \
+    cuda-staged link-profile; do
     [ -f "$out/$f.md" ] || continue
     printf '\n## %s\n\n' "$f"
     cat "$out/$f.md"

@@ -25,6 +25,14 @@ Modes (``--mode M``: one per process, which prints one JSON object):
   then pageable memory): a key that is absent evicts the least recently
   used ones (a DROP of their cuda:0 replica: the pinned one stays) and is
   copied in, and the use's lease gives it to the switch.
+- ``traffic``: ``unconstrained`` while a thread of its own copies
+  256 MiB blocks from pinned memory into a device buffer on a stream of its
+  own, ``--traffic-gib`` per bootstrap (12.25 by default: what the solved
+  program of the 3 GiB budget moves) spread evenly over the unconstrained
+  time (``--traffic-seconds``, 3.7 by default): the copies' load on the
+  GPU without a key switch ever waiting for one. Beside ``unconstrained``
+  and ``solved`` it separates what the solved program's copies cost the
+  kernels from what its key switches wait for.
 - ``solved``: the same budget, running the program printed by ``fhr-plan
   solve`` (``--plan``, a ``.fhr`` or its compiled ``.fhrb``) a statement at
   a time with the runtime's interpreter: at the k-th key switch the
@@ -67,7 +75,7 @@ decrypt to the same errors in every mode). The JSON object has ``order``
 (the modes of each round, in the order they ran) and under ``per_mode``
 each mode's ``runs`` (with ``round`` and ``position`` in them) and the
 figures above, ``seconds`` the median of its runs after the first round;
-for ``lru`` and ``solved``, with ``unconstrained`` listed,
+for every other mode, with ``unconstrained`` listed,
 ``ratios_to_unconstrained`` (its time over ``unconstrained``'s of the same
 round, round by round), ``median_ratio`` (their median after the first
 round) and ``ratio_of_medians``. Each run is also written to standard
@@ -85,7 +93,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-MODES = ("plain", "unconstrained", "trace", "lru", "solved")
+MODES = ("plain", "unconstrained", "traffic", "trace", "lru", "solved")
 CONSTRAINED = ("lru", "solved")  # the keys under the cuda:0 budget, each run starting with none there
 
 
@@ -115,6 +123,10 @@ def parse_arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         "--modes", type=mode_list, help="comma list of modes (not trace) run interleaved in this process, K rounds"
     )
     parser.add_argument("--budget-gib", type=float, default=3.0, help="cuda:0 budget for the keys (lru, solved)")
+    parser.add_argument("--traffic-gib", type=float, default=12.25, help="traffic mode: GiB copied per bootstrap")
+    parser.add_argument(
+        "--traffic-seconds", type=float, default=3.7, help="traffic mode: the time the copies are spread over"
+    )
     parser.add_argument("--trace-out", default="bootstrap-trace.json", help="trace mode: the workload written")
     parser.add_argument("--plan", help="solved mode: the program fhr-plan solve printed")
     parser.add_argument("--seed", type=int, help="FHElium's generator seed (the same keys and input in every mode)")
@@ -498,6 +510,46 @@ class SolvedProgram:
             raise RuntimeError(f"the bootstrap made {self.next} key uses; the program has {len(self.plans)} steps")
 
 
+class Traffic:
+    """``traffic`` mode's copies: while entered, a thread copies a pinned
+    256 MiB block into a device buffer on a stream of its own, one copy
+    every ``seconds / (nbytes / 256 MiB)``, until ``nbytes`` are copied or
+    the bootstrap ends (``copied`` says how much went)."""
+
+    BLOCK = 256 * 2**20
+
+    def __init__(self, torch: Any, nbytes: int, seconds: float) -> None:
+        import threading
+
+        self.torch, self.copies = torch, max(1, nbytes // self.BLOCK)
+        self.period = seconds / self.copies
+        self.source = torch.empty(self.BLOCK, dtype=torch.uint8, pin_memory=True)
+        self.target = torch.empty(self.BLOCK, dtype=torch.uint8, device="cuda:0")
+        self.stream = torch.cuda.Stream(device="cuda:0")
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.copy_all, daemon=True)
+        self.copied = 0
+
+    def copy_all(self) -> None:
+        torch = self.torch
+        started = time.perf_counter()
+        for k in range(self.copies):
+            if self.stop.wait(max(0.0, started + k * self.period - time.perf_counter())):
+                return
+            with torch.cuda.stream(self.stream):
+                self.target.copy_(self.source, non_blocking=True)
+            self.stream.synchronize()
+            self.copied += self.BLOCK
+
+    def __enter__(self) -> Traffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 class Mode:
     """One mode set up on the process's bootstrap, run a bootstrap at a
     time: ``plain`` with FHElium's own keys, the others each with a
@@ -511,12 +563,14 @@ class Mode:
         if name != "plain":
             self.keys = ManagedKeys(boot, self.budget if name in CONSTRAINED else None, originals)
         self.count = 0  # runs so far
+        self.traffic_bytes = int(arguments.traffic_gib * 2**30)
+        self.traffic_seconds = arguments.traffic_seconds
 
     def prepare(self) -> None:
         """What the mode does once before its first run (FHElium's device
         keys are gone by then, unless plain is one of the modes)."""
         keys = self.keys
-        if self.name in ("unconstrained", "trace"):
+        if self.name in ("unconstrained", "traffic", "trace"):
             keys.ensure_all()
             if self.name == "trace":
                 keys.events = []
@@ -540,11 +594,12 @@ class Mode:
         if self.name == "solved":
             solved = SolvedProgram(keys, self.plan)
             keys.before_use = solved
+        traffic = Traffic(boot.torch, self.traffic_bytes, self.traffic_seconds) if self.name == "traffic" else None
         keys.manager.clear_trace()  # this run's transfers alone (the trace is a bounded FIFO)
         uses_before = len(keys.uses)
         keys.host_seconds = {"policy": 0.0, "borrow": 0.0}
         try:
-            with keys.installed():
+            with keys.installed(), traffic or contextlib.nullcontext():
                 run = boot.run()
         except BaseException:
             if solved is not None:
@@ -552,6 +607,8 @@ class Mode:
             raise
         if solved is not None:
             solved.close()
+        if traffic is not None:
+            run["traffic_bytes_to_cuda0"] = traffic.copied
         run["key_uses"] = len(keys.uses) - uses_before
         run["key_bytes_to_cuda0"] = keys.moved_to_cuda0()
         run["host_seconds"] = {what: round(seconds, 4) for what, seconds in keys.host_seconds.items()}
@@ -676,7 +733,7 @@ def interleaved(boot: Bootstrap, arguments: argparse.Namespace) -> dict[str, Any
     if "unconstrained" in runs:
         base = runs["unconstrained"]
         for name in arguments.modes:
-            if name not in CONSTRAINED:
+            if name == "unconstrained":
                 continue
             ratios = [round(r["seconds"] / b["seconds"], 4) for r, b in zip(runs[name], base)]
             entry = per_mode[name]

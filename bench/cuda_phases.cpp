@@ -1,0 +1,147 @@
+// Where the time of a small ensure goes beside a raw copy (issue #15), on a
+// GPU machine:
+//
+//   ./build-release/bench/cuda_phases [rounds]
+//
+// The executable is linked with --wrap for cudaMemcpyAsync and
+// cudaStreamSynchronize, so every call of them, the runtime's included, is
+// stamped on entry and on return (the time-stamp counter, about 10 ns a
+// read). Each sample (a raw 4 KiB copy + synchronise, then a 4 KiB ensure
+// pinned -> cuda:0 and its undoing drop, outside the clock) splits into:
+// before the copy is issued, the issue, between the issue and the wait, the
+// wait, and after it. Medians per phase over each round's 2,000 samples.
+#include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/runtime/manager.hpp"
+
+#include <cuda_runtime.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace fhr;
+
+namespace {
+
+/// The stamps of one sample, by phase boundary (0 = none yet).
+struct Stamps {
+  std::uint64_t issue_begin = 0, issue_end = 0, wait_begin = 0, wait_end = 0;
+};
+thread_local Stamps stamps;
+
+} // namespace
+
+extern "C" {
+cudaError_t __real_cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t);
+cudaError_t __real_cudaStreamSynchronize(cudaStream_t);
+
+cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  stamps.issue_begin = __rdtsc();
+  const cudaError_t error = __real_cudaMemcpyAsync(to, from, n, kind, s);
+  stamps.issue_end = __rdtsc();
+  return error;
+}
+
+cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t s) {
+  stamps.wait_begin = __rdtsc();
+  const cudaError_t error = __real_cudaStreamSynchronize(s);
+  stamps.wait_end = __rdtsc();
+  return error;
+}
+}
+
+namespace {
+
+void check(cudaError_t error) {
+  if (error != cudaSuccess) {
+    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorName(error));
+    std::exit(1);
+  }
+}
+
+/// Time-stamp counter ticks per nanosecond, measured against the steady clock.
+double ticks_per_ns() {
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t first = __rdtsc();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::uint64_t last = __rdtsc();
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(last - first) / ns;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Phases {
+  std::vector<double> before, issue, between, wait, after, total;
+  void add(std::uint64_t start, std::uint64_t end, double per_ns) {
+    auto us = [&](std::uint64_t a, std::uint64_t b) { return static_cast<double>(b - a) / per_ns / 1e3; };
+    before.push_back(us(start, stamps.issue_begin));
+    issue.push_back(us(stamps.issue_begin, stamps.issue_end));
+    between.push_back(us(stamps.issue_end, stamps.wait_begin));
+    wait.push_back(us(stamps.wait_begin, stamps.wait_end));
+    after.push_back(us(stamps.wait_end, end));
+    total.push_back(us(start, end));
+  }
+  void print(const char *what) const {
+    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", what, median(before), median(issue),
+                median(between), median(wait), median(after), median(total));
+  }
+};
+
+std::byte *pinned(std::size_t n) {
+  void *p = nullptr;
+  check(cudaHostAlloc(&p, n, cudaHostAllocPortable));
+  std::fill_n(static_cast<unsigned char *>(p), n, 1);
+  return static_cast<std::byte *>(p);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int rounds = std::max(3, argc > 1 ? std::atoi(argv[1]) : 5);
+  if (cuda_device_count() == 0) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  constexpr std::size_t kBytes = 4096;
+  const double per_ns = ticks_per_ns();
+  ManagerOptions options;
+  options.backend = make_cuda_backend();
+  Manager m(std::move(options));
+  const Handle h = m.adopt(
+      pinned(kBytes), kBytes, Location::pinned(), [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+  std::byte *source = pinned(kBytes);
+  void *device = nullptr;
+  check(cudaMalloc(&device, kBytes));
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::printf("cuda_phases: %.3f ticks/ns; medians of 2,000 samples a round, µs\n\n"
+              "| round, what | before the issue | issue | issue to wait | wait | after the wait | total |\n"
+              "|---|---|---|---|---|---|---|\n",
+              per_ns);
+  for (int r = 0; r < rounds; ++r) {
+    Phases raw, ensure;
+    for (int k = 0; k < 2000; ++k) {
+      std::uint64_t start = __rdtsc();
+      check(cudaMemcpyAsync(device, source, kBytes, cudaMemcpyDefault, stream));
+      check(cudaStreamSynchronize(stream));
+      raw.add(start, __rdtsc(), per_ns);
+      start = __rdtsc();
+      m.ensure(h, Location::cuda(0));
+      ensure.add(start, __rdtsc(), per_ns);
+      m.drop(h, Location::cuda(0));
+    }
+    raw.print(("round " + std::to_string(r) + ", raw").c_str());
+    ensure.print(("round " + std::to_string(r) + ", ensure").c_str());
+  }
+  m.close(true, true);
+  return 0;
+}
