@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -563,8 +564,47 @@ TEST_CASE("gpu: adopt refuses memory whose kind contradicts `at`, and a second v
   std::free(heap);
 }
 
+// Host code alone: runs on machines without a GPU too (see main).
+TEST_CASE("cuda options: the environment's tuning overrides, the automatic choices") {
+  struct Variable { // sets an environment variable for the test, then unsets it
+    const char *name;
+    Variable(const char *variable, const char *value) : name(variable) { ::setenv(name, value, 1); }
+    ~Variable() { ::unsetenv(name); }
+    Variable(const Variable &) = delete;
+    Variable &operator=(const Variable &) = delete;
+  };
+  ::unsetenv("FHR_HOST_COPY_THREADS");
+  ::unsetenv("FHR_STAGING_CHUNK_MIB");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const CudaBackendOptions automatic = resolved({});
+  CHECK(automatic.host_copy_threads == std::min(15u, cores - 1));
+  CHECK(automatic.staging_chunk_bytes == std::size_t{32} << 20);
+  CudaBackendOptions chosen;
+  chosen.host_copy_threads = 5;
+  chosen.staging_chunk_bytes = std::size_t{16} << 20;
+  CHECK(resolved(chosen).host_copy_threads == 5);
+  CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{16} << 20);
+  {
+    Variable threads("FHR_HOST_COPY_THREADS", "3"), chunk("FHR_STAGING_CHUNK_MIB", "8");
+    CHECK(resolved(chosen).host_copy_threads == 3);
+    CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{8} << 20);
+  }
+  for (const char *bad : {"", "x", "-2", "4 ", "0x10"}) {
+    CAPTURE(bad);
+    Variable threads("FHR_HOST_COPY_THREADS", bad), chunk("FHR_STAGING_CHUNK_MIB", bad);
+    CHECK(resolved(chosen).host_copy_threads == 5); // ignored: the options' own
+    CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{16} << 20);
+  }
+  Variable no_chunk("FHR_STAGING_CHUNK_MIB", "0"); // no chunk at all: the automatic one
+  CHECK(resolved({}).staging_chunk_bytes == std::size_t{32} << 20);
+}
+
 int main(int argc, char **argv) {
   if (cuda_device_count() == 0) {
+    // The host-only cases run here too; the rest needs a device.
+    doctest::Context host_only(argc, argv);
+    host_only.addFilter("test-case", "cuda options*");
+    if (const int failed = host_only.run(); failed != 0) return failed;
     std::printf("SKIPPED: no CUDA device on this machine; the simulated backend covers these paths\n");
     return 77;
   }
