@@ -309,9 +309,11 @@ void staged_spread(int rounds) {
         out.push_back(time_of([&] { m.move(back, kPageable); }) * 1e3);
         m.move(back, kGpu);
       }
-      row(threads, chunk, "pageable → cuda:0", in);
-      row(threads, chunk, "  the same right after a fill", in_after_fill);
-      row(threads, chunk, "cuda:0 → pageable (pooled block)", out);
+      // What the backend used: the environment overrides the options.
+      const CudaBackendOptions used = resolved(options);
+      row(used.host_copy_threads, used.staging_chunk_bytes, "pageable → cuda:0", in);
+      row(used.host_copy_threads, used.staging_chunk_bytes, "  the same right after a fill", in_after_fill);
+      row(used.host_copy_threads, used.staging_chunk_bytes, "cuda:0 → pageable (pooled block)", out);
       m.close(true, true);
     }
 }
@@ -462,16 +464,17 @@ double median_of(std::vector<double> samples) {
 }
 
 /// Per round: `sizes.size()` samples; each sample is a raw copy +
-/// synchronise of one size from the host buffer of that size, then an
+/// synchronise of one size from the host buffer of that size and an
 /// `ensure` pinned -> cuda:0 of a value of that size in every contender
 /// (its undoing drop outside the clock), each timed alone (two clock
-/// reads). Interleaved sample by sample, so that every copy is issued
-/// with the host as busy before it as the others, and summarised by
-/// medians: a mean over 2,000 samples moved by 0.5 µs with a single
-/// millisecond the host was preempted (the seventh wave's ranges of
-/// −0.4 to +5.7 µs a round), a median does not. Rows per contender: the
-/// ensure's median, the median of ensure − raw per round (the target),
-/// the round means' difference beside it, and ensure + drop.
+/// reads), in an order that turns from sample to sample. Interleaved
+/// sample by sample, so that every copy is issued with the host as busy
+/// before it as the others, and summarised by medians: a mean over 2,000
+/// samples moved by 0.5 µs with a single millisecond the host was
+/// preempted (ranges of −0.4 to +5.7 µs a round), a median does not. Rows
+/// per contender: the ensure's median sample; above raw, the median of
+/// the sample-by-sample differences (the target), the difference of the
+/// round's medians and of its means; ensure + drop.
 void small_ensures(const std::vector<Contender> &contenders,
                    const std::function<std::vector<std::size_t>(int)> &sizes_of_round, int rounds,
                    const std::string &title) {
@@ -507,25 +510,40 @@ void small_ensures(const std::vector<Contender> &contenders,
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<double> raw_medians;
   std::vector<std::vector<double>> medians(contenders.size()), above(contenders.size()),
-      above_means(contenders.size()), with_drop(contenders.size());
+      above_medians(contenders.size()), above_means(contenders.size()), with_drop(contenders.size());
   for (int r = 0; r < rounds; ++r) {
     const std::vector<std::size_t> &sizes = round_sizes[static_cast<std::size_t>(r)];
     std::vector<double> raw;
-    std::vector<std::vector<double>> ensured(contenders.size()), ensured_and_dropped(contenders.size());
-    for (std::size_t n : sizes) {
-      const std::size_t k = index_of(n);
-      const auto start = Clock::now();
-      check(cudaMemcpyAsync(device, sources[k], n, cudaMemcpyDefault, stream));
-      check(cudaStreamSynchronize(stream));
-      raw.push_back(seconds_since(start));
-      for (std::size_t c = 0; c < contenders.size(); ++c) {
+    std::vector<std::vector<double>> ensured(contenders.size()), ensured_and_dropped(contenders.size()),
+        paired(contenders.size());
+    for (std::size_t sample = 0; sample < sizes.size(); ++sample) {
+      const std::size_t n = sizes[sample], k = index_of(n);
+      double raw_sample = 0;
+      std::vector<double> ensure_sample(contenders.size());
+      // Who goes first turns with every sample (0 is the raw copy): each
+      // takes every place after the others equally often.
+      for (std::size_t turn = 0; turn <= contenders.size(); ++turn) {
+        const std::size_t who = (sample + turn) % (contenders.size() + 1);
+        if (who == 0) {
+          const auto start = Clock::now();
+          check(cudaMemcpyAsync(device, sources[k], n, cudaMemcpyDefault, stream));
+          check(cudaStreamSynchronize(stream));
+          raw_sample = seconds_since(start);
+          continue;
+        }
+        const std::size_t c = who - 1;
         Manager &m = *contenders[c].manager;
         const auto begin = Clock::now();
         m.ensure(values[c][k], kGpu);
         const auto ensured_at = Clock::now();
         m.drop(values[c][k], kGpu);
-        ensured[c].push_back(std::chrono::duration<double>(ensured_at - begin).count());
+        ensure_sample[c] = std::chrono::duration<double>(ensured_at - begin).count();
         ensured_and_dropped[c].push_back(seconds_since(begin));
+      }
+      raw.push_back(raw_sample);
+      for (std::size_t c = 0; c < contenders.size(); ++c) {
+        ensured[c].push_back(ensure_sample[c]);
+        paired[c].push_back(ensure_sample[c] - raw_sample);
       }
     }
     const double raw_median = median_of(raw);
@@ -538,7 +556,8 @@ void small_ensures(const std::vector<Contender> &contenders,
     };
     for (std::size_t c = 0; c < contenders.size(); ++c) {
       medians[c].push_back(median_of(ensured[c]));
-      above[c].push_back(medians[c].back() - raw_median);
+      above[c].push_back(median_of(paired[c]));
+      above_medians[c].push_back(medians[c].back() - raw_median);
       above_means[c].push_back(mean(ensured[c]) - mean(raw));
       with_drop[c].push_back(median_of(ensured_and_dropped[c]));
     }
@@ -551,8 +570,10 @@ void small_ensures(const std::vector<Contender> &contenders,
   for (std::size_t c = 0; c < contenders.size(); ++c) {
     const Contender &contender = contenders[c];
     us_row(contender.label + ": `ensure` pinned → cuda:0 (the round's median sample)", medians[c]);
-    us_row("  above raw (the round's medians)", above[c], contender.target);
-    us_row("  above raw (the round's means)", above_means[c]);
+    us_row("  above raw (the median of the round's differences, sample by sample)", above[c],
+           contender.target);
+    us_row("  above raw (the round's medians' difference)", above_medians[c]);
+    us_row("  above raw (the round's means' difference)", above_means[c]);
     us_row("  `ensure` + the undoing `drop` (the round's median sample)", with_drop[c]);
   }
   check(cudaFree(device));

@@ -40,7 +40,8 @@ extern "C" {
 cudaError_t __real_cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t);
 cudaError_t __real_cudaStreamSynchronize(cudaStream_t);
 
-cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t n, cudaMemcpyKind kind,
+                                   cudaStream_t s) {
   stamps.issue_begin = __rdtsc();
   const cudaError_t error = __real_cudaMemcpyAsync(to, from, n, kind, s);
   stamps.issue_end = __rdtsc();
@@ -70,7 +71,8 @@ double ticks_per_ns() {
   const std::uint64_t first = __rdtsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const std::uint64_t last = __rdtsc();
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   return static_cast<double>(last - first) / ns;
 }
 
@@ -117,7 +119,8 @@ int main(int argc, char **argv) {
   options.backend = make_cuda_backend();
   Manager m(std::move(options));
   const Handle h = m.adopt(
-      pinned(kBytes), kBytes, Location::pinned(), [](std::byte *p) { cudaFreeHost(p); }, ReplicaMode::Replicable);
+      pinned(kBytes), kBytes, Location::pinned(), [](std::byte *p) { cudaFreeHost(p); },
+      ReplicaMode::Replicable);
   std::byte *source = pinned(kBytes);
   void *device = nullptr;
   check(cudaMalloc(&device, kBytes));

@@ -589,7 +589,7 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
     CHECK(resolved(chosen).host_copy_threads == 3);
     CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{8} << 20);
   }
-  for (const char *bad : {"", "x", "-2", "4 ", "0x10"}) {
+  for (const char *bad : {"", "x", "-2", " -1", "+8", "4 ", "0x10", "99999999999999999999999"}) {
     CAPTURE(bad);
     Variable threads("FHR_HOST_COPY_THREADS", bad), chunk("FHR_STAGING_CHUNK_MIB", bad);
     CHECK(resolved(chosen).host_copy_threads == 5); // ignored: the options' own

@@ -32,7 +32,10 @@ Modes (``--mode M``: one per process, which prints one JSON object):
   time (``--traffic-seconds``, 3.7 by default): the copies' load on the
   GPU without a key switch ever waiting for one. Beside ``unconstrained``
   and ``solved`` it separates what the solved program's copies cost the
-  kernels from what its key switches wait for.
+  kernels from what its key switches wait for. The copies go in whole
+  blocks (at least one); a bootstrap that ends first cuts them short (each
+  run says how much went, ``traffic_bytes_to_cuda0``); and the copying
+  thread is a Python thread, so its GIL hand-offs are in the figure too.
 - ``solved``: the same budget, running the program printed by ``fhr-plan
   solve`` (``--plan``, a ``.fhr`` or its compiled ``.fhrb``) a statement at
   a time with the runtime's interpreter: at the k-th key switch the

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -210,8 +211,28 @@ def test_an_instance_never_initialised_raises_instead_of_crashing():
         fhr.ResidencyLease()
     with pytest.raises(TypeError):
         fhr.ResidencyLease.__new__(fhr.ResidencyLease)
+    # Nor by giving the type a __new__ of its own: it cannot be changed.
+    with pytest.raises(TypeError):
+        fhr.ResidencyLease.__new__ = staticmethod(lambda cls: object.__new__(cls))
+    with pytest.raises(TypeError):
+        fhr.ResidencyLease.release = lambda self: None
     # __new__ alone makes a manager's Python object without the C++ one
     # behind it: the fast methods check for it, as pybind11's dispatcher does.
     manager = fhr.ResidencyManager.__new__(fhr.ResidencyManager)
     with pytest.raises(TypeError):
         manager.ensure(object(), fhr.PAGEABLE_HOST)
+
+
+def test_a_lease_can_be_referred_to_weakly(setup):
+    # As pybind11's instances could: weakref.finalize tracks a lease's end.
+    m, h, stream = setup
+    lease = m.acquire([h], at=CUDA0, consumer_stream=stream)
+    reference = weakref.ref(lease)
+    ended = []
+    weakref.finalize(lease, ended.append, "gone")
+    assert reference() is lease
+    lease.release()
+    del lease
+    gc.collect()
+    assert reference() is None
+    assert ended == ["gone"]

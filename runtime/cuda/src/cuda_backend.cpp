@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -28,7 +29,7 @@ cudaStream_t native(Stream stream) { return reinterpret_cast<cudaStream_t>(strea
 /// The tag of a CopyInFlight that is a stream (begin_lone_copy), not a
 /// pooled event (whose address is aligned). Streams are aligned addresses
 /// too, but for the runtime's special handles: cudaStreamPerThread (2)
-/// keeps its value, cudaStreamLegacy (1) comes back as 0, the same stream.
+/// keeps its value, cudaStreamLegacy (1) comes back as 0 (finish_copy).
 constexpr std::uintptr_t kLoneCopy = 1;
 /// A pooled event and the device it belongs to (events can only be
 /// recorded on their device's streams). Event and CopyInFlight carry its
@@ -317,8 +318,13 @@ public:
   void finish_copy(CopyInFlight copy) override {
     if (copy.native == 0) return;
     if (copy.native & kLoneCopy) {
-      check_cuda(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(copy.native & ~kLoneCopy)),
-                 "cudaStreamSynchronize");
+      // 0 once untagged is the stream handle 1, cudaStreamLegacy (no copy
+      // runs on handle 0: that is "no stream" to the manager), named as
+      // such so that a build with per-thread default streams waits for it.
+      const std::uintptr_t handle = copy.native & ~kLoneCopy;
+      check_cuda(
+          cudaStreamSynchronize(handle == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(handle)),
+          "cudaStreamSynchronize");
       return;
     }
     PooledEvent *done = pooled(copy.native);
@@ -655,13 +661,16 @@ void destroy_cuda_stream(Stream stream) noexcept {
 
 namespace {
 
-/// A whole number from the environment, or nothing.
+/// A whole number from the environment (decimal digits alone, within
+/// unsigned long), or nothing.
 std::optional<unsigned long> environment_number(const char *name) {
   const char *text = std::getenv(name);
   if (!text || !*text) return std::nullopt;
-  char *end = nullptr;
-  const unsigned long number = std::strtoul(text, &end, 10);
-  if (*end != '\0' || text[0] == '-') return std::nullopt;
+  for (const char *c = text; *c; ++c)
+    if (*c < '0' || *c > '9') return std::nullopt;
+  errno = 0;
+  const unsigned long number = std::strtoul(text, nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
   return number;
 }
 

@@ -105,7 +105,9 @@ public:
     }
     const Storage *source = pending(from);
     if (!source) source = manager_.replica(value, from);
-    Storage destination = manager_.backend_.memory->allocate(to, logical_bytes(value));
+    // Pending before the copy starts: from here on only this object frees
+    // it, after the copy (the destructor).
+    Storage &destination = add_pending(to, manager_.backend_.memory->allocate(to, logical_bytes(value)));
     // The caller's stream orders copies into the transition's destination only.
     if (to != destination_) {
       manager_.backend_.copies->copy(*source, destination, Stream{});
@@ -114,7 +116,6 @@ public:
     } else {
       manager_.backend_.copies->copy(*source, destination, stream_);
     }
-    add_pending(to, std::move(destination));
   }
 
   void install(ValueId value, Location location) override {
@@ -147,12 +148,9 @@ private:
       if (pending && pending->location == location) return &pending->storage;
     return nullptr;
   }
-  void add_pending(Location location, Storage storage) {
+  Storage &add_pending(Location location, Storage storage) {
     for (std::optional<Pending> &pending : pending_)
-      if (!pending) {
-        pending.emplace(Pending{location, std::move(storage)});
-        return;
-      }
+      if (!pending) return pending.emplace(Pending{location, std::move(storage)}).storage;
     throw std::logic_error("a transition fills at most two storages");
   }
 
@@ -261,9 +259,17 @@ const Storage *Manager::replica(ValueId value, Location at) const {
   return const_cast<Manager *>(this)->replica(value, at);
 }
 
-void Manager::install_replica(ValueId value, Location location, Storage storage) {
-  storage_index_.add(storage.bytes().data(), storage.block_size(), ReplicaOf{value, location});
-  records_[value].replicas.emplace_back(location, std::move(storage));
+void Manager::install_replica(ValueId value, Location location, Storage &&storage) {
+  // `storage` is taken only once nothing can fail: a transition's copy may
+  // still be writing it, and its Hooks free it only after the copy.
+  std::byte *block = storage.bytes().data();
+  storage_index_.add(block, storage.block_size(), ReplicaOf{value, location});
+  try {
+    records_[value].replicas.emplace_back(location, std::move(storage));
+  } catch (...) {
+    storage_index_.remove(block);
+    throw;
+  }
 }
 
 void Manager::remove_replica(ValueId value, Location location) {
@@ -415,8 +421,20 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
   } catch (...) {
     // The replica was booked and its copy failed: it goes again, through
     // the rules' drop (the version moves on by two; the peak keeps it).
-    Hooks undo(*this, action.location, Stream{}, nullptr, &report);
-    state_.apply(Action{ActionKind::Drop, action.value, action.location, std::nullopt}, nullptr, &undo);
+    // Nothing protects a replica just made, and it has a sibling or a
+    // source, so the rules always allow it; if they ever did not, a replica
+    // without its bytes would stay booked, which must not pass silently.
+    bool dropped = false;
+    try {
+      Hooks undo(*this, action.location, Stream{}, nullptr, &report);
+      dropped =
+          !state_.apply(Action{ActionKind::Drop, action.value, action.location, std::nullopt}, nullptr, &undo)
+               .failed();
+    } catch (...) {
+    }
+    if (!dropped)
+      throw std::logic_error("the replica of " + value_name(action.value) + " at " + action.location.name() +
+                             ", whose copy failed, could not be dropped again");
     throw;
   }
   if (report.started_at_ns == 0) {

@@ -3,6 +3,10 @@
 #include "lifetimes.hpp"
 #include "vectorcall.hpp"
 
+#include <structmember.h> // T_PYSSIZET, READONLY (Python 3.11 and earlier)
+
+#include <cstddef>
+
 namespace fhr::python {
 
 namespace {
@@ -46,8 +50,15 @@ py::object borrowed_values(py::handle lease) {
 /// A ResidencyLease: the object header and the lease in one allocation.
 /// Instances are made by acquire() alone (the type cannot be instantiated
 /// from Python), so every one holds a constructed PyLease.
+/// What CPython reads of a lease object: a plain struct, so that the weak
+/// references' offset is an offsetof CPython can be given.
+struct LeaseHeader {
+  PyObject ob_base;          // PyObject_HEAD
+  PyObject *weak_references; ///< null until a weak reference is taken (tp_alloc zeroes it)
+};
 struct LeaseObject {
-  PyObject_HEAD PyLease lease;
+  LeaseHeader header; // first: a LeaseObject * is the PyObject *
+  PyLease lease;
 };
 
 PyTypeObject *lease_type = nullptr; ///< made by bind_lifetimes
@@ -59,7 +70,9 @@ PyLease &lease_of(PyObject *self) {
 
 void lease_dealloc(PyObject *self) {
   PyTypeObject *type = Py_TYPE(self);
-  reinterpret_cast<LeaseObject *>(self)->lease.~PyLease();
+  auto *object = reinterpret_cast<LeaseObject *>(self);
+  if (object->header.weak_references) PyObject_ClearWeakRefs(self);
+  object->lease.~PyLease();
   type->tp_free(self);
   Py_DECREF(type); // a heap type's instances own a reference to it
 }
@@ -206,16 +219,26 @@ py::object make_lease_type() {
        nullptr},
       {nullptr, nullptr, nullptr, nullptr, nullptr},
   };
+  // Weak references, as pybind11's instances had them (weakref.finalize on a lease).
+  static PyMemberDef members[] = {
+      {"__weaklistoffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(LeaseHeader, weak_references)),
+       READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr},
+  };
   static PyType_Slot slots[] = {
       {Py_tp_dealloc, reinterpret_cast<void *>(lease_dealloc)},
       {Py_tp_methods, methods},
       {Py_tp_getset, properties},
+      {Py_tp_members, members},
       {Py_tp_doc, const_cast<char *>("A read of ready replicas (§7.2); a CUDA lease protects them until its "
                                      "consumer streams have passed the events its release records.")},
       {0, nullptr},
   };
-  static PyType_Spec spec = {"fhr._fhr.ResidencyLease", static_cast<int>(sizeof(LeaseObject)), 0,
-                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
+  // Immutable too: a type whose __new__ could be set would let Python make
+  // an instance that holds no lease.
+  static PyType_Spec spec = {
+      "fhr._fhr.ResidencyLease", static_cast<int>(sizeof(LeaseObject)), 0,
+      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE, slots};
   vectorcall_detail::rethrow_function(); // made now, not while an exception is handled
   PyObject *type = PyType_FromSpec(&spec);
   if (!type) throw py::error_already_set();
@@ -226,32 +249,26 @@ py::object make_lease_type() {
 
 py::object lease_object(py::object owner, PyManager &owner_core, Lease lease, py::tuple unique, Location at,
                         py::object stream) {
-  PyObject *object = lease_type->tp_alloc(lease_type, 0);
-  if (!object) {
+  std::vector<py::object> streams;
+  PyObject *object = nullptr;
+  try {
+    if (!stream.is_none()) streams.push_back(std::move(stream));
+    object = lease_type->tp_alloc(lease_type, 0);
+    if (!object) throw py::error_already_set();
+  } catch (...) {
     // The lease goes without the GIL, as an abandoned one does.
     destroy_without_gil(lease);
-    throw py::error_already_set();
-  }
-  // Nothing below throws: PyLease's constructor only moves its arguments
-  // (and a stream into a vector with room reserved by none: one push_back,
-  // which may throw bad_alloc, caught by dropping the object).
-  try {
-    new (&reinterpret_cast<LeaseObject *>(object)->lease)
-        PyLease(std::move(owner), owner_core, std::move(lease), std::move(unique), at, std::move(stream));
-  } catch (...) {
-    Py_TYPE(object)->tp_free(object);
-    Py_DECREF(lease_type);
     throw;
   }
+  new (&reinterpret_cast<LeaseObject *>(object)->lease)
+      PyLease(std::move(owner), owner_core, std::move(lease), std::move(unique), at, std::move(streams));
   return py::reinterpret_steal<py::object>(object);
 }
 
 PyLease::PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
-                 py::object stream)
+                 std::vector<py::object> consumer_streams) noexcept
     : manager(std::move(owner)), core(&owner_core), lease(std::move(taken)), handles(std::move(unique)),
-      location(at) {
-  if (!stream.is_none()) streams.push_back(std::move(stream));
-}
+      location(at), streams(std::move(consumer_streams)) {}
 PyLease::~PyLease() {
   // A released lease is destroyed without asking the manager (no lock, so
   // no GIL to drop); an active one releases itself, without the GIL.

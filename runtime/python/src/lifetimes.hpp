@@ -13,8 +13,9 @@ namespace fhr::python {
 /// lease a heap allocation, the registration of the instance in its
 /// address map and the removal from it, a quarter of its instructions.
 struct PyLease {
+  /// Only moves its arguments: it cannot fail once they are made.
   PyLease(py::object owner, PyManager &owner_core, Lease taken, py::tuple unique, Location at,
-          py::object stream);
+          std::vector<py::object> consumer_streams) noexcept;
   ~PyLease();
   /// Releases the lease (without the GIL). Once it is released, this
   /// object's destruction need not drop the GIL (Lifetime::released).

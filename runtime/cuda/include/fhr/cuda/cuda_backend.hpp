@@ -43,8 +43,10 @@ struct CudaBackendOptions {
   /// device's pool at once).
   std::uint64_t device_small_block_cache_bytes = std::uint64_t{64} << 20;
   /// Worker threads of the host side of staged pageable transfers, beside
-  /// the calling thread; 0: one fewer than the machine's cores, at most 15.
-  /// The environment variable FHR_HOST_COPY_THREADS overrides it.
+  /// the calling thread; 0: one fewer than the machine's cores, at most 15
+  /// (so one worker is the fewest). The environment variable
+  /// FHR_HOST_COPY_THREADS overrides it, a value set here included: it is
+  /// for measuring a program without changing it.
   unsigned host_copy_threads = 0;
   /// The piece of a staged pageable transfer that is copied on the host
   /// while the previous one crosses the link (two such pinned buffers per

@@ -293,8 +293,8 @@ private:
   Storage *replica(ValueId value, Location at);
   const Storage *replica(ValueId value, Location at) const;
   /// Installs `storage` as the replica of `value` at `location`, and indexes
-  /// its block (§2.7).
-  void install_replica(ValueId value, Location location, Storage storage);
+  /// its block (§2.7). `storage` is moved from only if this succeeds.
+  void install_replica(ValueId value, Location location, Storage &&storage);
   /// Removes (frees) the replica of `value` at `location`.
   void remove_replica(ValueId value, Location location);
 
