@@ -11,6 +11,9 @@
 #include "fhr/compiler/output.hpp"
 #include "fhr/executor/scaled_module.hpp"
 #include "fhr/harness/execution_check.hpp"
+#ifdef FHR_HAVE_CUDA
+#include "fhr/cuda/cuda_backend.hpp"
+#endif
 
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/WithColor.h>
@@ -139,6 +142,20 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
       os << "  DIFFERS: " << difference << "\n";
 }
 
+/// The pools the run's CUDA backend will have: its options as the
+/// backend resolves them (the environment's overrides included), so that
+/// the cold-pool prediction charges the bounce buffers it will make.
+PoolOptions backend_pools() {
+  PoolOptions pools;
+#ifdef FHR_HAVE_CUDA
+  const CudaBackendOptions backend = resolved({});
+  pools.pinned_pool_bytes = backend.pinned_pool_bytes;
+  pools.pageable_pool_bytes = backend.pageable_pool_bytes;
+  pools.staging_chunk_bytes = backend.staging_chunk_bytes;
+#endif
+  return pools;
+}
+
 /// --warm-up for one unit: the pool blocks its steps would allocate from
 /// cold pools (the cold timeline's misses, fhr/model/runtime_pools.hpp) as
 /// the manager's warm-up requests, the bounce buffers of staged transfers
@@ -152,7 +169,7 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   UnitWarmUp warm_up;
   if (!unit) return warm_up;
   TimelineOptions cold;
-  cold.pools = PoolOptions{};
+  cold.pools = backend_pools();
   const UnitMemory memory = unit_memory(*unit);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
   for (const ColdAllocation &allocation : timeline.cold_allocations) {
@@ -205,7 +222,7 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
   // Every run has a fresh CUDA backend: its pools are cold at the first
   // step, and the prediction charges what they cost (docs/run.md), unless
   // --warm-up reserves those blocks before the run.
-  if (execution.backend == BackendKind::Cuda && !run.warm_up) timeline.pools = PoolOptions{};
+  if (execution.backend == BackendKind::Cuda && !run.warm_up) timeline.pools = backend_pools();
 
   int status = kFeasible;
   // Kept whole: the analyses point into them.

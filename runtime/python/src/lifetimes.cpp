@@ -47,15 +47,15 @@ py::object borrowed_values(py::handle lease) {
 // ---- the lease's vectorcall methods (vectorcall.hpp) ------------------------
 // `self` is a ResidencyLease: CPython checks it before calling a method.
 
-/// A ResidencyLease: the object header and the lease in one allocation.
-/// Instances are made by acquire() alone (the type cannot be instantiated
-/// from Python), so every one holds a constructed PyLease.
 /// What CPython reads of a lease object: a plain struct, so that the weak
 /// references' offset is an offsetof CPython can be given.
 struct LeaseHeader {
   PyObject ob_base;          // PyObject_HEAD
   PyObject *weak_references; ///< null until a weak reference is taken (tp_alloc zeroes it)
 };
+/// A ResidencyLease: the object header and the lease in one allocation.
+/// Instances are made by acquire() alone (the type cannot be instantiated
+/// from Python), so every one holds a constructed PyLease.
 struct LeaseObject {
   LeaseHeader header; // first: a LeaseObject * is the PyObject *
   PyLease lease;
