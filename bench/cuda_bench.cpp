@@ -797,6 +797,13 @@ int main(int argc, char **argv) {
                   four_kib, rounds, "4 KiB");
     small_ensures({{"the default", &m, "≤ +0.5 µs"}, {"the booking after the copy", &booked_after, ""}},
                   unseen_sizes, rounds, "2–16 KiB, every size one the caches have not seen");
+    // The default alone beside raw: no other manager's work (the cache-off
+    // one allocates from the driver's pool every sample) between its samples.
+    small_ensures({{"the default alone", &m, "≤ +0.5 µs"}}, four_kib, rounds,
+                  "4 KiB, the default alone beside raw");
+    small_ensures(
+        {{"the default alone", &m, "≤ +0.5 µs"}}, [&](int r) { return unseen_sizes(rounds + r); }, rounds,
+        "unseen sizes (the next 2,000 a round, from 2 KiB + 2,000 × rounds), the default alone beside raw");
     small_ensures(
         {{"the default", &m, ""}}, [](int) { return random_sizes(200, 18, 22, 0); }, rounds,
         "random 256 KiB – 4 MiB (across the 1 MiB small-block boundary)");

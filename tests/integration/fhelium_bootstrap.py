@@ -48,7 +48,8 @@ Each prints: mode, bootstrap seconds, max and mean error, key uses, bytes
 the manager moved to cuda:0, fhr's peak on cuda:0, PyTorch's peak
 allocated memory and their sum (fhr's pools are not PyTorch's allocator),
 and ``host_seconds``: the host's time in the residency policy before the
-switches (``policy``: the solved program's statements) and in taking their
+switches (``policy``: the solved program's statements, split for solved into
+``drop_wait``, waiting for a dropped key's last switch, and ``statement``) and in taking their
 keys (``borrow``: the lease or the LRU controller's use, and the key object
 rebuilt over the manager's storage), time in which it queues no kernel.
 
@@ -493,11 +494,18 @@ class SolvedProgram:
             raise RuntimeError(f"the program has {len(self.plans)} steps; the bootstrap made more key uses")
         # A reclaim drops a key whose last switch may still be running on the
         # GPU (its lease is pending): wait for that switch alone.
+        started = time.perf_counter()
         for dropped in self.drops[self.next]:
             done = self.keys.released.get(dropped)
             if done is not None:
                 done.synchronize()
+        waited = time.perf_counter()
         plan = next(self.steps, None)
+        # The policy's time in two parts: waiting for a dropped key's last
+        # switch, and the program's statement (its prefetch's wait included).
+        seconds = self.keys.host_seconds
+        seconds["drop_wait"] = seconds.get("drop_wait", 0.0) + waited - started
+        seconds["statement"] = seconds.get("statement", 0.0) + time.perf_counter() - waited
         if plan is None:
             failure = self.steps.result.failure if self.steps.result else None
             raise RuntimeError(f"the program stopped before key use {self.next}: {failure}")

@@ -84,6 +84,48 @@ TEST_CASE("warm-up: a plan's transfers to pinned memory find their blocks locked
   CHECK(m.warm_up(std::span(&again, 1)).reserved_bytes() == 0);
 }
 
+TEST_CASE("warm-up: a reload's storage at its source location is reserved too, once per size") {
+  // Three values reloaded from sources at pinned memory into pageable
+  // memory: each load fills a pinned block and frees it once copied on, so
+  // the plan needs one 20,000-byte and one 12,000-byte pinned block (the
+  // two loads of 20,000 bytes take the same block in turn) besides the
+  // pageable destinations.
+  struct Zeros final : Source {
+    void load(std::span<std::byte> out) override { std::memset(out.data(), 0, out.size()); }
+  };
+  auto zeros = std::make_shared<Zeros>();
+  auto spec = [](std::uint64_t n) {
+    return ValueSpec{n, n, ReplicaMode::Replicable, Recoverability::Reconstructible};
+  };
+  Manager m;
+  const Handle a = m.register_source(spec(20000), zeros, pinned);
+  const Handle b = m.register_source(spec(20000), zeros, pinned);
+  const Handle c = m.register_source(spec(12000), zeros, pinned);
+  const Handle d = adopt_pageable(m, 4096);
+  const PlanSpec plan{
+      "reload",
+      {},
+      {},
+      {ActionSpec{ActionKind::Ensure, a, pageable, {}}, ActionSpec{ActionKind::Ensure, b, pageable, {}},
+       ActionSpec{ActionKind::Ensure, c, pageable, {}}, ActionSpec{ActionKind::Ensure, d, pinned, {}}},
+      {}};
+  const std::vector<PoolRequest> requests = m.pool_requests(plan);
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].location == pageable);
+  CHECK(requests[0].block_bytes == std::vector<std::size_t>{20000, 20000, 12000});
+  CHECK(requests[1].location == pinned); // the loads' temporaries, then d's copy
+  CHECK(requests[1].block_bytes == std::vector<std::size_t>{20000, 12000, 4096});
+
+  const std::uint64_t idle_before = *at(m.snapshot(), pinned).pool_idle_bytes;
+  const WarmUpReport report = m.warm_up(plan);
+  CHECK(report.pools[1].reserved_bytes == page_rounded(20000) + page_rounded(12000) + page_rounded(4096));
+  // The loads run on the reserved blocks: no pinned block is made for them.
+  m.execute_actions(plan.enter, "reload");
+  const Snapshot after = m.snapshot();
+  CHECK(*at(after, pinned).pool_idle_bytes == idle_before + page_rounded(20000) + page_rounded(12000));
+  CHECK(*at(after, pinned).pool_in_use_bytes == page_rounded(4096));
+}
+
 TEST_CASE("warm-up: at construction, reported by startup_warm_up; a location the backend lacks is refused") {
   ManagerOptions options;
   options.warm_up = {PoolRequest{pinned, {4096, 4096, 8192}}, PoolRequest{pageable, {1 << 20}}};

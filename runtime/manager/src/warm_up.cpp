@@ -28,14 +28,31 @@ std::vector<PoolRequest> Manager::pool_requests(const PlanSpec &plan) {
   // state as it is now: exactly the allocations the plan will make.
   const ExplainedPlan explained = explain(plan);
   std::vector<PoolRequest> requests;
-  for (const ExplainedAction &row : explained.actions) {
+  auto blocks_at = [&](Location location) -> std::vector<std::size_t> & {
+    auto it = std::find_if(requests.begin(), requests.end(),
+                           [&](const PoolRequest &r) { return r.location == location; });
+    if (it == requests.end()) it = requests.insert(requests.end(), PoolRequest{location, {}});
+    return it->block_bytes;
+  };
+  // The rows are the steps less the reservations, in the same order.
+  std::size_t next_row = 0;
+  std::vector<std::pair<Location, std::size_t>> loaded; // (source location, size) of each load's temporary
+  for (const SimulatedStep &step : explained.steps) {
+    if (step.phase == Phase::Reserve) continue;
+    const ExplainedAction &row = explained.actions[next_row++];
     const ActionKind kind = row.action.kind;
     if (!row.executable || row.no_op || !row.destination || row.logical_nbytes == 0) continue;
     if (kind != ActionKind::Ensure && kind != ActionKind::Copy && kind != ActionKind::Move) continue;
-    auto it = std::find_if(requests.begin(), requests.end(),
-                           [&](const PoolRequest &r) { return r.location == *row.destination; });
-    if (it == requests.end()) it = requests.insert(requests.end(), PoolRequest{*row.destination, {}});
-    it->block_bytes.push_back(static_cast<std::size_t>(row.logical_nbytes));
+    const auto nbytes = static_cast<std::size_t>(row.logical_nbytes);
+    blocks_at(*row.destination).push_back(nbytes);
+    // A reload fills storage at its source location first (§4.5), freed
+    // once copied on: its pages are as cold as a destination's, and one
+    // block of each size serves every load of that size in turn.
+    if (step.transfer == StepTransfer::Load && row.source && row.source != row.destination &&
+        std::find(loaded.begin(), loaded.end(), std::pair{*row.source, nbytes}) == loaded.end()) {
+      loaded.emplace_back(*row.source, nbytes);
+      blocks_at(*row.source).push_back(nbytes);
+    }
   }
   return requests;
 }

@@ -222,7 +222,9 @@ public:
   WarmUpReport warm_up(std::span<const PoolRequest> requests);
   /// Warm-up for a plan: one block per transfer the plan would perform from
   /// the current state (its explanation: every executable ensure, copy and
-  /// move that is not a no-op, at its destination), then warm_up(requests).
+  /// move that is not a no-op, at its destination; a reload also fills
+  /// storage at its source location, freed once copied on: one block of
+  /// each such size there), then warm_up(requests).
   WarmUpReport warm_up(const PlanSpec &plan);
   /// The pool blocks warm_up(plan) would ask for.
   std::vector<PoolRequest> pool_requests(const PlanSpec &plan);
