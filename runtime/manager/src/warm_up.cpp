@@ -6,6 +6,8 @@
 #include "clock.hpp"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 namespace fhr {
 
@@ -36,9 +38,10 @@ std::vector<PoolRequest> Manager::pool_requests(const PlanSpec &plan) {
   };
   // The rows are the steps less the reservations, in the same order.
   std::size_t next_row = 0;
-  std::vector<std::pair<Location, std::size_t>> loaded; // (source location, size) of each load's temporary
+  std::set<std::pair<Location, std::size_t>> loaded; // (source location, size) of the loads' temporaries
   for (const SimulatedStep &step : explained.steps) {
     if (step.phase == Phase::Reserve) continue;
+    if (next_row == explained.actions.size()) break; // defensive: the rows end where the steps do
     const ExplainedAction &row = explained.actions[next_row++];
     const ActionKind kind = row.action.kind;
     if (!row.executable || row.no_op || !row.destination || row.logical_nbytes == 0) continue;
@@ -49,10 +52,8 @@ std::vector<PoolRequest> Manager::pool_requests(const PlanSpec &plan) {
     // once copied on: its pages are as cold as a destination's, and one
     // block of each size serves every load of that size in turn.
     if (step.transfer == StepTransfer::Load && row.source && row.source != row.destination &&
-        std::find(loaded.begin(), loaded.end(), std::pair{*row.source, nbytes}) == loaded.end()) {
-      loaded.emplace_back(*row.source, nbytes);
+        loaded.emplace(*row.source, nbytes).second)
       blocks_at(*row.source).push_back(nbytes);
-    }
   }
   return requests;
 }
