@@ -790,12 +790,20 @@ int main(int argc, char **argv) {
     CudaBackendOptions no_cache;
     no_cache.device_small_block_cache_bytes = 0;
     Manager plain = cuda_manager(no_cache);
+    // The cache's blocks from the device's stream-ordered pool instead of
+    // cudaMalloc slabs (the backend before the tenth wave).
+    CudaBackendOptions pooled_blocks;
+    pooled_blocks.device_small_blocks_in_slabs = false;
+    Manager pooled = cuda_manager(pooled_blocks);
     const auto four_kib = [](int) { return std::vector<std::size_t>(2000, 4096); };
     small_ensures({{"the cache on (the default)", &m, "≤ +0.5 µs"},
                    {"the booking after the copy (overlap_transfers off)", &booked_after, ""},
-                   {"the cache off", &plain, ""}},
+                   {"the cache off", &plain, ""},
+                   {"the cache's blocks from the stream-ordered pool", &pooled, ""}},
                   four_kib, rounds, "4 KiB");
-    small_ensures({{"the default", &m, "≤ +0.5 µs"}, {"the booking after the copy", &booked_after, ""}},
+    small_ensures({{"the default", &m, "≤ +0.5 µs"},
+                   {"the booking after the copy", &booked_after, ""},
+                   {"the cache's blocks from the stream-ordered pool", &pooled, ""}},
                   unseen_sizes, rounds, "2–16 KiB, every size one the caches have not seen");
     // The default alone beside raw: no other manager's work (the cache-off
     // one allocates from the driver's pool every sample) between its samples.
@@ -808,7 +816,7 @@ int main(int argc, char **argv) {
         {{"the default", &m, ""}}, [](int) { return random_sizes(200, 18, 22, 0); }, rounds,
         "random 256 KiB – 4 MiB (across the 1 MiB small-block boundary)");
     host_costs(m, rounds);
-    for (Manager *manager : {&m, &booked_after, &plain})
+    for (Manager *manager : {&m, &booked_after, &plain, &pooled})
       manager->close(true, true);
   }
   if (wanted("leases")) lease_rows(rounds);

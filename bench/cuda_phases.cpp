@@ -16,6 +16,12 @@
 // spin of a set length between the two, with and without a
 // cudaStreamQuery right after the issue (which makes the driver submit
 // work it may still hold).
+//
+// A third asks whether the memory at a copy's ends, or the state of the
+// host's caches before the issue, makes a raw copy cost what the ensure's
+// copy costs beyond it: raw copies into a cudaMalloc block and into a block
+// of the device's stream-ordered pool (where the manager's small blocks come
+// from), and the former after reading 64 KiB of unrelated memory.
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -98,6 +104,15 @@ struct Phases {
     after.push_back(us(stamps.wait_end, end));
     total.push_back(us(start, end));
   }
+  /// Appends each phase's median of `round` (a table of rounds' medians).
+  void add_medians(const Phases &round) {
+    before.push_back(median(round.before));
+    issue.push_back(median(round.issue));
+    between.push_back(median(round.between));
+    wait.push_back(median(round.wait));
+    after.push_back(median(round.after));
+    total.push_back(median(round.total));
+  }
   void print(const char *what) const {
     std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", what, median(before), median(issue),
                 median(between), median(wait), median(after), median(total));
@@ -147,6 +162,53 @@ void spun_copies(void *device, const std::byte *source, std::size_t bytes, cudaS
     }
 }
 
+/// Raw copies by the kind of the destination and the host's caches before
+/// the issue, interleaved sample by sample (each variant issued as often
+/// first as last).
+void raw_variants(void *device, const std::byte *source, std::size_t bytes, cudaStream_t stream,
+                  double per_ns, int rounds) {
+  void *pooled = nullptr;
+  check(cudaMallocAsync(&pooled, bytes, stream));
+  check(cudaStreamSynchronize(stream));
+  std::vector<unsigned char> unrelated(64 << 10, 1);
+  struct Variant {
+    const char *what;
+    void *to;
+    bool read_first;
+  };
+  const Variant variants[] = {{"into a cudaMalloc block", device, false},
+                              {"into a block of the stream-ordered pool", pooled, false},
+                              {"into a cudaMalloc block, 64 KiB read before the issue", device, true}};
+  constexpr std::size_t kCount = std::size(variants);
+  std::vector<Phases> medians(kCount);
+  unsigned sink = 0;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<Phases> phases(kCount);
+    for (std::size_t k = 0; k < 2000; ++k)
+      for (std::size_t turn = 0; turn < kCount; ++turn) {
+        const std::size_t v = (k + turn) % kCount;
+        const std::uint64_t start = __rdtsc();
+        if (variants[v].read_first)
+          for (std::size_t i = 0; i < unrelated.size(); i += 64)
+            sink += unrelated[i];
+        check(cudaMemcpyAsync(variants[v].to, source, bytes, cudaMemcpyDefault, stream));
+        check(cudaStreamSynchronize(stream));
+        phases[v].add(start, __rdtsc(), per_ns);
+      }
+    for (std::size_t v = 0; v < kCount; ++v)
+      medians[v].add_medians(phases[v]);
+  }
+  std::printf("\nRaw 4 KiB copies by destination and cache state (median of the rounds' medians, 2,000 "
+              "samples a round, µs)\n\n"
+              "| copy | before the issue | issue | issue to wait | wait | after the wait | total |\n"
+              "|---|---|---|---|---|---|---|\n");
+  for (std::size_t v = 0; v < kCount; ++v)
+    medians[v].print(variants[v].what);
+  if (sink == 42) std::printf(" ");
+  check(cudaFreeAsync(pooled, stream));
+  check(cudaStreamSynchronize(stream));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -188,6 +250,7 @@ int main(int argc, char **argv) {
     ensure.print(("round " + std::to_string(r) + ", ensure").c_str());
   }
   spun_copies(device, source, kBytes, stream, per_ns, rounds);
+  raw_variants(device, source, kBytes, stream, per_ns, rounds);
   m.close(true, true);
   return 0;
 }

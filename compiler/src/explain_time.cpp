@@ -333,6 +333,7 @@ std::vector<TimelineStep> unit_timeline_steps(const json &unit, const UnitMemory
     if (!source || !destination) timeline.transfer = StepTransfer::None;
     timeline.freed = memory.freed[k];
     timeline.storage_bytes = step.value("storage_bytes", std::uint64_t{0});
+    timeline.logical_bytes = step.value("logical_bytes", timeline.storage_bytes);
     if (timeline.transfer != StepTransfer::None) {
       timeline.source = *source;
       timeline.destination = *destination;

@@ -415,6 +415,63 @@ void free_pinned(std::byte *data);
 
 } // namespace
 
+TEST_CASE("gpu: small device blocks are carved from cudaMalloc slabs up to the cache's bound, then pooled") {
+  // A bound of one 2 MiB slab: eight blocks of 256 KiB (a size class of
+  // its own) are carved from it, the next four come from the device's
+  // stream-ordered pool; every value's bytes arrive either way.
+  constexpr std::size_t kSmall = 256 << 10;
+  CudaBackendOptions options;
+  options.device_small_block_cache_bytes = 2 << 20;
+  Gpu gpu(make_cuda_backend(options));
+  cudaMemPool_t pool = nullptr;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+  auto pool_used = [&] {
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    std::uint64_t used = 0;
+    REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess);
+    return used;
+  };
+  const std::uint64_t baseline = pool_used();
+  std::vector<Handle> values;
+  std::vector<std::uint64_t> checksums;
+  for (unsigned k = 0; k < 12; ++k) {
+    auto *data = static_cast<std::byte *>(std::malloc(kSmall));
+    fill_pattern({data, kSmall}, 40 + k);
+    checksums.push_back(checksum_of({data, kSmall}));
+    values.push_back(gpu.manager.adopt(data, kSmall, pageable, std::free, ReplicaMode::Replicable));
+    gpu.manager.ensure(values.back(), gpu0);
+    CAPTURE(k);
+    if (k < 8)
+      CHECK(pool_used() == baseline);
+    else
+      CHECK(pool_used() >= baseline + (k - 7) * kSmall);
+  }
+  for (std::size_t k = 0; k < values.size(); ++k)
+    CHECK(gpu.manager.content_checksum(values[k], gpu0) == checksums[k]);
+  Snapshot s = gpu.manager.snapshot();
+  auto gpu0_figures = [&] {
+    for (const SnapshotLocation &location : s.locations)
+      if (location.location == gpu0) return location;
+    FAIL("no cuda:0 in the snapshot");
+    return SnapshotLocation{};
+  };
+  REQUIRE(gpu0_figures().pool_in_use_bytes);
+  CHECK(*gpu0_figures().pool_in_use_bytes >= 12 * kSmall);
+  // Dropped in order: the carved eight fill the cache's bound and are kept,
+  // the pooled four go back to the pool.
+  for (const Handle &h : values)
+    gpu.manager.drop(h, gpu0);
+  CHECK(pool_used() == baseline);
+  s = gpu.manager.snapshot();
+  CHECK(*gpu0_figures().pool_idle_bytes >= 8 * kSmall);
+  // The kept blocks serve the next eight: nothing from the pool.
+  for (std::size_t k = 0; k < 8; ++k) {
+    gpu.manager.ensure(values[k], gpu0);
+    CHECK(gpu.manager.content_checksum(values[k], gpu0) == checksums[k]);
+  }
+  CHECK(pool_used() == baseline);
+}
+
 TEST_CASE("gpu: large pageable blocks come back from the pageable pool, bytes intact") {
   Gpu gpu;
   constexpr std::size_t kLarge = 9 * (std::size_t{1} << 20) + 123; // 10 MiB in huge pages

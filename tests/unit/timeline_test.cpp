@@ -42,7 +42,7 @@ TimelineStep copy(fhr::ValueId value, Location from, Location to, std::uint64_t 
   step.value = value;
   step.source = from;
   step.destination = to;
-  step.storage_bytes = bytes;
+  step.storage_bytes = step.logical_bytes = bytes;
   return step;
 }
 
@@ -356,4 +356,33 @@ TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's grow
       fhr::predict_timeline(std::vector<TimelineStep>{loaded(0, pageable, gpu0, kMB)}, model, cold_pools());
   REQUIRE(t2.cold_allocations.size() == 1);
   CHECK(t2.cold_allocations[0].location == gpu0);
+}
+
+TEST_CASE(
+    "timeline: a value charged more than its logical size moves, fills and allocates its logical bytes") {
+  // bootstrapping.fhr's keys: 120 MiB of key charged as 124 MiB. The
+  // manager allocates and copies 120 MiB, so the copy time, the fill and
+  // the blocks a warm-up must reserve (the pools keep blocks by exact
+  // size) go by 120 MiB; the window's budget rule still charges 124.
+  LinkModel model = allocating_model();
+  TimelineStep key = loaded(0, pageable, gpu0, 120 * kMB);
+  key.storage_bytes = 124 * kMB;
+  const fhr::Timeline t = fhr::predict_timeline(std::vector<TimelineStep>{key}, model, cold_pools());
+  // Fill: 120 MB at 2 GB/s; copy: the model's pageable -> cuda:0 curve at 120 MB.
+  CHECK(t.steps[0].source_load_seconds == doctest::Approx(60 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds - t.steps[0].copy_start_seconds ==
+        doctest::Approx(model.load_transfer_seconds(pageable, gpu0, 120 * kMB)).epsilon(1e-9));
+  // The source's block, the device's and (a staged copy) the bounce buffers.
+  REQUIRE(t.cold_allocations.size() == 3);
+  CHECK(t.cold_allocations[0].location == pageable);
+  CHECK(t.cold_allocations[0].bytes == 120 * kMB);
+  CHECK(t.cold_allocations[1].location == gpu0);
+  CHECK(t.cold_allocations[1].bytes == 120 * kMB);
+  CHECK(t.cold_allocations[2].staging);
+
+  // A plain copy of such a value: 120 MB at pinned -> cuda:0's rate.
+  TimelineStep copied = copy(1, pinned, gpu0, 120 * kMB);
+  copied.storage_bytes = 124 * kMB;
+  const fhr::Timeline c = fhr::predict_timeline(std::vector<TimelineStep>{copied}, model);
+  CHECK(c.total_seconds == doctest::Approx(model.transfer_seconds(pinned, gpu0, 120 * kMB)).epsilon(1e-12));
 }

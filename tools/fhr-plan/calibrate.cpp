@@ -32,7 +32,7 @@ double predict_duplex(const LinkModel &links, Location device, std::uint64_t byt
   prefetch.value = 1;
   evict.source = prefetch.destination = device;
   evict.destination = prefetch.source = Location::pinned();
-  evict.storage_bytes = prefetch.storage_bytes = bytes;
+  evict.storage_bytes = prefetch.storage_bytes = evict.logical_bytes = prefetch.logical_bytes = bytes;
   const std::vector<TimelineStep> steps = {evict, prefetch};
   return predict_timeline(steps, links).total_seconds;
 }

@@ -140,7 +140,9 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     row.action = action_text(module, step, check.values);
     if (is_action_step(module, step) && step.value < module.value_count) {
       row.value = step.value < check.values.size() ? check.values[step.value].display_name() : "";
-      row.bytes = module.declaration_of(step.value).spec.storage_nbytes;
+      // What crosses the link: the manager allocates and copies a value's
+      // logical bytes (its storage size is what the budget charges).
+      row.bytes = module.declaration_of(step.value).spec.logical_nbytes;
     } else if (in.opcode == bytecode::Opcode::Reserve) {
       row.bytes = in.size;
     }

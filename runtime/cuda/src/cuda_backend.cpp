@@ -2,6 +2,7 @@
 #include "fhr/cuda/cuda_calls.hpp"
 
 #include "host_copier.hpp"
+#include "small_block_slabs.hpp"
 
 #include "fhr/runtime/block_pool.hpp"
 
@@ -127,22 +128,17 @@ public:
     }
     if (options.device_small_block_cache_bytes > 0)
       for (int device = 0; device < count; ++device) {
-        // Taken from the device's pool on its transfer stream, so copies on
-        // that stream follow the allocation; freed blocks carry no pending
-        // work (the manager frees a replica only once nothing reads it).
-        cudaStream_t stream = transfer_streams_[static_cast<std::size_t>(device)];
+        // Carved from cudaMalloc slabs up to the cache's bound, from the
+        // device's pool beyond (small_block_slabs.hpp); the pool holds the
+        // slabs until its last block is back.
+        auto slabs = std::make_shared<SmallBlockSlabs>(
+            device, transfer_streams_[static_cast<std::size_t>(device)],
+            options.device_small_blocks_in_slabs ? options.device_small_block_cache_bytes : 0);
+        small_slabs_.push_back(slabs);
         small_blocks_.push_back(DevicePool::make(
             options.device_small_block_cache_bytes,
-            [device, stream](std::size_t nbytes) {
-              DeviceGuard guard(device);
-              void *memory = nullptr;
-              check_cuda(cudaMallocAsync(&memory, nbytes == 0 ? 1 : nbytes, stream), "cudaMallocAsync");
-              return static_cast<std::byte *>(memory);
-            },
-            [device](std::byte *block, std::size_t) {
-              DeviceGuard guard(device);
-              cudaFree(block); // synchronous: the backend's streams may be gone
-            }));
+            [slabs](std::size_t nbytes) { return slabs->take(nbytes); },
+            [slabs](std::byte *block, std::size_t nbytes) { slabs->release(block, nbytes); }));
       }
   }
 
@@ -348,11 +344,16 @@ public:
                "cudaMemPoolGetAttribute");
     DeviceGuard guard(device);
     check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    // Blocks the small-block cache keeps are in use for the driver's pool,
-    // idle for the runtime.
-    const std::uint64_t cached =
-        small_blocks_.empty() ? 0 : small_blocks_[location.device()]->figures().idle_bytes;
-    return PoolFigures{used - std::min(used, cached), (reserved > used ? reserved - used : 0) + cached, free};
+    const std::uint64_t pool_idle = reserved > used ? reserved - used : 0;
+    if (small_blocks_.empty()) return PoolFigures{used, pool_idle, free};
+    // The small-block cache's blocks: carved from slabs (outside the
+    // driver's pool) or, beyond its bound, the pool's; the ones it keeps
+    // are idle for the runtime, whichever memory they are.
+    const PoolFigures small = small_blocks_[location.device()]->figures();
+    const SmallBlockSlabs::Figures slabs = small_slabs_[location.device()]->figures();
+    const std::uint64_t large_in_use = used - std::min(used, slabs.pool_live);
+    return PoolFigures{large_in_use + small.in_use_bytes,
+                       pool_idle + small.idle_bytes + (slabs.slab_bytes - slabs.carved_live), free};
   }
 
   /// What the driver says about the first and the last byte: both must be
@@ -628,6 +629,7 @@ private:
   using DevicePool = BlockPool<std::byte *>;
   /// Per device; empty when the options turn the cache off.
   std::vector<DevicePool::Owner> small_blocks_;
+  std::vector<std::shared_ptr<SmallBlockSlabs>> small_slabs_; ///< where they come from, per device
   std::mutex staging_mutex_;
   std::byte *bounce_[2] = {nullptr, nullptr};
   std::vector<std::array<cudaEvent_t, 2>> bounce_ready_; ///< per device

@@ -4,6 +4,7 @@
 
 #include "clock.hpp"
 #include "reaping.hpp"
+#include "tick_stamps.hpp"
 
 #include <algorithm>
 #include <array>
@@ -96,7 +97,7 @@ public:
   }
 
   void copy(ValueId value, Location from, Location to) override {
-    stamp_start();
+    stamp_start(/*lone_copy=*/to == destination_ && defer_);
     finish_copy(); // one copy at a time: a copy may read what the last one wrote
     if (prepared_ && prepared_->from == from && prepared_->to == to) {
       add_pending(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
@@ -135,10 +136,25 @@ public:
     manager_.remove_replica(value, location);
   }
 
+  /// While the copy into the destination runs: a lone copy's start, so
+  /// far on the time-stamp counter, in steady-clock nanoseconds (never
+  /// before the manager's last stamp, so that reports stay in order).
+  void anchor_start() {
+    if (ticks_.started()) report_->started_at_ns = std::max(ticks_.anchor(), manager_.last_stamp_ns_);
+  }
+  /// After the last piece of work: the transition's completion.
+  std::uint64_t completion_ns() const { return ticks_.started() ? ticks_.end_ns() : now_ns(); }
+
 private:
-  /// A transition starts when its first piece of work does.
-  void stamp_start() {
-    if (report_->started_at_ns == 0) report_->started_at_ns = now_ns();
+  /// A transition starts when its first piece of work does. When that is
+  /// the lone copy, on the time-stamp counter (tick_stamps.hpp): the fine
+  /// read would be on the path before the copy is issued.
+  void stamp_start(bool lone_copy = false) {
+    if (report_->started_at_ns != 0 || ticks_.started()) return;
+    if (lone_copy && manager_.tick_stamps_)
+      ticks_.start();
+    else
+      report_->started_at_ns = now_ns();
   }
   std::size_t logical_bytes(ValueId value) const {
     return static_cast<std::size_t>(manager_.state_.value(value).spec.logical_nbytes);
@@ -161,6 +177,7 @@ private:
   TransitionReport *report_;
   bool defer_;
   CopyInFlight in_flight_; ///< the copy into the destination, until finish_copy()
+  TickStamps ticks_;       ///< a lone copy's start and end, when it was the first work
   /// At most two storages wait at once (§4.5: a reload's storage at the
   /// source location, then its copy at the destination); held inline, so a
   /// transition allocates nothing for them, and empty until filled, so a
@@ -188,7 +205,8 @@ Manager::Manager(ManagerOptions options)
       warning_handler_(std::move(options.warning_handler)), state_(backend_.memory->devices()),
       trace_capacity_(options.trace_capacity),
       reaper_(std::make_unique<LeaseReaper>(state_, *backend_.streams)),
-      overlap_transfers_(options.overlap_transfers && backend_.copies->overlaps_copies()) {
+      overlap_transfers_(options.overlap_transfers && backend_.copies->overlaps_copies()),
+      tick_stamps_(overlap_transfers_ && TickStamps::available()) {
   for (const auto &[location, budget] : options.budgets) {
     validate(location);
     state_.set_budget(location, budget);
@@ -414,6 +432,7 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
   report.logical_nbytes = spec.logical_nbytes;
   report.storage_nbytes = spec.storage_nbytes;
   if (report.no_op) report.reason = no_op_reason(outcome.reason);
+  hooks.anchor_start(); // the copy is running: the host has time to spare
   // The bytes of the copy booked above must be there before anyone sees
   // the replica (the lock is still held).
   try {
@@ -444,7 +463,7 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
     report.started_at_ns = std::max(coarse_now_ns(), last_stamp_ns_);
     report.completed_at_ns = report.started_at_ns;
   } else {
-    report.completed_at_ns = now_ns();
+    report.completed_at_ns = hooks.completion_ns();
     last_stamp_ns_ = report.completed_at_ns;
   }
   record_trace(report);

@@ -36,13 +36,13 @@ struct Flow {
 
 /// Every block the step frees goes back to the pools.
 void free_replicas(const TimelineStep &step, RuntimePools *pools) {
-  if (pools) step.freed.for_each([&](Location at) { pools->free(at, step.storage_bytes); });
+  if (pools) step.freed.for_each([&](Location at) { pools->free(at, step.logical_bytes); });
 }
 
 bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
   const std::optional<LinkKind> link = link_between(step.source, step.destination);
   return link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable) &&
-         step.storage_bytes >= options.staged_min_bytes;
+         step.logical_bytes >= options.staged_min_bytes;
 }
 
 /// The destination's account when the window began: the explained charge
@@ -85,18 +85,18 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
   for (std::size_t member : members) {
     const TimelineStep &step = steps[member];
     const SizeClass &size_class =
-        links.curve(*link_between(step.source, step.destination)).class_for(step.storage_bytes);
+        links.curve(*link_between(step.source, step.destination)).class_for(step.logical_bytes);
     Flow flow;
     flow.step = member;
     flow.engine = *engine_of(step.source, step.destination);
     flow.latency_left = size_class.latency_seconds;
-    flow.bytes_left = static_cast<double>(step.storage_bytes);
+    flow.bytes_left = static_cast<double>(step.logical_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
     flow.synchronous = is_staged(step, options);
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
-      flow.allocation = pools->allocate(step.destination, step.storage_bytes);
+      flow.allocation = pools->allocate(step.destination, step.logical_bytes);
       if (flow.synchronous) flow.allocation += pools->staging_seconds();
       flow.host_left = flow.allocation;
     }
@@ -227,22 +227,22 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
     if (step.transfer == StepTransfer::Load) {
       // The source fills fresh storage at its location; a copy takes it on
       // to the destination and the temporary replica goes.
-      time.source_load_seconds = static_cast<double>(step.storage_bytes) / links.source_load_bytes_per_second;
+      time.source_load_seconds = static_cast<double>(step.logical_bytes) / links.source_load_bytes_per_second;
       if (pools) {
         // Fresh pageable pages are faulted in by the source's own writes:
         // their cost is part of the fill, where the runtime measures it.
-        const double source_block = pools->allocate(step.source, step.storage_bytes);
+        const double source_block = pools->allocate(step.source, step.logical_bytes);
         (step.source == Location::pageable() ? time.source_load_seconds : time.allocation_seconds) +=
             source_block;
         if (step.destination != step.source) {
-          time.allocation_seconds += pools->allocate(step.destination, step.storage_bytes);
+          time.allocation_seconds += pools->allocate(step.destination, step.logical_bytes);
           if (is_staged(step, options)) time.allocation_seconds += pools->staging_seconds();
-          pools->free(step.source, step.storage_bytes);
+          pools->free(step.source, step.logical_bytes);
         }
       }
       now += time.allocation_seconds + time.source_load_seconds;
       time.copy_start_seconds = now;
-      now += links.load_transfer_seconds(step.source, step.destination, step.storage_bytes);
+      now += links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
       time.copy_start_seconds = now;

@@ -42,6 +42,12 @@ struct CudaBackendOptions {
   /// the next value of the same size (0: every block goes back to the
   /// device's pool at once).
   std::uint64_t device_small_block_cache_bytes = std::uint64_t{64} << 20;
+  /// Where those blocks come from: carved from 2 MiB cudaMalloc slabs (as
+  /// many as the cache's bytes allow; beyond, the device's pool), into
+  /// which the driver issues a small copy faster than into its
+  /// stream-ordered pool; false: every one from the pool (the backend
+  /// before the tenth wave, kept for bench/cuda_bench's comparison).
+  bool device_small_blocks_in_slabs = true;
   /// Worker threads of the host side of staged pageable transfers, beside
   /// the calling thread; 0: one fewer than the machine's cores, at most 15
   /// (so one worker is the fewest). The environment variable

@@ -379,6 +379,10 @@ private:
   std::atomic<bool> has_deferred_releases_{false};
   bool closed_ = false;
   bool overlap_transfers_;
+  /// A lone copy's start and end are read on the time-stamp counter
+  /// (runtime/manager/src/tick_stamps.hpp): copies overlap the host and the
+  /// counter is invariant here.
+  bool tick_stamps_;
   WarmUpReport startup_warm_up_;
 };
 

@@ -51,7 +51,13 @@ struct TimelineStep {
   ValueId value = 0;
   Location source;
   Location destination;
+  /// What the step charges (the budget rule of its window).
   std::uint64_t storage_bytes = 0;
+  /// What the runtime allocates, fills and copies: a replica the manager
+  /// makes is the value's logical size (its storage size is a charge only),
+  /// so a step's copy time, its pool blocks and the warm-up that reserves
+  /// them go by these bytes.
+  std::uint64_t logical_bytes = 0;
   /// The destination's account just before this step in plan order (the
   /// explained charge there and its budget): the window's budget rule.
   LocationAccount destination_account;
