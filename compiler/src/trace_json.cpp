@@ -51,10 +51,12 @@ TraceDocument predicted_trace(const json &document) {
         span.start_us = offset + time.value("start_us", 0.0);
         span.end_us = offset + time.value("commit_us", time.value("end_us", 0.0));
         span.track = "steps";
-        span.args = json{{"step", index},
-                         {"phase", step.value("phase", std::string())},
-                         {"result", step.value("result", std::string())},
-                         {"bytes", step.value("storage_bytes", std::uint64_t{0})}};
+        span.args =
+            json{{"step", index},
+                 {"phase", step.value("phase", std::string())},
+                 {"result", step.value("result", std::string())},
+                 // What crosses the link: the logical bytes (docs/links.md).
+                 {"bytes", step.value("logical_bytes", step.value("storage_bytes", std::uint64_t{0}))}};
         trace.spans.push_back(span);
         if (time.at("engine").is_string()) {
           TraceSpan copy = span;

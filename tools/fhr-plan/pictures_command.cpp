@@ -102,7 +102,7 @@ void print_predicted_time(const nlohmann::ordered_json &document) {
       std::size_t copies = 0;
       for (const auto &step : unit.at("steps"))
         if (step.contains("time") && step["time"]["engine"].is_string()) {
-          copied += step.value("storage_bytes", std::uint64_t{0});
+          copied += step.value("logical_bytes", step.value("storage_bytes", std::uint64_t{0}));
           ++copies;
         }
       llvm::outs() << "  " << file.value("file", std::string()) << ": " << unit.value("kind", std::string())

@@ -7,10 +7,15 @@
 namespace fhr {
 
 SmallBlockSlabs::SmallBlockSlabs(int device, cudaStream_t stream, std::uint64_t limit_bytes)
-    : device_(device), stream_(stream), limit_(limit_bytes) {}
+    : device_(device), stream_(stream), limit_(limit_bytes) {
+  DeviceGuard guard(device_);
+  check_cuda(cudaStreamCreateWithFlags(&free_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
 
 SmallBlockSlabs::~SmallBlockSlabs() {
   DeviceGuard guard(device_);
+  cudaStreamSynchronize(free_stream_);
+  cudaStreamDestroy(free_stream_);
   for (std::byte *slab : slabs_)
     cudaFree(slab);
 }
@@ -67,13 +72,15 @@ void SmallBlockSlabs::release(std::byte *block, std::size_t nbytes) {
     }
     figures_.pool_live -= nbytes;
   }
-  // Back to the device's pool. Stream-ordered on the legacy default stream,
-  // which outlives the backend's own streams: nothing reads the block any
-  // more (the manager frees a replica only then), so the free's order does
-  // not matter. (cudaFree left such blocks counted as used by the pool on
-  // the H200's driver: tests/gpu's slab case caught it.)
+  // Back to the device's pool, stream-ordered on a stream of this object's
+  // own, which lives as long as any block (the backend's may be gone) and
+  // carries nothing else: nothing reads the block any more (the manager
+  // frees a replica only then), and an allocation that reuses the memory
+  // waits for no one's work. (cudaFree left such blocks counted as used by
+  // the pool on the H200's driver, and the legacy default stream would tie
+  // the reuse to the application's blocking streams.)
   DeviceGuard guard(device_);
-  cudaFreeAsync(block, cudaStreamLegacy);
+  cudaFreeAsync(block, free_stream_);
 }
 
 SmallBlockSlabs::Figures SmallBlockSlabs::figures() const {

@@ -16,6 +16,10 @@
 /// Device-to-device copies out of a carved block reach another device the
 /// way cudaMemcpyAsync copies cudaMalloc memory without peer access
 /// enabled (staged by the driver); small blocks only, so little is lost.
+///
+/// Carved blocks never serve another size, and the tail of a slab too short
+/// for the next block stays unused (counted idle in the pool figures): the
+/// slabs' idle memory is at most the cache's bound.
 
 #include <cuda_runtime.h>
 
@@ -55,7 +59,8 @@ private:
 
   static constexpr std::size_t kSlabBytes = std::size_t{2} << 20;
   const int device_;
-  const cudaStream_t stream_;
+  const cudaStream_t stream_; ///< the backend's transfer stream: take() only, which needs the backend
+  cudaStream_t free_stream_ = nullptr; ///< where release() frees the pool's blocks
   const std::uint64_t limit_;
   mutable std::mutex mutex_;
   std::vector<std::byte *> slabs_;

@@ -97,7 +97,8 @@ public:
   }
 
   void copy(ValueId value, Location from, Location to) override {
-    stamp_start(/*lone_copy=*/to == destination_ && defer_);
+    stamp_start(/*small_lone_copy=*/to == destination_ && defer_ &&
+                logical_bytes(value) <= kTickStampedMaxBytes);
     finish_copy(); // one copy at a time: a copy may read what the last one wrote
     if (prepared_ && prepared_->from == from && prepared_->to == to) {
       add_pending(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
@@ -147,11 +148,11 @@ public:
 
 private:
   /// A transition starts when its first piece of work does. When that is
-  /// the lone copy, on the time-stamp counter (tick_stamps.hpp): the fine
-  /// read would be on the path before the copy is issued.
-  void stamp_start(bool lone_copy = false) {
+  /// a small lone copy, on the time-stamp counter (tick_stamps.hpp): the
+  /// fine read would be on the path before the copy is issued.
+  void stamp_start(bool small_lone_copy = false) {
     if (report_->started_at_ns != 0 || ticks_.started()) return;
-    if (lone_copy && manager_.tick_stamps_)
+    if (small_lone_copy && manager_.tick_stamps_)
       ticks_.start();
     else
       report_->started_at_ns = now_ns();
@@ -463,7 +464,8 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
     report.started_at_ns = std::max(coarse_now_ns(), last_stamp_ns_);
     report.completed_at_ns = report.started_at_ns;
   } else {
-    report.completed_at_ns = hooks.completion_ns();
+    // Never before the start: the two may come from different clocks.
+    report.completed_at_ns = std::max(hooks.completion_ns(), report.started_at_ns);
     last_stamp_ns_ = report.completed_at_ns;
   }
   record_trace(report);

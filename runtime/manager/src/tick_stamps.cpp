@@ -1,5 +1,7 @@
 #include "tick_stamps.hpp"
 
+#include <optional>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -20,21 +22,20 @@ bool invariant_counter() { return false; }
 #endif
 
 /// A steady-clock reading and a counter reading taken together: the counter
-/// between two fine reads, the pair kept once they are less than 500 ns
-/// apart (a preemption between them would otherwise skew the rate).
+/// between two fine reads, kept once they are less than 500 ns apart (a
+/// preemption between them would skew the rate); nothing when 16 tries
+/// found no such pair (the counter is then not used).
 struct ReadingPair {
   std::uint64_t ns = 0, ticks = 0;
 };
-ReadingPair read_together() {
-  ReadingPair pair;
+std::optional<ReadingPair> read_together() {
   for (int attempt = 0; attempt < 16; ++attempt) {
     const std::uint64_t before = now_ns();
-    pair.ticks = read_ticks();
+    const std::uint64_t ticks = read_ticks();
     const std::uint64_t after = now_ns();
-    pair.ns = before + (after - before) / 2;
-    if (after - before < 500) break;
+    if (after - before < 500) return ReadingPair{before + (after - before) / 2, ticks};
   }
-  return pair;
+  return std::nullopt;
 }
 
 /// Nanoseconds per tick, against the steady clock over 200 µs: each end is
@@ -42,12 +43,13 @@ ReadingPair read_together() {
 /// span. 0 where the counter cannot be used.
 double measure_ns_per_tick() {
   if (!invariant_counter()) return 0;
-  const ReadingPair first = read_together();
-  while (now_ns() - first.ns < 200'000) {
+  const std::optional<ReadingPair> first = read_together();
+  if (!first) return 0;
+  while (now_ns() - first->ns < 200'000) {
   }
-  const ReadingPair last = read_together();
-  if (last.ticks <= first.ticks || last.ns <= first.ns) return 0;
-  return static_cast<double>(last.ns - first.ns) / static_cast<double>(last.ticks - first.ticks);
+  const std::optional<ReadingPair> last = read_together();
+  if (!last || last->ticks <= first->ticks || last->ns <= first->ns) return 0;
+  return static_cast<double>(last->ns - first->ns) / static_cast<double>(last->ticks - first->ticks);
 }
 
 double ns_per_tick() {
@@ -68,8 +70,15 @@ constexpr std::uint64_t kLongestConvertedNs = 50'000;
 bool TickStamps::available() { return ns_per_tick() > 0; }
 
 std::uint64_t TickStamps::anchor() {
-  anchor_ns_ = now_ns();
-  anchor_ticks_ = read_ticks();
+  // The fine read between two counter reads, the pair kept once they are
+  // close: a pause between the two reads would shift both ends by its length.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const std::uint64_t before = read_ticks();
+    anchor_ns_ = now_ns();
+    const std::uint64_t after = read_ticks();
+    anchor_ticks_ = before + (after - before) / 2;
+    if (ticks_to_ns(before, after) < 500) break;
+  }
   const std::uint64_t since_start = ticks_to_ns(start_ticks_, anchor_ticks_);
   return anchor_ns_ > since_start ? anchor_ns_ - since_start : 0;
 }

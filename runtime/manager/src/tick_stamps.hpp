@@ -18,6 +18,7 @@
 
 #include "clock.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -25,6 +26,12 @@
 #endif
 
 namespace fhr {
+
+/// The largest lone copy stamped on the counter: up to 1 MiB a copy takes
+/// 5–30 µs on the H200, where two fine reads are a share worth saving;
+/// longer ones read the steady clock at both ends (no conversion over long
+/// intervals, where the rate's error would add up).
+inline constexpr std::size_t kTickStampedMaxBytes = std::size_t{1} << 20;
 
 /// The time-stamp counter (0 where there is none).
 inline std::uint64_t read_ticks() {
@@ -45,7 +52,9 @@ public:
   bool started() const { return start_ticks_ != 0; }
 
   /// The fine read between start() and the end (call it once, while the
-  /// work runs); returns the start in steady-clock nanoseconds.
+  /// work runs); returns the start in steady-clock nanoseconds, off by the
+  /// rate's error over the interval since start() (a few ns for the copies
+  /// of up to kTickStampedMaxBytes that use it).
   std::uint64_t anchor();
 
   /// The interval's end in steady-clock nanoseconds: a counter read, or a

@@ -45,8 +45,9 @@ struct CudaBackendOptions {
   /// Where those blocks come from: carved from 2 MiB cudaMalloc slabs (as
   /// many as the cache's bytes allow; beyond, the device's pool), into
   /// which the driver issues a small copy faster than into its
-  /// stream-ordered pool; false: every one from the pool (the backend
-  /// before the tenth wave, kept for bench/cuda_bench's comparison).
+  /// stream-ordered pool; false: every one from the pool (as the backend
+  /// before the tenth wave took them; kept for bench/cuda_bench's
+  /// comparison).
   bool device_small_blocks_in_slabs = true;
   /// Worker threads of the host side of staged pageable transfers, beside
   /// the calling thread; 0: one fewer than the machine's cores, at most 15
