@@ -97,8 +97,10 @@ public:
   }
 
   void copy(ValueId value, Location from, Location to) override {
-    stamp_start(/*small_lone_copy=*/to == destination_ && defer_ &&
-                logical_bytes(value) <= kTickStampedMaxBytes);
+    if (to == destination_ && defer_)
+      stamp_lone_copy_start(value);
+    else
+      stamp_start();
     finish_copy(); // one copy at a time: a copy may read what the last one wrote
     if (prepared_ && prepared_->from == from && prepared_->to == to) {
       add_pending(to, std::move(prepared_->storage)); // copied ahead (overlap.cpp)
@@ -147,12 +149,17 @@ public:
   std::uint64_t completion_ns() const { return ticks_.started() ? ticks_.end_ns() : now_ns(); }
 
 private:
-  /// A transition starts when its first piece of work does. When that is
-  /// a small lone copy, on the time-stamp counter (tick_stamps.hpp): the
-  /// fine read would be on the path before the copy is issued.
-  void stamp_start(bool small_lone_copy = false) {
+  /// A transition starts when its first piece of work does.
+  void stamp_start() {
+    if (report_->started_at_ns == 0 && !ticks_.started()) report_->started_at_ns = now_ns();
+  }
+  /// The same for the copy into the destination: on the time-stamp
+  /// counter when it is small and the first work (tick_stamps.hpp), since
+  /// a fine read would sit on the path before the copy is issued; its size
+  /// is looked up only then.
+  void stamp_lone_copy_start(ValueId value) {
     if (report_->started_at_ns != 0 || ticks_.started()) return;
-    if (small_lone_copy && manager_.tick_stamps_)
+    if (manager_.tick_stamps_ && logical_bytes(value) <= kTickStampedMaxBytes)
       ticks_.start();
     else
       report_->started_at_ns = now_ns();
