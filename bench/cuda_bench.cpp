@@ -110,11 +110,14 @@ Handle adopt_pinned(Manager &m, std::size_t bytes, int fill = 1) {
       pinned_block(bytes, fill), bytes, kPinned, [](std::byte *p) { cudaFreeHost(p); },
       ReplicaMode::Replicable);
 }
-Manager cuda_manager(CudaBackendOptions backend = {}, bool overlap = true) {
+ManagerOptions cuda_manager_options(CudaBackendOptions backend = {}, bool overlap = true) {
   ManagerOptions options;
   options.backend = make_cuda_backend(backend);
   options.overlap_transfers = overlap;
-  return Manager(std::move(options));
+  return options;
+}
+Manager cuda_manager(CudaBackendOptions backend = {}, bool overlap = true) {
+  return Manager(cuda_manager_options(backend, overlap));
 }
 
 // ---- cold pools ----------------------------------------------------------
@@ -270,52 +273,68 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
 void staged_spread(int rounds) {
   constexpr std::size_t kBytes = std::size_t{124} << 20;
   const int samples = 6 * rounds;
-  std::printf("\nStaged pageable transfers of 124 MiB, %d samples per configuration\n\n"
-              "| threads | chunk | direction | median | p10–p90 | min–max | max / median |\n"
-              "|---|---|---|---|---|---|---|\n",
+  std::printf("\nStaged pageable transfers of 124 MiB, %d samples per configuration, the configurations' "
+              "samples interleaved\n\n"
+              "| threads | chunk | host stores | direction | median | p10–p90 | min–max | max / median |\n"
+              "|---|---|---|---|---|---|---|---|\n",
               samples);
-  auto row = [](unsigned threads, std::size_t chunk, const char *what, std::vector<double> ms) {
+  auto row = [](const CudaBackendOptions &used, const char *what, std::vector<double> ms) {
     std::sort(ms.begin(), ms.end());
     const auto at = [&](double q) {
       return ms[static_cast<std::size_t>(q * static_cast<double>(ms.size() - 1))];
     };
-    std::printf("| %u | %zu MiB | %s | %.3f ms | %.3f–%.3f | %.3f–%.3f | %.2f |\n", threads, chunk >> 20,
-                what, at(0.5), at(0.1), at(0.9), ms.front(), ms.back(), ms.back() / at(0.5));
+    std::printf("| %u | %zu MiB | %s | %s | %.3f ms | %.3f–%.3f | %.3f–%.3f | %.2f |\n",
+                used.host_copy_threads, used.staging_chunk_bytes >> 20,
+                used.host_copy_streaming_stores ? "streaming" : "memcpy", what, at(0.5), at(0.1), at(0.9),
+                ms.front(), ms.back(), ms.back() / at(0.5));
     std::fflush(stdout);
   };
-  for (const unsigned threads : {15u, 8u, 4u})
-    for (const std::size_t chunk : {std::size_t{32} << 20, std::size_t{8} << 20}) {
-      CudaBackendOptions options;
-      options.host_copy_threads = threads;
-      options.staging_chunk_bytes = chunk;
-      Manager m = cuda_manager(options);
-      auto *data = static_cast<std::byte *>(std::aligned_alloc(4096, kBytes));
-      std::memset(data, 1, kBytes);
-      const Handle h = m.adopt(
-          data, kBytes, kPageable, [](std::byte *p) { std::free(p); }, ReplicaMode::Replicable);
-      const Handle back = adopt_pinned(m, kBytes); // the copy out: a second value, moved to and fro
-      m.move(back, kGpu);
-      m.ensure(h, kGpu); // warm: the device pool, the staging buffers, the pageable pool
-      m.drop(h, kGpu);
-      m.move(back, kPageable);
-      m.move(back, kGpu);
-      std::vector<double> in, in_after_fill, out;
-      for (int k = 0; k < samples; ++k) {
-        in.push_back(time_of([&] { m.ensure(h, kGpu); }) * 1e3);
-        m.drop(h, kGpu);
-        std::memset(data, k & 0xff, kBytes);
-        in_after_fill.push_back(time_of([&] { m.ensure(h, kGpu); }) * 1e3);
-        m.drop(h, kGpu);
-        out.push_back(time_of([&] { m.move(back, kPageable); }) * 1e3);
-        m.move(back, kGpu);
-      }
-      // What the backend used: the environment overrides the options.
-      const CudaBackendOptions used = resolved(options);
-      row(used.host_copy_threads, used.staging_chunk_bytes, "pageable → cuda:0", in);
-      row(used.host_copy_threads, used.staging_chunk_bytes, "  the same right after a fill", in_after_fill);
-      row(used.host_copy_threads, used.staging_chunk_bytes, "cuda:0 → pageable (pooled block)", out);
-      m.close(true, true);
+  // The default, the same with memcpy's stores, and half the threads, one
+  // sample of each in turn: the host's memory bandwidth drifts over
+  // seconds on these machines, and turns spread the drift over all three.
+  struct Configuration {
+    CudaBackendOptions options;
+    std::unique_ptr<Manager> manager;
+    std::byte *data = nullptr;
+    Handle value, back;
+    std::vector<double> in, in_after_fill, out;
+  };
+  std::vector<Configuration> configurations(3);
+  configurations[1].options.host_copy_streaming_stores = false;
+  configurations[2].options.host_copy_threads = 8;
+  for (Configuration &c : configurations) {
+    c.manager = std::make_unique<Manager>(cuda_manager_options(c.options));
+    Manager &m = *c.manager;
+    c.data = static_cast<std::byte *>(std::aligned_alloc(4096, kBytes));
+    std::memset(c.data, 1, kBytes);
+    c.value = m.adopt(
+        c.data, kBytes, kPageable, [](std::byte *p) { std::free(p); }, ReplicaMode::Replicable);
+    c.back = adopt_pinned(m, kBytes); // the copy out: a second value, moved to and fro
+    m.move(c.back, kGpu);
+    m.ensure(c.value, kGpu); // warm: the device pool, the staging buffers, the pageable pool
+    m.drop(c.value, kGpu);
+    m.move(c.back, kPageable);
+    m.move(c.back, kGpu);
+  }
+  for (int k = 0; k < samples; ++k)
+    for (Configuration &c : configurations) {
+      Manager &m = *c.manager;
+      c.in.push_back(time_of([&] { m.ensure(c.value, kGpu); }) * 1e3);
+      m.drop(c.value, kGpu);
+      std::memset(c.data, k & 0xff, kBytes);
+      c.in_after_fill.push_back(time_of([&] { m.ensure(c.value, kGpu); }) * 1e3);
+      m.drop(c.value, kGpu);
+      c.out.push_back(time_of([&] { m.move(c.back, kPageable); }) * 1e3);
+      m.move(c.back, kGpu);
     }
+  for (Configuration &c : configurations) {
+    // What the backend used: the environment overrides the options.
+    const CudaBackendOptions used = resolved(c.options);
+    row(used, "pageable → cuda:0", c.in);
+    row(used, "  the same right after a fill", c.in_after_fill);
+    row(used, "cuda:0 → pageable (pooled block)", c.out);
+    c.manager->close(true, true);
+  }
 }
 
 /// The limit of a device -> pageable transfer: 8 threads copying 256 MiB

@@ -78,7 +78,9 @@ void schedule_prefetch(const Workload &workload, const GapModel &model,
         const Value &value = workload.values[a.value];
         const Location from = a.from ? *a.from : value.home;
         const std::optional<CopyQueue> engine = engine_of(from, a.location);
-        const double seconds = links.transfer_seconds(from, a.location, value.storage_bytes);
+        // The copy moves the logical bytes (the runtime allocates and copies
+        // a value's logical length); the room is charged its storage bytes.
+        const double seconds = links.transfer_seconds(from, a.location, value.logical_bytes);
         const std::uint32_t release = release_of(a.value, a.location);
         const auto bytes = static_cast<std::int64_t>(value.storage_bytes);
         if (engine && release < u) {

@@ -632,10 +632,12 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
   };
   ::unsetenv("FHR_HOST_COPY_THREADS");
   ::unsetenv("FHR_STAGING_CHUNK_MIB");
+  ::unsetenv("FHR_HOST_COPY_STREAMING");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const CudaBackendOptions automatic = resolved({});
   CHECK(automatic.host_copy_threads == std::min(15u, cores - 1));
   CHECK(automatic.staging_chunk_bytes == std::size_t{32} << 20);
+  CHECK(automatic.host_copy_streaming_stores);
   CudaBackendOptions chosen;
   chosen.host_copy_threads = 5;
   chosen.staging_chunk_bytes = std::size_t{16} << 20;
@@ -645,6 +647,16 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
     Variable threads("FHR_HOST_COPY_THREADS", "3"), chunk("FHR_STAGING_CHUNK_MIB", "8");
     CHECK(resolved(chosen).host_copy_threads == 3);
     CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{8} << 20);
+  }
+  for (const char *setting : {"0", "1"}) {
+    Variable streaming("FHR_HOST_COPY_STREAMING", setting);
+    CHECK(resolved({}).host_copy_streaming_stores == (setting[0] == '1'));
+  }
+  {
+    Variable streaming("FHR_HOST_COPY_STREAMING", "2"); // neither: the options' own
+    CudaBackendOptions plain;
+    plain.host_copy_streaming_stores = false;
+    CHECK_FALSE(resolved(plain).host_copy_streaming_stores);
   }
   for (const char *bad : {"", "x", "-2", " -1", "+8", "4 ", "0x10", "99999999999999999999999"}) {
     CAPTURE(bad);

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -18,35 +19,61 @@ std::vector<std::byte> pattern(std::size_t n, std::uint8_t seed) {
 
 } // namespace
 
+TEST_CASE("streaming copy: every byte, at every alignment of either end, and nothing beyond") {
+  // Heads and tails shorter than a cache line on either side of the
+  // streamed lines, sources unaligned against aligned destinations.
+  const std::vector<std::byte> from = pattern(4096 + 256, 7);
+  for (std::size_t to_offset : {0, 1, 15, 16, 63, 64, 65})
+    for (std::size_t from_offset : {0, 3, 64})
+      for (std::size_t n : {0, 1, 63, 64, 65, 127, 128, 1000, 4096}) {
+        CAPTURE(to_offset);
+        CAPTURE(from_offset);
+        CAPTURE(n);
+        std::vector<std::byte> to(4096 + 256, std::byte{0xee});
+        fhr::copy_streaming(to.data() + to_offset, from.data() + from_offset, n);
+        CHECK(std::equal(to.begin() + static_cast<std::ptrdiff_t>(to_offset),
+                         to.begin() + static_cast<std::ptrdiff_t>(to_offset + n),
+                         from.begin() + static_cast<std::ptrdiff_t>(from_offset)));
+        const std::size_t outside = static_cast<std::size_t>(
+            std::count(to.begin(), to.end(), std::byte{0xee}) -
+            std::count(to.begin() + static_cast<std::ptrdiff_t>(to_offset),
+                       to.begin() + static_cast<std::ptrdiff_t>(to_offset + n), std::byte{0xee}));
+        CHECK(outside == to.size() - n); // the bytes around the destination untouched
+      }
+}
+
 TEST_CASE("host copier: every byte of copies of many sizes, one job after another") {
-  fhr::HostCopier copier(7);
-  // Under the parallel size, a whole number of pieces, a ragged last piece,
-  // more pieces than threads.
-  for (std::size_t n : {std::size_t{4096}, std::size_t{1} << 20, (std::size_t{1} << 20) + 1,
-                        std::size_t{5} << 19, (std::size_t{37} << 20) + 4093}) {
-    const std::vector<std::byte> from = pattern(n, static_cast<std::uint8_t>(n));
-    std::vector<std::byte> to(n);
-    copier.copy(to.data(), from.data(), n);
-    CHECK(to == from);
-  }
-  // Many jobs in a row, each its own pattern, into two destinations in
-  // turn: a worker waking late must never copy a piece of an older job
-  // (into the destination idle now) or of a newer one with an older one's
-  // pointers. Either shows as bytes that are not the job's.
-  const std::size_t n = (std::size_t{3} << 20) + 512;
-  std::vector<std::byte> destinations[2] = {std::vector<std::byte>(n), std::vector<std::byte>(n)};
-  std::vector<std::byte> sources[2];
-  for (int job = 0; job < 200; ++job) {
-    const int now = job % 2, idle = 1 - now;
-    sources[now] = pattern(n, static_cast<std::uint8_t>(job));
-    copier.copy(destinations[now].data(), sources[now].data(), n);
-    REQUIRE(destinations[now] == sources[now]);
-    if (job > 0) REQUIRE(destinations[idle] == sources[idle]); // untouched since its own job
+  for (const bool streaming : {false, true}) {
+    CAPTURE(streaming);
+    fhr::HostCopier copier(7, streaming);
+    // Under the parallel size, a whole number of pieces, a ragged last
+    // piece, more pieces than threads.
+    for (std::size_t n : {std::size_t{4096}, std::size_t{1} << 20, (std::size_t{1} << 20) + 1,
+                          std::size_t{5} << 19, (std::size_t{37} << 20) + 4093}) {
+      const std::vector<std::byte> from = pattern(n, static_cast<std::uint8_t>(n));
+      std::vector<std::byte> to(n);
+      copier.copy(to.data(), from.data(), n);
+      CHECK(to == from);
+    }
+    // Many jobs in a row, each its own pattern, into two destinations in
+    // turn: a worker waking late must never copy a piece of an older job
+    // (into the destination idle now) or of a newer one with an older
+    // one's pointers. Either shows as bytes that are not the job's.
+    const std::size_t n = (std::size_t{3} << 20) + 512;
+    std::vector<std::byte> destinations[2] = {std::vector<std::byte>(n), std::vector<std::byte>(n)};
+    std::vector<std::byte> sources[2];
+    for (int job = 0; job < 200; ++job) {
+      const int now = job % 2, idle = 1 - now;
+      sources[now] = pattern(n, static_cast<std::uint8_t>(job));
+      copier.copy(destinations[now].data(), sources[now].data(), n);
+      REQUIRE(destinations[now] == sources[now]);
+      if (job > 0) REQUIRE(destinations[idle] == sources[idle]); // untouched since its own job
+    }
   }
 }
 
 TEST_CASE("host copier: touch writes one byte a page and leaves the rest") {
-  fhr::HostCopier copier(3);
+  fhr::HostCopier copier(3, true);
   const std::size_t n = std::size_t{9} << 20;
   std::vector<std::byte> bytes(n, std::byte{0xab});
   copier.touch(bytes.data(), n);
@@ -58,7 +85,7 @@ TEST_CASE("host copier: touch writes one byte a page and leaves the rest") {
 }
 
 TEST_CASE("host copier: without workers the caller copies alone") {
-  fhr::HostCopier copier(0);
+  fhr::HostCopier copier(0, true);
   const std::vector<std::byte> from = pattern(std::size_t{3} << 20, 1);
   std::vector<std::byte> to(from.size());
   copier.copy(to.data(), from.data(), from.size());

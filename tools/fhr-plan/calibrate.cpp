@@ -52,6 +52,49 @@ public:
   void load(std::span<std::byte> destination) override { fill_synthetic(destination, 7, 0); }
 };
 
+/// Loads into cuda:0 from a source in pageable memory, as a plan step runs
+/// them (the source fills pooled pageable storage, the staged copy
+/// follows), the fill left out: the copy after a fill runs slower than a
+/// move of resident bytes (docs/links.md). The sizes take turns, one load
+/// of each per repetition: the staged copies run at the host's memory
+/// bandwidth, which drifts over seconds on a shared machine, and a size's
+/// repetitions in a row put one moment's rate into its median.
+void measure_loads(Manager &manager, Clock &clock, const Options &options,
+                   const std::vector<std::uint64_t> &sizes, Result &result) {
+  const Location pageable = Location::pageable(), gpu0 = Location::cuda(0);
+  const auto source = std::make_shared<PatternSource>();
+  std::vector<Handle> values;
+  for (std::uint64_t bytes : sizes)
+    values.push_back(manager.register_source(
+        ValueSpec{bytes, bytes, ReplicaMode::Replicable, Recoverability::Reconstructible}, source, pageable));
+  std::vector<std::vector<double>> times(sizes.size());
+  for (unsigned rep = 0; rep <= options.repetitions; ++rep)
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      std::uint64_t fill_ns = 0;
+      const double seconds =
+          clock.time([&] { fill_ns = manager.ensure(values[k], gpu0).source_load_ns; },
+                     Operation{Operation::Kind::LoadCopy, pageable, gpu0, sizes[k], &fill_ns});
+      manager.drop(values[k], gpu0);
+      if (rep > 0) times[k].push_back(seconds); // the first: pools and first touches
+    }
+  for (const Handle &value : values)
+    manager.discard(value);
+  result.model.load_samples.clear();
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    result.model.load_samples.push_back(LinkSample{sizes[k], median(times[k])});
+  result.model.load_pageable_to_device = fit_link_curve(result.model.load_samples);
+  for (const LinkSample &sample : result.model.load_samples) {
+    Row row;
+    row.from = pageable;
+    row.to = gpu0;
+    row.link = LinkKind::PageableToDevice;
+    row.bytes = sample.bytes;
+    row.manager_seconds = sample.seconds;
+    row.predicted_seconds = result.model.load_transfer_seconds(pageable, gpu0, sample.bytes);
+    result.load_rows.push_back(row);
+  }
+}
+
 } // namespace
 
 double WallClock::time(const std::function<void()> &call, const Operation &operation) {
@@ -86,39 +129,53 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   sizes.push_back(options.max_bytes);
 
   const Location pageable = Location::pageable(), pinned = Location::pinned(), gpu0 = Location::cuda(0);
-  // One value goes round every link kind by moves: each move is what a plan
-  // step costs (allocate the destination, copy, free the source).
-  std::vector<std::pair<Location, Location>> cycle = {{pageable, pinned}, {pinned, gpu0},   {gpu0, pinned},
-                                                      {pinned, pageable}, {pageable, gpu0}, {gpu0, pageable}};
-  if (options.devices >= 2) {
-    cycle.back() = {gpu0, Location::cuda(1)};
-    cycle.push_back({Location::cuda(1), gpu0});
-    cycle.push_back({gpu0, pageable});
-  }
-  std::map<std::pair<LinkKind, std::uint64_t>, std::vector<double>> times;
-  std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, double> by_pair;
-  for (std::uint64_t bytes : sizes) {
-    const Handle value = adopt_value(manager, bytes, 1);
-    std::map<std::pair<Location, Location>, std::vector<double>> pair_times;
-    for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
-      for (const auto &hop : cycle) {
-        const Location from = hop.first,
-                       to = hop.second; // named: clang 14 cannot capture structured bindings
-        const double seconds = clock.time([&] { manager.move(value, to, from); },
-                                          Operation{Operation::Kind::Copy, from, to, bytes});
-        if (rep == 0) continue; // warm-up: pools and first touches
-        times[{*link_between(from, to), bytes}].push_back(seconds);
-        pair_times[{from, to}].push_back(seconds);
-      }
-    }
-    for (const auto &[pair, list] : pair_times)
-      by_pair[{pair, bytes}] = median(list);
-    manager.discard(value);
-  }
-
   Result result;
   result.model = defaults;
   result.model.samples = {};
+  // The loads first, on a process that has moved nothing yet, as a plan's
+  // first loads find it.
+  measure_loads(manager, clock, options, sizes, result);
+
+  // One value per size goes round every link kind by moves: each move is
+  // what a plan step costs (allocate the destination, copy, free the
+  // source). The order keeps each copy's source in the state a plan leaves
+  // it in: the bytes a device reads from pinned memory were written there
+  // by its DMA (an eviction), never just by a host copy. Straight after a
+  // host copy (the order before), the 4-16 MiB pinned -> cuda:0 moves took
+  // 2-4 times as long as the plans' same moves, most likely because the
+  // DMA found the lines dirty in the processor's cache (docs/links.md).
+  std::vector<std::pair<Location, Location>> cycle = {{pageable, gpu0},   {gpu0, pinned},
+                                                      {pinned, gpu0},     {gpu0, pageable},
+                                                      {pageable, pinned}, {pinned, pageable}};
+  if (options.devices >= 2)
+    cycle.insert(cycle.begin() + 1, {{gpu0, Location::cuda(1)}, {Location::cuda(1), gpu0}});
+  std::vector<Handle> values;
+  for (std::uint64_t bytes : sizes)
+    values.push_back(adopt_value(manager, bytes, 1));
+  std::map<std::pair<LinkKind, std::uint64_t>, std::vector<double>> times;
+  std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, std::vector<double>> pair_times;
+  // The sizes take turns, a round of every size per repetition, so that
+  // the host's drift over the seconds the moves take is in every size's
+  // median alike instead of in a few sizes' (a size's repetitions in a
+  // row, before).
+  for (unsigned rep = 0; rep <= options.repetitions; ++rep)
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      for (const auto &hop : cycle) {
+        const Location from = hop.first,
+                       to = hop.second; // named: clang 14 cannot capture structured bindings
+        const std::uint64_t bytes = sizes[k];
+        const double seconds = clock.time([&] { manager.move(values[k], to, from); },
+                                          Operation{Operation::Kind::Copy, from, to, bytes});
+        if (rep == 0) continue; // warm-up: pools and first touches
+        times[{*link_between(from, to), bytes}].push_back(seconds);
+        pair_times[{hop, bytes}].push_back(seconds);
+      }
+  for (const Handle &value : values)
+    manager.discard(value);
+  std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, double> by_pair;
+  for (const auto &[key, list] : pair_times)
+    by_pair[key] = median(list);
+
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const LinkKind link = static_cast<LinkKind>(k);
     std::vector<LinkSample> samples;
@@ -210,42 +267,6 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
           static_cast<double>(fresh));
     }
     if (!first_touch.empty()) result.model.pageable_first_touch_seconds_per_byte = median(first_touch);
-  }
-
-  // Loads into cuda:0 from a source in pageable memory, as a plan step runs
-  // them (the source fills pooled pageable storage, the staged copy
-  // follows), the fill left out: the copy after a fill runs slower than
-  // the moves above, which copy resident bytes (docs/links.md).
-  {
-    const auto source = std::make_shared<PatternSource>();
-    result.model.load_samples.clear();
-    for (std::uint64_t bytes : sizes) {
-      const Handle value = manager.register_source(
-          ValueSpec{bytes, bytes, ReplicaMode::Replicable, Recoverability::Reconstructible}, source,
-          pageable);
-      std::vector<double> list;
-      for (unsigned rep = 0; rep <= options.repetitions; ++rep) {
-        std::uint64_t fill_ns = 0;
-        const double seconds =
-            clock.time([&] { fill_ns = manager.ensure(value, gpu0).source_load_ns; },
-                       Operation{Operation::Kind::LoadCopy, pageable, gpu0, bytes, &fill_ns});
-        manager.drop(value, gpu0);
-        if (rep > 0) list.push_back(seconds);
-      }
-      manager.discard(value);
-      result.model.load_samples.push_back(LinkSample{bytes, median(list)});
-    }
-    result.model.load_pageable_to_device = fit_link_curve(result.model.load_samples);
-    for (const LinkSample &sample : result.model.load_samples) {
-      Row row;
-      row.from = pageable;
-      row.to = gpu0;
-      row.link = LinkKind::PageableToDevice;
-      row.bytes = sample.bytes;
-      row.manager_seconds = sample.seconds;
-      row.predicted_seconds = result.model.load_transfer_seconds(pageable, gpu0, sample.bytes);
-      result.load_rows.push_back(row);
-    }
   }
 
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;

@@ -108,37 +108,65 @@ FixedCosts measure_cuda_fixed_costs() {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   // Fresh device blocks from a pool that keeps nothing, of two sizes: what
   // a value that finds no free pool memory costs, fixed and per byte the
-  // pool grows by (the driver maps physical memory for each).
+  // pool grows by. The driver maps physical memory for each, and the first
+  // copy into newly mapped memory runs slower than the next one: a cold
+  // step pays both, so the figure is the allocation and its first copy
+  // less the same copy into the block again (the allocation alone put a
+  // cold 240 MiB step 0.8 ms short on the H200: docs/benchmarks.md,
+  // "Eleventh wave").
+  constexpr std::size_t kSmall = std::size_t{64} << 20, kLarge = std::size_t{512} << 20;
+  void *pinned_source = nullptr;
+  check(cudaHostAlloc(&pinned_source, kLarge, cudaHostAllocDefault), "cudaHostAlloc");
+  std::memset(pinned_source, 1, kLarge);
   cudaMemPool_t pool;
   check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  auto copy_in = [&](void *block, std::size_t bytes) {
+    check(cudaMemcpyAsync(block, pinned_source, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  };
   auto fresh_block_seconds = [&](std::size_t bytes) {
     std::vector<double> allocations;
     for (int rep = 0; rep < 9; ++rep) {
       void *block = nullptr;
-      const auto start = std::chrono::steady_clock::now();
+      auto start = std::chrono::steady_clock::now();
       check(cudaMallocAsync(&block, bytes, stream), "cudaMallocAsync");
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      allocations.push_back(seconds_since(start));
+      copy_in(block, bytes);
+      const double cold = seconds_since(start);
+      start = std::chrono::steady_clock::now();
+      copy_in(block, bytes);
+      allocations.push_back(cold - seconds_since(start));
       check(cudaFreeAsync(block, stream), "cudaFreeAsync");
       check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
     }
     return median(allocations);
   };
-  constexpr std::size_t kSmall = std::size_t{64} << 20, kLarge = std::size_t{512} << 20;
   const double small = fresh_block_seconds(kSmall), large = fresh_block_seconds(kLarge);
+  cudaFreeHost(pinned_source);
   costs.device_growth_seconds_per_byte =
       std::max(0.0, (large - small) / static_cast<double>(kLarge - kSmall));
   costs.device_allocation_seconds =
       std::max(0.0, small - costs.device_growth_seconds_per_byte * static_cast<double>(kSmall));
-  // Cold pinned memory, allocated and registered, per byte.
+  // Cold pinned memory, allocated and registered, per byte; the allocation
+  // with its first copy (from the device) less the next one, as above.
   constexpr std::size_t kPinned = std::size_t{256} << 20;
+  void *device_source = nullptr;
+  check(cudaMalloc(&device_source, kPinned), "cudaMalloc");
+  check(cudaMemset(device_source, 1, kPinned), "cudaMemset");
+  auto copy_out = [&](void *block) {
+    check(cudaMemcpyAsync(block, device_source, kPinned, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  };
   std::vector<double> pinned, registered;
   for (int rep = 0; rep < 3; ++rep) {
     void *block = nullptr;
     auto start = std::chrono::steady_clock::now();
     check(cudaHostAlloc(&block, kPinned, cudaHostAllocDefault), "cudaHostAlloc");
-    pinned.push_back(seconds_since(start) / kPinned);
+    copy_out(block);
+    const double cold = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    copy_out(block);
+    pinned.push_back((cold - seconds_since(start)) / kPinned);
     cudaFreeHost(block);
     void *host = std::aligned_alloc(4096, kPinned);
     if (!host) throw std::bad_alloc();
@@ -149,6 +177,7 @@ FixedCosts measure_cuda_fixed_costs() {
     cudaHostUnregister(host);
     std::free(host);
   }
+  cudaFree(device_source);
   costs.pinned_allocation_seconds_per_byte = median(pinned);
   costs.pinned_registration_seconds_per_byte = median(registered);
   // One event record and one query of a completed event.

@@ -81,6 +81,7 @@ class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(CudaBackendOptions options)
       : chunk_(options.staging_chunk_bytes), copy_threads_(options.host_copy_threads),
+        streaming_stores_(options.host_copy_streaming_stores),
         pinned_(PinnedPool::make(options.pinned_pool_bytes, pin, unpin)),
         pageable_(PageablePool::make(options.pageable_pool_bytes, map_huge_pages,
                                      [](std::byte *block, std::size_t) { std::free(block); })) {
@@ -517,7 +518,7 @@ public:
       bounce_[b] = static_cast<std::byte *>(block);
     }
     bounce_ready_.assign(transfer_streams_.size(), {nullptr, nullptr});
-    copier_ = std::make_unique<HostCopier>(copy_threads_);
+    copier_ = std::make_unique<HostCopier>(copy_threads_, streaming_stores_);
   }
 
   std::optional<Location> stream_location(Stream stream) const override {
@@ -599,6 +600,7 @@ private:
   /// copier's worker threads (resolved options).
   const std::size_t chunk_;
   const unsigned copy_threads_;
+  const bool streaming_stores_; ///< the copier's stores bypass the cache
   PinnedPool::Owner pinned_;
   PageablePool::Owner pageable_;
   /// Per device: copies into it (and its allocations), copies out of it.
@@ -683,6 +685,8 @@ CudaBackendOptions resolved(CudaBackendOptions options) {
     options.host_copy_threads = static_cast<unsigned>(std::min(*threads, 256ul));
   if (const auto mib = environment_number("FHR_STAGING_CHUNK_MIB"); mib && *mib > 0)
     options.staging_chunk_bytes = static_cast<std::size_t>(std::min(*mib, 1024ul)) << 20;
+  if (const auto streaming = environment_number("FHR_HOST_COPY_STREAMING"); streaming && *streaming <= 1)
+    options.host_copy_streaming_stores = *streaming == 1;
   if (options.host_copy_threads == 0) {
     // The calling thread copies too: one worker fewer than the cores.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -3,6 +3,8 @@
 // memory at 8-12 GB/s, below what a PCIe Gen5 link moves, so the copy of
 // each chunk is split over a few persistent workers. One caller at a time:
 // the CUDA backend holds its staging mutex around every use.
+#include "streaming_copy.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -17,7 +19,8 @@ namespace fhr {
 
 class HostCopier {
 public:
-  explicit HostCopier(unsigned workers) {
+  /// `streaming`: copies write with non-temporal stores (streaming_copy.hpp).
+  HostCopier(unsigned workers, bool streaming) : streaming_(streaming) {
     for (unsigned i = 0; i < workers; ++i)
       threads_.emplace_back([this] { work(); });
   }
@@ -43,9 +46,12 @@ public:
 
 private:
   /// One piece of a job: a copy, or with no source a touch of its pages.
-  static void piece_of(std::byte *to, const std::byte *from, std::size_t n) {
+  void piece_of(std::byte *to, const std::byte *from, std::size_t n) const {
     if (from) {
-      std::memcpy(to, from, n);
+      if (streaming_)
+        copy_streaming(to, from, n);
+      else
+        std::memcpy(to, from, n);
       return;
     }
     for (std::size_t offset = 0; offset < n; offset += 4096)
@@ -125,6 +131,7 @@ private:
   static constexpr std::size_t kCopyPiece = std::size_t{512} << 10;
   static constexpr std::size_t kTouchPiece = std::size_t{2} << 20;
 
+  const bool streaming_;
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;

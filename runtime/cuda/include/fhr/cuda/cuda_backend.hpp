@@ -59,11 +59,17 @@ struct CudaBackendOptions {
   /// while the previous one crosses the link (two such pinned buffers per
   /// backend); 0: 32 MiB. FHR_STAGING_CHUNK_MIB overrides it.
   std::size_t staging_chunk_bytes = 0;
+  /// Whether the host side of staged transfers (and of large host-to-host
+  /// copies) writes with non-temporal stores, which neither read the
+  /// destination's lines first nor leave them in the cache
+  /// (runtime/cuda/src/streaming_copy.hpp); false: memcpy.
+  /// FHR_HOST_COPY_STREAMING (0 or 1) overrides it.
+  bool host_copy_streaming_stores = true;
 };
 
 /// `options` with the tuning overrides of the environment applied
-/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB: whole numbers; anything
-/// else there is ignored) and the automatic choices made.
+/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB, FHR_HOST_COPY_STREAMING:
+/// whole numbers; anything else there is ignored) and the automatic choices made.
 CudaBackendOptions resolved(CudaBackendOptions options);
 
 /// A backend over the CUDA devices of this process. Throws BackendError

@@ -99,10 +99,13 @@ struct LinkModel {
   /// host memory).
   double duplex_bytes_per_second = 0;
   /// Fixed costs the runtime pays beside copies.
-  double device_allocation_seconds = 0;             ///< fresh stream-ordered pool block
-  double device_growth_seconds_per_byte = 0;        ///< and per byte the pool grows by
+  /// A fresh stream-ordered pool block, and per byte the pool grows by:
+  /// the allocation and the extra time of the first copy into newly mapped
+  /// memory (`calibrate`, docs/links.md).
+  double device_allocation_seconds = 0;
+  double device_growth_seconds_per_byte = 0;
   double pageable_first_touch_seconds_per_byte = 0; ///< faulting in fresh pageable pages
-  double pinned_allocation_seconds_per_byte = 0;    ///< cudaHostAlloc of a cold pinned block
+  double pinned_allocation_seconds_per_byte = 0;    ///< cudaHostAlloc of a cold block, its first copy's extra
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime
