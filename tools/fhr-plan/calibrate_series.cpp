@@ -1,0 +1,232 @@
+#include "calibrate_series.hpp"
+
+#include "fhr/harness/synthetic_binder.hpp"
+#include "fhr/model/link_fit.hpp"
+#include "fhr/model/timeline.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace fhr::calibrate {
+
+namespace {
+
+const Location kPageable = Location::pageable(), kPinned = Location::pinned(), kGpu0 = Location::cuda(0);
+
+/// A value the calibration owns: adopted host memory with a pattern.
+Handle adopt_value(Manager &manager, std::uint64_t bytes, std::uint32_t id) {
+  auto *data = static_cast<std::byte *>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+  if (!data) throw std::bad_alloc();
+  fill_synthetic({data, static_cast<std::size_t>(bytes)}, id, 0);
+  return manager.adopt(data, static_cast<std::size_t>(bytes), Location::pageable(),
+                       [](std::byte *p) { std::free(p); });
+}
+
+/// The synthetic source of `fhr-plan run`: loads cost what they cost there.
+class PatternSource final : public Source {
+public:
+  void load(std::span<std::byte> destination) override { fill_synthetic(destination, 7, 0); }
+};
+
+Handle register_pattern(Manager &manager, const std::shared_ptr<Source> &source, std::uint64_t bytes) {
+  return manager.register_source(
+      ValueSpec{bytes, bytes, ReplicaMode::Replicable, Recoverability::Reconstructible}, source, kPageable);
+}
+
+} // namespace
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
+  TimelineStep evict, prefetch;
+  evict.transfer = prefetch.transfer = StepTransfer::Copy;
+  evict.frees_source = prefetch.frees_source = true;
+  evict.value = 0;
+  prefetch.value = 1;
+  evict.source = prefetch.destination = device;
+  evict.destination = prefetch.source = Location::pinned();
+  evict.storage_bytes = prefetch.storage_bytes = evict.logical_bytes = prefetch.logical_bytes = bytes;
+  const std::vector<TimelineStep> steps = {evict, prefetch};
+  return predict_timeline(steps, links).total_seconds;
+}
+
+// ---- loads ---------------------------------------------------------------
+
+LoadSeries::LoadSeries(Manager &manager, Clock &clock, std::vector<std::uint64_t> sizes)
+    : manager_(manager), clock_(clock), sizes_(std::move(sizes)), seconds_(sizes_.size()) {
+  const auto source = std::make_shared<PatternSource>();
+  for (std::uint64_t bytes : sizes_)
+    values_.push_back(register_pattern(manager_, source, bytes));
+}
+
+void LoadSeries::round(bool timed) {
+  for (std::size_t k = 0; k < sizes_.size(); ++k) {
+    std::uint64_t fill_ns = 0;
+    const double seconds =
+        clock_.time([&] { fill_ns = manager_.ensure(values_[k], kGpu0).source_load_ns; },
+                    Operation{Operation::Kind::LoadCopy, kPageable, kGpu0, sizes_[k], &fill_ns});
+    manager_.drop(values_[k], kGpu0);
+    if (timed) seconds_[k].push_back(seconds);
+  }
+}
+
+void LoadSeries::finish(Result &result) {
+  for (const Handle &value : values_)
+    manager_.discard(value);
+  result.model.load_samples.clear();
+  for (std::size_t k = 0; k < sizes_.size(); ++k)
+    result.model.load_samples.push_back(LinkSample{sizes_[k], median(seconds_[k])});
+  result.model.load_pageable_to_device = fit_link_curve(result.model.load_samples);
+  for (const LinkSample &sample : result.model.load_samples) {
+    Row row;
+    row.from = kPageable;
+    row.to = kGpu0;
+    row.link = LinkKind::PageableToDevice;
+    row.bytes = sample.bytes;
+    row.manager_seconds = sample.seconds;
+    row.predicted_seconds = result.model.load_transfer_seconds(kPageable, kGpu0, sample.bytes);
+    result.load_rows.push_back(row);
+  }
+}
+
+// ---- moves ---------------------------------------------------------------
+
+MoveSeries::MoveSeries(Manager &manager, Clock &clock, std::vector<std::uint64_t> sizes, unsigned devices)
+    : manager_(manager), clock_(clock), sizes_(std::move(sizes)) {
+  // From cuda:0 back to cuda:0: between rounds the values rest on the
+  // device, so that the loads' pageable blocks never compete with theirs
+  // for the pageable pool. The order keeps each copy's source in the state
+  // a plan leaves it in: the bytes a device reads from pinned memory were
+  // written there by its DMA (an eviction), never just by a host copy.
+  // Straight after a host copy (the order of the tenth wave), the 4-16 MiB
+  // pinned -> cuda:0 moves took 2-4 times as long as the plans' same moves,
+  // most likely because the DMA found the lines dirty in the processor's
+  // cache (docs/links.md).
+  cycle_ = {{kGpu0, kPinned},     {kPinned, kGpu0},     {kGpu0, kPageable},
+            {kPageable, kPinned}, {kPinned, kPageable}, {kPageable, kGpu0}};
+  if (devices >= 2) cycle_.insert(cycle_.begin(), {{kGpu0, Location::cuda(1)}, {Location::cuda(1), kGpu0}});
+  for (std::uint64_t bytes : sizes_) {
+    values_.push_back(adopt_value(manager_, bytes, 1));
+    manager_.move(values_.back(), kGpu0);
+  }
+}
+
+void MoveSeries::round(bool timed) {
+  for (std::size_t k = 0; k < sizes_.size(); ++k)
+    for (const auto &hop : cycle_) {
+      const Location from = hop.first,
+                     to = hop.second; // named: clang 14 cannot capture structured bindings
+      const double seconds = clock_.time([&] { manager_.move(values_[k], to, from); },
+                                         Operation{Operation::Kind::Copy, from, to, sizes_[k]});
+      if (timed) seconds_[{hop, sizes_[k]}].push_back(seconds);
+    }
+}
+
+void MoveSeries::finish(Result &result, RawCopies *raw, unsigned repetitions) {
+  for (const Handle &value : values_)
+    manager_.discard(value);
+  // Both directions of a link kind pool their samples (device-device).
+  std::map<std::pair<LinkKind, std::uint64_t>, std::vector<double>> by_link;
+  for (const auto &[key, list] : seconds_) {
+    std::vector<double> &pooled = by_link[{*link_between(key.first.first, key.first.second), key.second}];
+    pooled.insert(pooled.end(), list.begin(), list.end());
+  }
+  result.model.samples = {};
+  for (std::size_t k = 0; k < kLinkKindCount; ++k) {
+    const LinkKind link = static_cast<LinkKind>(k);
+    std::vector<LinkSample> samples;
+    for (std::uint64_t bytes : sizes_)
+      if (auto found = by_link.find({link, bytes}); found != by_link.end())
+        samples.push_back(LinkSample{bytes, median(found->second)});
+    if (samples.empty()) {
+      result.kept_from_default.push_back(link);
+      continue;
+    }
+    result.model.links[k] = fit_link_curve(samples);
+    result.model.samples[k] = samples;
+  }
+  for (const auto &[key, list] : seconds_) {
+    const auto &[pair, bytes] = key;
+    Row row;
+    row.from = pair.first;
+    row.to = pair.second;
+    row.link = *link_between(pair.first, pair.second);
+    row.bytes = bytes;
+    row.manager_seconds = median(list);
+    if (raw) row.raw_seconds = raw->median_seconds(pair.first, pair.second, bytes, repetitions);
+    row.predicted_seconds = result.model.transfer_seconds(pair.first, pair.second, bytes);
+    result.rows.push_back(row);
+  }
+}
+
+// ---- an eviction beside a prefetch -------------------------------------
+
+DuplexSeries::DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes)
+    : manager_(manager), clock_(clock), bytes_(bytes), out_(adopt_value(manager, bytes, 2)),
+      in_(adopt_value(manager, bytes, 3)) {
+  manager_.move(out_, kGpu0);
+  manager_.move(in_, kPinned);
+}
+
+void DuplexSeries::sample(unsigned round) {
+  const bool forward = round % 2 == 0;
+  const Handle &leaving = forward ? out_ : in_, &arriving = forward ? in_ : out_;
+  const std::vector<ActionSpec> phase = {{ActionKind::Move, leaving, kPinned, kGpu0},
+                                         {ActionKind::Move, arriving, kGpu0, kPinned}};
+  const double seconds = clock_.time([&] { manager_.execute_actions(phase, "calibrate-duplex"); },
+                                     Operation{Operation::Kind::Duplex, kGpu0, kPinned, bytes_});
+  if (round > 0) seconds_.push_back(seconds);
+}
+
+void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
+  manager_.discard(out_);
+  manager_.discard(in_);
+  result.duplex_bytes = bytes_;
+  result.duplex_seconds = median(seconds_);
+  // Its bytes at a rate shared by the two directions, after the longer
+  // latency of the two.
+  const SizeClass &in_class = result.model.curve(LinkKind::PinnedToDevice).class_for(bytes_);
+  const SizeClass &out_class = result.model.curve(LinkKind::DeviceToPinned).class_for(bytes_);
+  const double streaming =
+      result.duplex_seconds - std::max(in_class.latency_seconds, out_class.latency_seconds);
+  result.model.duplex_bytes_per_second =
+      streaming > 0 ? 2 * static_cast<double>(bytes_) / streaming : fallback_bytes_per_second;
+  result.duplex_predicted_seconds = predict_duplex(result.model, kGpu0, bytes_);
+}
+
+// ---- source loads ----------------------------------------------------------
+
+SourceLoadSeries::SourceLoadSeries(Manager &manager, Clock &clock, std::uint64_t bytes)
+    : manager_(manager), clock_(clock), bytes_(bytes), source_(std::make_shared<PatternSource>()),
+      value_(register_pattern(manager, source_, bytes)) {}
+
+void SourceLoadSeries::sample(bool timed) {
+  const double seconds = clock_.time([&] { manager_.ensure(value_, kPageable); },
+                                     Operation{Operation::Kind::SourceLoad, kPageable, kPageable, bytes_});
+  manager_.drop(value_, kPageable);
+  if (timed) seconds_.push_back(seconds);
+}
+
+void SourceLoadSeries::finish(Result &result) {
+  manager_.discard(value_);
+  result.model.source_load_bytes_per_second = static_cast<double>(bytes_) / median(seconds_);
+  std::vector<double> first_touch;
+  for (unsigned rep = 1; rep <= 3 && (std::uint64_t{2} << 20) * rep < bytes_; ++rep) {
+    const std::uint64_t fresh = bytes_ - (std::uint64_t{2} << 20) * rep;
+    const Handle cold = register_pattern(manager_, source_, fresh);
+    const double seconds =
+        clock_.time([&] { manager_.ensure(cold, kPageable); },
+                    Operation{Operation::Kind::ColdSourceLoad, kPageable, kPageable, fresh});
+    manager_.discard(cold);
+    first_touch.push_back(
+        std::max(0.0, seconds - static_cast<double>(fresh) / result.model.source_load_bytes_per_second) /
+        static_cast<double>(fresh));
+  }
+  if (!first_touch.empty()) result.model.pageable_first_touch_seconds_per_byte = median(first_touch);
+}
+
+} // namespace fhr::calibrate

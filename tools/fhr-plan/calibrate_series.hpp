@@ -1,0 +1,107 @@
+#pragma once
+/// \file
+/// The measurements of `fhr-plan calibrate`, one series each, sampled in
+/// rounds (calibrate.cpp): every round takes one sample of every size of
+/// a series (the loads' rounds first, then rounds of the other three
+/// together), the first round untimed (pools and first touches). The
+/// staged copies run at the host's memory bandwidth, which drifts over
+/// seconds on a shared machine: one series' samples in a row caught one
+/// moment (the staged-load curve at 256 MiB came out 28–43 GB/s on three
+/// machines whose plans ran their loads at 36–37.5 GB/s), samples in
+/// rounds spread the drift over every median alike.
+
+#include "calibrate.hpp"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace fhr::calibrate {
+
+/// Loads into cuda:0 from a source in pageable memory, as a plan step runs
+/// them (the source fills pooled pageable storage, the staged copy
+/// follows), the fill left out: the copy after a fill runs slower than a
+/// move of resident bytes (docs/links.md). One value per size.
+class LoadSeries {
+public:
+  LoadSeries(Manager &manager, Clock &clock, std::vector<std::uint64_t> sizes);
+  void round(bool timed);
+  /// The load curve and its rows; discards the values.
+  void finish(Result &result);
+
+private:
+  Manager &manager_;
+  Clock &clock_;
+  std::vector<std::uint64_t> sizes_;
+  std::vector<Handle> values_;
+  std::vector<std::vector<double>> seconds_; ///< per size
+};
+
+/// Moves round every link kind, one value per size, each move a plan
+/// step's whole cost (allocate the destination, copy, free the source).
+class MoveSeries {
+public:
+  MoveSeries(Manager &manager, Clock &clock, std::vector<std::uint64_t> sizes, unsigned devices);
+  void round(bool timed);
+  /// Every link's curve and samples (the links no move took kept from
+  /// `result.model`, listed in kept_from_default), and a row per
+  /// direction and size with the raw copy beside it; discards the values.
+  void finish(Result &result, RawCopies *raw, unsigned repetitions);
+
+private:
+  Manager &manager_;
+  Clock &clock_;
+  std::vector<std::uint64_t> sizes_;
+  std::vector<std::pair<Location, Location>> cycle_;
+  std::vector<Handle> values_;
+  std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, std::vector<double>> seconds_;
+};
+
+/// An eviction of cuda:0 to pinned beside a prefetch of pinned to cuda:0
+/// in one plan phase (one overlap window, both copy engines), two values
+/// of `bytes` trading places every sample.
+class DuplexSeries {
+public:
+  DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes);
+  void sample(unsigned round);
+  /// The duplex figure that makes the predictor give back the measured
+  /// window, from the fitted pinned <-> device curves (MoveSeries::finish
+  /// first); `fallback` where the window left no time to stream in.
+  void finish(Result &result, double fallback_bytes_per_second);
+
+private:
+  Manager &manager_;
+  Clock &clock_;
+  std::uint64_t bytes_;
+  Handle out_, in_;
+  std::vector<double> seconds_;
+};
+
+/// A source filling pageable memory (the synthetic pattern of `fhr-plan
+/// run`), and after the rounds the same into fresh pages.
+class SourceLoadSeries {
+public:
+  SourceLoadSeries(Manager &manager, Clock &clock, std::uint64_t bytes);
+  void sample(bool timed);
+  /// The fill rate, then three loads of sizes the pageable pool keeps no
+  /// block of (each 2 MiB below the last), so that the backend faults a new
+  /// block in: what that costs beyond the warm load, per byte.
+  void finish(Result &result);
+
+private:
+  Manager &manager_;
+  Clock &clock_;
+  std::uint64_t bytes_;
+  std::shared_ptr<Source> source_;
+  Handle value_;
+  std::vector<double> seconds_;
+};
+
+/// The median of `values` (the mean of the middle two for an even count).
+double median(std::vector<double> values);
+
+/// The window of an eviction (device -> pinned) beside a prefetch (pinned
+/// -> device) of `bytes` each, as the predictor sees it.
+double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes);
+
+} // namespace fhr::calibrate
