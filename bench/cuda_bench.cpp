@@ -265,8 +265,9 @@ void transfer(Manager &m, Location host, std::size_t bytes, int rounds, const ch
 
 /// Staged pageable transfers, one at a time, many samples: how far single
 /// copies spread around their median (issue #14's per-step prediction)
-/// with the copier's worker threads and the staging chunk varied
-/// (CudaBackendOptions::host_copy_threads, staging_chunk_bytes). Per
+/// with the copier's stores and worker threads varied
+/// (CudaBackendOptions::host_copy_streaming_stores, host_copy_threads;
+/// the eighth wave varied the staging chunk too, 32 MiB won). Per
 /// sample, 124 MiB pageable -> cuda:0 as it is, again right after
 /// rewriting the host bytes (a load's fill leaves the caches full of
 /// them), and cuda:0 -> pageable into a pooled block.

@@ -59,18 +59,18 @@ public:
   /// Runs a copy issued at `issue`; returns when it ends.
   double run(const Transfer &x, double issue) {
     const std::optional<CopyQueue> which = engine_of(x.from, x.to);
-    const double nominal = links_.transfer_seconds(x.from, x.to, x.bytes);
+    const double nominal = links_.transfer_seconds(x.from, x.to, x.logical_bytes);
     if (!which || nominal <= 0) return issue;
     Queue &queue = queues_[queue_key(*which)];
     const double start = std::max(issue, queue.free);
-    const double rate = static_cast<double>(x.bytes) / nominal;
+    const double rate = static_cast<double>(x.logical_bytes) / nominal;
     double end = start + nominal;
     if (which->kind != CopyQueue::Kind::HostThreads && links_.duplex_bytes_per_second > 0) {
       CopyQueue opposite = *which;
       opposite.kind =
           which->kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
       if (const auto it = queues_.find(queue_key(opposite)); it != queues_.end())
-        end = finish(start, static_cast<double>(x.bytes), rate, links_.duplex_bytes_per_second,
+        end = finish(start, static_cast<double>(x.logical_bytes), rate, links_.duplex_bytes_per_second,
                      it->second.busy);
     }
     queue.free = end;

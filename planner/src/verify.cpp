@@ -91,7 +91,8 @@ private:
     const bool copies = action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
     if (copies && o.verdict == Verdict::Ok && !was_there && o.source) {
       const std::uint64_t bytes = w_.values[action.value].storage_bytes;
-      out_.transfers.push_back(Transfer{t, phase, action.value, *o.source, action.location, bytes});
+      out_.transfers.push_back(Transfer{t, phase, action.value, *o.source, action.location, bytes,
+                                        w_.values[action.value].logical_bytes});
       out_.bytes_moved += bytes;
       if (const std::optional<LinkKind> link = link_between(*o.source, action.location))
         out_.bytes_per_link[static_cast<std::size_t>(*link)] += bytes;

@@ -231,3 +231,24 @@ TEST_CASE("timeline: copies on one engine queue, steps wait for their values") {
   CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::PinnedToDevice)] == 512ull << 20);
   CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::PageableToDevice)] == 512ull << 20);
 }
+
+TEST_CASE("timeline: a copy takes the time of its logical bytes and is charged its storage bytes") {
+  // 120 MiB keys charged as 124 MiB (allocator slack): the runtime copies
+  // 120 MiB, so that is what the planner's clock times.
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "devices": 1, "budgets": [],
+    "values": [{"name": "key", "bytes": 125829120, "storage_bytes": 130023424, "mode": "replicable",
+                "source": "pinned"}],
+    "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["key"]}], "compute_seconds": 0.001}]})");
+  const planner::SolveResult r = planner::solve_planner(w);
+  REQUIRE(r.ok());
+  const LinkModel &links = LinkModel::h200();
+  const double logical = links.transfer_seconds(Location::pinned(), Location::cuda(0), 120ull << 20);
+  const double storage = links.transfer_seconds(Location::pinned(), Location::cuda(0), 124ull << 20);
+  REQUIRE(logical < storage);
+  CHECK(r.timeline.transfer_seconds == doctest::Approx(logical));
+  CHECK(r.timeline.stall_seconds == doctest::Approx(logical));
+  REQUIRE(r.verification.transfers.size() == 1);
+  CHECK(r.verification.transfers[0].bytes == 124ull << 20);
+  CHECK(r.verification.transfers[0].logical_bytes == 120ull << 20);
+  CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::PinnedToDevice)] == 124ull << 20);
+}

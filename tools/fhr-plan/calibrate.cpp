@@ -44,7 +44,7 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   // rounds of their own, first, on a process that has moved nothing yet:
   // so measured, their curve matched the runs' loads within 2% on two
   // machines (calls 1 and 2 of the eleventh wave), while in rounds with
-  // the moves it came out 7-11% slower than the runs (call 5).
+  // the moves it came out 8-12% slower than the runs (call 5).
   LoadSeries loads(manager, clock, sizes);
   for (unsigned round = 0; round <= options.repetitions; ++round)
     loads.round(round > 0);

@@ -98,8 +98,8 @@ void LoadSeries::finish(Result &result) {
 MoveSeries::MoveSeries(Manager &manager, Clock &clock, std::vector<std::uint64_t> sizes, unsigned devices)
     : manager_(manager), clock_(clock), sizes_(std::move(sizes)) {
   // From cuda:0 back to cuda:0: between rounds the values rest on the
-  // device, so that the loads' pageable blocks never compete with theirs
-  // for the pageable pool. The order keeps each copy's source in the state
+  // device, out of the host pools the other series' samples use. The order
+  // keeps each copy's source in the state
   // a plan leaves it in: the bytes a device reads from pinned memory were
   // written there by its DMA (an eviction), never just by a host copy.
   // Straight after a host copy (the order of the tenth wave), the 4-16 MiB

@@ -6,8 +6,9 @@
 // in the cache; the staging buffers are read next by the device's DMA and
 // the pageable destinations of large copies are far beyond the cache, so
 // neither read nor cached line is of any use. glibc's memcpy switches to
-// such stores only for copies beyond a threshold of about the shared cache
-// per thread, far above the 512 KiB pieces the copier threads take.
+// such stores only for copies beyond a threshold derived from the size of
+// the last-level cache, far above the 512 KiB pieces the copier threads
+// take.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

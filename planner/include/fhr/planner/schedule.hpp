@@ -50,7 +50,10 @@ struct Transfer {
   enum class Phase : std::uint8_t { Reclaim, Enter, During } phase = Phase::Enter;
   ValueId value = 0;
   Location from, to;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0; ///< charged: the value's storage bytes
+  /// What the copy moves, and so what it takes time for: the runtime
+  /// allocates and copies a value's logical bytes.
+  std::uint64_t logical_bytes = 0;
 };
 
 struct Verification {

@@ -68,8 +68,8 @@ struct CudaBackendOptions {
 };
 
 /// `options` with the tuning overrides of the environment applied
-/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB, FHR_HOST_COPY_STREAMING:
-/// whole numbers; anything else there is ignored) and the automatic choices made.
+/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB: whole numbers;
+/// FHR_HOST_COPY_STREAMING: 0 or 1; anything else there is ignored) and the automatic choices made.
 CudaBackendOptions resolved(CudaBackendOptions options);
 
 /// A backend over the CUDA devices of this process. Throws BackendError
