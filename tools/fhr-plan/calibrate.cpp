@@ -2,11 +2,33 @@
 
 #include "calibrate_series.hpp"
 
+#include "fhr/model/timeline.hpp"
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
 namespace fhr::calibrate {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
+  TimelineStep evict, prefetch;
+  evict.transfer = prefetch.transfer = StepTransfer::Copy;
+  evict.frees_source = prefetch.frees_source = true;
+  evict.value = 0;
+  prefetch.value = 1;
+  evict.source = prefetch.destination = device;
+  evict.destination = prefetch.source = Location::pinned();
+  evict.storage_bytes = prefetch.storage_bytes = evict.logical_bytes = prefetch.logical_bytes = bytes;
+  const std::vector<TimelineStep> steps = {evict, prefetch};
+  return predict_timeline(steps, links).total_seconds;
+}
 
 double WallClock::time(const std::function<void()> &call, const Operation &operation) {
   const auto start = std::chrono::steady_clock::now();

@@ -121,6 +121,13 @@ struct Result {
 Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
                  RawCopies *raw, const LinkModel &defaults);
 
+/// The median of `values` (the mean of the middle two for an even count).
+double median(std::vector<double> values);
+
+/// The window of an eviction (device -> pinned) beside a prefetch (pinned
+/// -> device) of `bytes` each, as the predictor sees it.
+double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes);
+
 /// The table `calibrate` prints: per link and size, the manager's median,
 /// the raw copy and their ratio, and the fitted profile's figure.
 std::string result_text(const Result &result);

@@ -2,7 +2,6 @@
 
 #include "fhr/harness/synthetic_binder.hpp"
 #include "fhr/model/link_fit.hpp"
-#include "fhr/model/timeline.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,25 +33,6 @@ Handle register_pattern(Manager &manager, const std::shared_ptr<Source> &source,
 }
 
 } // namespace
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
-  TimelineStep evict, prefetch;
-  evict.transfer = prefetch.transfer = StepTransfer::Copy;
-  evict.frees_source = prefetch.frees_source = true;
-  evict.value = 0;
-  prefetch.value = 1;
-  evict.source = prefetch.destination = device;
-  evict.destination = prefetch.source = Location::pinned();
-  evict.storage_bytes = prefetch.storage_bytes = evict.logical_bytes = prefetch.logical_bytes = bytes;
-  const std::vector<TimelineStep> steps = {evict, prefetch};
-  return predict_timeline(steps, links).total_seconds;
-}
 
 // ---- loads ---------------------------------------------------------------
 

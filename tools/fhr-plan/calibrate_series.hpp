@@ -97,11 +97,4 @@ private:
   std::vector<double> seconds_;
 };
 
-/// The median of `values` (the mean of the middle two for an even count).
-double median(std::vector<double> values);
-
-/// The window of an eviction (device -> pinned) beside a prefetch (pinned
-/// -> device) of `bytes` each, as the predictor sees it.
-double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes);
-
 } // namespace fhr::calibrate
