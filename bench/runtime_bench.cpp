@@ -18,7 +18,10 @@
 // noop, lease, lease100, device and device100 (leases of 1 and 100 values
 // at cuda:0 on an idle stream), pinned (a pinned ensure with the drop that
 // undoes it), reap (a CUDA lease released on a busy stream, reaped in batches of
-// 1,000 once the stream finishes).
+// 1,000 once the stream finishes), many (the ensure at cuda:0 and the drop
+// of a value touched once in 10,000, sizes 2048 + k bytes: issue #15's
+// unseen sizes, whose records are cold; under `valgrind --tool=cachegrind
+// --cache-sim=yes` it counts the data-cache misses per function).
 #include "fhr/runtime/manager.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
@@ -237,6 +240,11 @@ int count_operations(const std::string &operation, int n) {
   for (int i = 0; i < 100; ++i)
     hundred.push_back(adopt_value(manager));
   DeviceLeases device(1), device100(operation == "device100" ? 100 : 0);
+  // "many": 10,000 values, each ensured once in 10,000 (its records cold).
+  std::vector<Handle> many;
+  if (operation == "many")
+    for (std::size_t k = 0; k < 10000; ++k)
+      many.push_back(adopt_value(device.manager, 2048 + k));
   manager.ensure(value, Location::pinned()); // warm the pinned pool and the trace
   manager.drop(value, Location::pinned());
   for (int i = 0; i < n; ++i) {
@@ -255,6 +263,10 @@ int count_operations(const std::string &operation, int n) {
     } else if (operation == "pinned") {
       manager.ensure(value, Location::pinned());
       manager.drop(value, Location::pinned());
+    } else if (operation == "many") {
+      const Handle &next = many[static_cast<std::size_t>(i) % many.size()];
+      device.manager.ensure(next, Location::cuda(0));
+      device.manager.drop(next, Location::cuda(0));
     } else if (operation == "reap") {
       if (i % 1000 == 0) device.streams->set_busy(true);
       device.lease(1);

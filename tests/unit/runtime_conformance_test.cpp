@@ -107,6 +107,42 @@ TEST_CASE("adopt: storage that overlaps a replica the manager owns is refused, n
   CHECK(manager.replicas(reused) == std::vector<Location>{pinned});
 }
 
+TEST_CASE("adopt: device replicas are indexed apart from host ones, and both are checked (§2.7)") {
+  Fixture f;
+  Manager &manager = *f.manager;
+  const Handle h = f.adopt(8 * KiB, 1, pageable, ReplicaMode::Replicable);
+  const Handle other = f.adopt(4 * KiB, 2, pinned, ReplicaMode::Replicable);
+  manager.ensure(h, gpu0);
+  manager.ensure(other, gpu1);
+  const Handle handles[] = {h};
+  std::byte *on_device = nullptr, *on_host = nullptr;
+  {
+    Lease lease = manager.acquire(handles, gpu0, f.backend->create_stream(gpu0));
+    on_device = const_cast<std::byte *>(lease.value(h).data());
+  }
+  on_host = const_cast<std::byte *>(manager.acquire(handles, pageable).value(h).data());
+  const std::uint64_t version = manager.state_version();
+  CHECK(message_of<ResidencyOwnershipError>(
+            [&] { manager.adopt(on_device + 1024, 1024, gpu0, never_freed); }) ==
+        "an adopted value must own independent backing storage: the buffer overlaps the replica of value #1 "
+        "at cuda:0");
+  // The host index still answers while device replicas are installed.
+  CHECK(message_of<ResidencyOwnershipError>([&] { manager.adopt(on_host, 64, pageable, never_freed); }) ==
+        "an adopted value must own independent backing storage: the buffer overlaps the replica of value #1 "
+        "at pageable");
+  CHECK(manager.state_version() == version);
+  // Replicas leave the index of their own location: dropping the device
+  // replica keeps the host one indexed.
+  manager.drop(h, gpu0);
+  CHECK(message_of<ResidencyOwnershipError>(
+            [&] { manager.adopt(on_host + 4 * KiB, 64, pageable, never_freed); }) ==
+        "an adopted value must own independent backing storage: the buffer overlaps the replica of value #1 "
+        "at pageable");
+  CHECK(manager.replicas(h) == std::vector<Location>{pageable});
+  CHECK(manager.replicas(other) == std::vector<Location>{pinned, gpu1});
+  f.check_invariants();
+}
+
 TEST_CASE("adopt: a view smaller than its block is charged the block and copies the view (§2.1, §3.1)") {
   Manager manager;
   std::byte *block = heap_pattern(16 * KiB, 7);

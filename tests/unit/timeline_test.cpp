@@ -310,6 +310,40 @@ TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers
   CHECK(t.total_seconds == doctest::Approx(5.06 * kMs + 3.06 * kMs).epsilon(1e-12));
 }
 
+TEST_CASE("timeline, cold pools: a device pool's growth waits for the copies on the device's other engine") {
+  // An eviction of cuda:0 into pinned memory the pool keeps (a block freed
+  // by an earlier phase), then two prefetches into cuda:0 that grow its
+  // pool, in one window. Found on the H200: the first prefetch's growth
+  // returned only when the eviction's copy ended (2.3 ms later, three runs
+  // of evict-while-prefetch.fhr from cold pools), while the second's did
+  // not wait for the first prefetch, whose copy ran on its own stream.
+  const std::vector<TimelineStep> steps = {
+      moved(9, pinned, gpu1, 2 * kMB, 0), // phase 0 frees a 2 MB pinned block
+      moved(0, gpu0, pinned, 2 * kMB, 1), copy(1, pinned, gpu0, kMB, false, 1),
+      copy(2, pinned, gpu0, kMB, false, 1)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  REQUIRE(t.windows == 2);
+  const double begin = t.steps[0].commit_seconds;
+  // The eviction finds the kept block: its copy runs at once, 2 ms alone.
+  CHECK(t.steps[1].allocation_seconds == 0);
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(begin).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
+  // The first prefetch's growth (50 us) returns with the eviction's end;
+  // its copy then has the link alone: 10 us + 1 ms.
+  CHECK(t.steps[2].start_seconds == doctest::Approx(begin).epsilon(1e-12));
+  CHECK(t.steps[2].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[2].copy_start_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[2].end_seconds == doctest::Approx(begin + 3.01 * kMs).epsilon(1e-12));
+  // The second is started then, and its growth waits for nothing on the
+  // inbound engine: 50 us, then it queues behind the first.
+  CHECK(t.steps[3].start_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[3].copy_start_seconds == doctest::Approx(begin + 3.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[3].end_seconds == doctest::Approx(begin + 4.02 * kMs).epsilon(1e-12));
+  // Warm pools: the prefetches beside the eviction share the duplex rate.
+  const fhr::Timeline warm = fhr::predict_timeline(steps, allocating_model());
+  CHECK(warm.steps[2].copy_start_seconds < warm.steps[1].end_seconds);
+}
+
 TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's growth per byte; what a warm-up "
           "reserves") {
   LinkModel model = allocating_model();

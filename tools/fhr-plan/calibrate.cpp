@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace fhr::calibrate {
 
@@ -54,6 +55,12 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
   return 0;
 }
 
+std::uint64_t host_pool_bytes(const Options &options, std::uint64_t backend_default) {
+  const std::uint64_t cap = std::numeric_limits<std::uint64_t>::max() / 4;
+  return std::max(backend_default, options.max_bytes > cap ? std::numeric_limits<std::uint64_t>::max()
+                                                           : 4 * options.max_bytes);
+}
+
 Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
                  RawCopies *raw, const LinkModel &defaults) {
   std::vector<std::uint64_t> sizes;
@@ -75,7 +82,7 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   SourceLoadSeries source_loads(manager, clock, options.max_bytes);
   for (unsigned round = 0; round <= options.repetitions; ++round) {
     moves.round(round > 0);
-    duplex.sample(round);
+    duplex.round(round > 0);
     source_loads.sample(round > 0);
   }
 
@@ -122,10 +129,11 @@ std::string result_text(const Result &result) {
     print_row(row, "load " + row.from.name() + " -> " + row.to.name());
   std::snprintf(
       line, sizeof line,
-      "  eviction beside a prefetch, %llu B each way: %.2f us measured (%.2f GB/s together), %.2f us "
-      "predicted\n",
+      "  eviction beside a prefetch, %llu B each way: %.2f us measured (%.2f GB/s together; samples "
+      "%.2f-%.2f us), %.2f us predicted\n",
       static_cast<unsigned long long>(result.duplex_bytes), result.duplex_seconds * 1e6,
       2 * static_cast<double>(result.duplex_bytes) / result.duplex_seconds / 1e9,
+      result.duplex_fastest_seconds * 1e6, result.duplex_slowest_seconds * 1e6,
       result.duplex_predicted_seconds * 1e6);
   out += line;
   std::snprintf(line, sizeof line,

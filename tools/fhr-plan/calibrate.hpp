@@ -94,6 +94,16 @@ struct Options {
   unsigned devices = 1;     ///< CUDA devices to use (two or more: device-device)
 };
 
+/// The bytes each host pool of the calibration's backend must be allowed
+/// to keep so that no series finds its blocks gone: the loads' temporaries
+/// and the moves' replicas, one of every size (together below twice
+/// `max_bytes` each), the duplex window's two values and the source
+/// series' value with its fresh blocks. Never below the backend's default,
+/// which the default `--max-bytes` fits in; beyond it a pool that keeps
+/// too little would have re-pinned or re-faulted blocks inside the timed
+/// moves.
+std::uint64_t host_pool_bytes(const Options &options, std::uint64_t backend_default);
+
 /// One row of the comparison table.
 struct Row {
   Location from, to;
@@ -114,6 +124,7 @@ struct Result {
   /// The eviction beside a prefetch at the largest size: measured and
   /// predicted by the fitted profile (the timeline predictor).
   double duplex_seconds = 0, duplex_predicted_seconds = 0;
+  double duplex_fastest_seconds = 0, duplex_slowest_seconds = 0; ///< the samples' range
   std::uint64_t duplex_bytes = 0;
 };
 

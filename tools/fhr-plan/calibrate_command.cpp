@@ -76,7 +76,12 @@ int run_calibrate(const CalibrateOptions &options) {
     const calibrate::FixedCosts fixed = calibrate::measure_cuda_fixed_costs();
     std::unique_ptr<calibrate::RawCopies> raw = calibrate::make_cuda_raw_copies();
     ManagerOptions manager_options;
-    manager_options.backend = make_cuda_backend();
+    CudaBackendOptions backend_options;
+    backend_options.pinned_pool_bytes =
+        calibrate::host_pool_bytes(measure, backend_options.pinned_pool_bytes);
+    backend_options.pageable_pool_bytes =
+        calibrate::host_pool_bytes(measure, backend_options.pageable_pool_bytes);
+    manager_options.backend = make_cuda_backend(backend_options);
     Manager manager(std::move(manager_options));
     calibrate::WallClock clock;
     calibrate::Result result =

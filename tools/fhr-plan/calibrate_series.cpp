@@ -152,14 +152,16 @@ DuplexSeries::DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes)
   manager_.move(in_, kPinned);
 }
 
-void DuplexSeries::sample(unsigned round) {
-  const bool forward = round % 2 == 0;
-  const Handle &leaving = forward ? out_ : in_, &arriving = forward ? in_ : out_;
-  const std::vector<ActionSpec> phase = {{ActionKind::Move, leaving, kPinned, kGpu0},
-                                         {ActionKind::Move, arriving, kGpu0, kPinned}};
-  const double seconds = clock_.time([&] { manager_.execute_actions(phase, "calibrate-duplex"); },
-                                     Operation{Operation::Kind::Duplex, kGpu0, kPinned, bytes_});
-  if (round > 0) seconds_.push_back(seconds);
+void DuplexSeries::round(bool timed) {
+  for (unsigned k = 0; k < kSamplesPerRound; ++k) {
+    const bool forward = samples_taken_++ % 2 == 0;
+    const Handle &leaving = forward ? out_ : in_, &arriving = forward ? in_ : out_;
+    const std::vector<ActionSpec> phase = {{ActionKind::Move, leaving, kPinned, kGpu0},
+                                           {ActionKind::Move, arriving, kGpu0, kPinned}};
+    const double seconds = clock_.time([&] { manager_.execute_actions(phase, "calibrate-duplex"); },
+                                       Operation{Operation::Kind::Duplex, kGpu0, kPinned, bytes_});
+    if (timed) seconds_.push_back(seconds);
+  }
 }
 
 void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
@@ -167,6 +169,8 @@ void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
   manager_.discard(in_);
   result.duplex_bytes = bytes_;
   result.duplex_seconds = median(seconds_);
+  result.duplex_fastest_seconds = *std::min_element(seconds_.begin(), seconds_.end());
+  result.duplex_slowest_seconds = *std::max_element(seconds_.begin(), seconds_.end());
   // Its bytes at a rate shared by the two directions, after the longer
   // latency of the two.
   const SizeClass &in_class = result.model.curve(LinkKind::PinnedToDevice).class_for(bytes_);

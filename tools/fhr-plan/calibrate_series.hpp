@@ -59,11 +59,15 @@ private:
 
 /// An eviction of cuda:0 to pinned beside a prefetch of pinned to cuda:0
 /// in one plan phase (one overlap window, both copy engines), two values
-/// of `bytes` trading places every sample.
+/// of `bytes` trading places every sample. The one figure the window's
+/// rate comes from: three samples a round (kSamplesPerRound), where the
+/// curves have one a size, so that its median does not rest on five.
 class DuplexSeries {
 public:
+  static constexpr unsigned kSamplesPerRound = 3;
   DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes);
-  void sample(unsigned round);
+  /// kSamplesPerRound samples, each moving the values the other way.
+  void round(bool timed);
   /// The duplex figure that makes the predictor give back the measured
   /// window, from the fitted pinned <-> device curves (MoveSeries::finish
   /// first); `fallback` where the window left no time to stream in.
@@ -74,6 +78,7 @@ private:
   Clock &clock_;
   std::uint64_t bytes_;
   Handle out_, in_;
+  unsigned samples_taken_ = 0; ///< its parity says which way the next sample moves
   std::vector<double> seconds_;
 };
 

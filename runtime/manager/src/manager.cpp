@@ -289,11 +289,11 @@ void Manager::install_replica(ValueId value, Location location, Storage &&storag
   // `storage` is taken only once nothing can fail: a transition's copy may
   // still be writing it, and its Hooks free it only after the copy.
   std::byte *block = storage.bytes().data();
-  storage_index_.add(block, storage.block_size(), ReplicaOf{value, location});
+  storage_index(location).add(block, storage.block_size(), ReplicaOf{value, location});
   try {
     records_[value].replicas.emplace_back(location, std::move(storage));
   } catch (...) {
-    storage_index_.remove(block);
+    storage_index(location).remove(block);
     throw;
   }
 }
@@ -302,7 +302,7 @@ void Manager::remove_replica(ValueId value, Location location) {
   auto &replicas = records_[value].replicas;
   const auto it =
       std::find_if(replicas.begin(), replicas.end(), [&](const auto &r) { return r.first == location; });
-  storage_index_.remove(it->second.bytes().data());
+  storage_index(location).remove(it->second.bytes().data());
   replicas.erase(it); // frees the storage
 }
 
@@ -370,11 +370,12 @@ Handle Manager::adopt(std::byte *data, std::size_t logical_nbytes, std::size_t s
   // §2.7, after the budget (the model's admission below decides that one):
   // a block that overlaps a replica the manager owns would be freed twice.
   if (state_.account(location).admits(spec.storage_nbytes))
-    if (const auto owned = storage_index_.overlapping(data, storage_nbytes))
-      throw ResidencyOwnershipError(
-          "an adopted value must own independent backing storage: the buffer overlaps "
-          "the replica of value " +
-          value_name(owned->payload->value) + " at " + owned->payload->location.name());
+    for (const AddressRanges<ReplicaOf> &index : storage_index_)
+      if (const auto owned = index.overlapping(data, storage_nbytes))
+        throw ResidencyOwnershipError(
+            "an adopted value must own independent backing storage: the buffer overlaps "
+            "the replica of value " +
+            value_name(owned->payload->value) + " at " + owned->payload->location.name());
   // Room for a second replica before anything changes: most values get
   // one, and their first transition then allocates nothing here.
   Record record;
@@ -601,7 +602,8 @@ void Manager::close(bool wait, bool force) {
     for (Location location : state_.registry())
       if (location.is_cuda()) backend_.streams->synchronize_device(location);
   reaper_->clear();
-  storage_index_.clear();
+  for (AddressRanges<ReplicaOf> &index : storage_index_)
+    index.clear();
   records_.clear(); // frees every replica
   state_.close();
   closed_ = true;

@@ -48,6 +48,12 @@ double RuntimePools::allocate(Location location, std::uint64_t bytes) {
               links_.device_allocation_seconds + growth * links_.device_growth_seconds_per_byte);
 }
 
+bool RuntimePools::grows_device_pool(Location location, std::uint64_t bytes) const {
+  if (!location.is_cuda()) return false;
+  const DevicePool &pool = devices_[location.device()];
+  return pool.in_use + bytes > pool.reserved;
+}
+
 void RuntimePools::free(Location location, std::uint64_t bytes) {
   if (location == Location::pinned()) return pinned_.give_back(bytes, options_.pinned_pool_bytes);
   if (location == Location::pageable()) {

@@ -26,6 +26,10 @@ struct Flow {
   CopyQueue engine;
   double host_left = 0;  ///< allocation on the host before the copy may start
   double allocation = 0; ///< what host_left was
+  Location from, to;
+  /// Its allocation grows the destination device's pool, which returns
+  /// only once the copies in flight on that device are done.
+  bool growth_waits = false;
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
@@ -76,6 +80,21 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
   return flow.bytes_per_second;
 }
 
+/// Whether `flow`'s destination is still being allocated: its host time
+/// left, or a growth of its device's pool, which returns only once the
+/// copies issued before it on the device's other engine are done. (On the
+/// H200 a prefetch's growth returned when the eviction beside it ended,
+/// while the growths behind a prefetch on its own stream did not wait for
+/// that prefetch: runtime_pools.hpp.)
+bool allocating(const Flow &flow, std::span<const Flow> flows) {
+  if (flow.host_left > 0) return true;
+  if (!flow.growth_waits) return false;
+  return std::any_of(flows.begin(), flows.begin() + (&flow - flows.data()), [&](const Flow &other) {
+    return other.issued && !other.done && !(other.engine == flow.engine) &&
+           (other.from == flow.to || other.to == flow.to);
+  });
+}
+
 /// Runs one window's copies from `begin`; returns when its last action committed.
 double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
                        double begin, const LinkModel &links, const TimelineOptions &options,
@@ -88,6 +107,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
         links.curve(*link_between(step.source, step.destination)).class_for(step.logical_bytes);
     Flow flow;
     flow.step = member;
+    flow.from = step.source;
+    flow.to = step.destination;
     flow.engine = *engine_of(step.source, step.destination);
     flow.latency_left = size_class.latency_seconds;
     flow.bytes_left = static_cast<double>(step.logical_bytes);
@@ -96,6 +117,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
+      flow.growth_waits = pools->grows_device_pool(step.destination, step.logical_bytes);
       flow.allocation = pools->allocate(step.destination, step.logical_bytes);
       if (flow.synchronous) flow.allocation += pools->staging_seconds();
       flow.host_left = flow.allocation;
@@ -108,7 +130,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     // Copies are started in plan order, each once the one before it has
     // been allocated; a synchronous one holds the rest back until it is done.
     while (next_issue < flows.size() &&
-           (next_issue == 0 || (flows[next_issue - 1].host_left == 0 &&
+           (next_issue == 0 || (!allocating(flows[next_issue - 1], flows) &&
                                 (!flows[next_issue - 1].synchronous || flows[next_issue - 1].done)))) {
       flows[next_issue].issued = true;
       flows[next_issue].issued_at = now;
@@ -116,7 +138,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     }
     // An idle engine takes its oldest allocated copy.
     for (Flow &flow : flows) {
-      if (!flow.issued || flow.started || flow.host_left > 0) continue;
+      if (!flow.issued || flow.started || allocating(flow, flows)) continue;
       const bool busy = std::any_of(flows.begin(), flows.end(), [&](const Flow &other) {
         return other.started && !other.done && other.engine == flow.engine;
       });
