@@ -131,8 +131,10 @@ TEST_CASE("adopt: device replicas are indexed apart from host ones, and both are
         "an adopted value must own independent backing storage: the buffer overlaps the replica of value #1 "
         "at pageable");
   CHECK(manager.state_version() == version);
-  // Replicas leave the index of their own location: dropping the device
-  // replica keeps the host one indexed.
+  // Dropping the device replica keeps the host one indexed. (That a drop
+  // leaves its own index is address_ranges_test.cpp's and the pinned case
+  // above: the simulated backend maps every device block afresh, so a
+  // freed device block's address does not come back to adopt.)
   manager.drop(h, gpu0);
   CHECK(message_of<ResidencyOwnershipError>(
             [&] { manager.adopt(on_host + 4 * KiB, 64, pageable, never_freed); }) ==

@@ -320,7 +320,7 @@ TEST_CASE("timeline, cold pools: a device pool's growth waits for the copies on 
   const std::vector<TimelineStep> steps = {
       moved(9, pinned, gpu1, 2 * kMB, 0), // phase 0 frees a 2 MB pinned block
       moved(0, gpu0, pinned, 2 * kMB, 1), copy(1, pinned, gpu0, kMB, false, 1),
-      copy(2, pinned, gpu0, kMB, false, 1)};
+      copy(2, pinned, gpu0, kMB, false, 1), copy(3, gpu1, pageable, kMB, false, 1)};
   const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
   REQUIRE(t.windows == 2);
   const double begin = t.steps[0].commit_seconds;
@@ -334,14 +334,39 @@ TEST_CASE("timeline, cold pools: a device pool's growth waits for the copies on 
   CHECK(t.steps[2].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
   CHECK(t.steps[2].copy_start_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].end_seconds == doctest::Approx(begin + 3.01 * kMs).epsilon(1e-12));
-  // The second is started then, and its growth waits for nothing on the
-  // inbound engine: 50 us, then it queues behind the first.
+  // The second is started then, and its growth does not wait for the
+  // first prefetch on its own engine: 50 us, then it queues behind it.
   CHECK(t.steps[3].start_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
   CHECK(t.steps[3].copy_start_seconds == doctest::Approx(begin + 3.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[3].end_seconds == doctest::Approx(begin + 4.02 * kMs).epsilon(1e-12));
+  // So the copy after it (cuda:1's outbound engine, idle) is started once
+  // the second growth's 50 us are over, not when the first prefetch ends.
+  CHECK(t.steps[4].start_seconds == doctest::Approx(begin + 2.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[4].copy_start_seconds == doctest::Approx(begin + 2.05 * kMs).epsilon(1e-12));
   // Warm pools: the prefetches beside the eviction share the duplex rate.
   const fhr::Timeline warm = fhr::predict_timeline(steps, allocating_model());
   CHECK(warm.steps[2].copy_start_seconds < warm.steps[1].end_seconds);
+}
+
+TEST_CASE("timeline, cold pools: a growth waits for nothing but the copies on its device's outbound engine") {
+  // A peer copy out of cuda:0 (carried by cuda:1's inbound engine), then a
+  // peer copy into cuda:0 and a prefetch into cuda:0 that grow its pool:
+  // neither growth waits for the first copy, nor the prefetch's for the
+  // peer copy on its own engine.
+  const std::vector<TimelineStep> steps = {copy(0, gpu0, gpu1, 2 * kMB), copy(1, gpu1, gpu0, 2 * kMB),
+                                           copy(2, pinned, gpu0, kMB)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  REQUIRE(t.windows == 1);
+  CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::Inbound, 1});
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
+  // Each grows a pool (50 us) right after the one before it.
+  CHECK(t.steps[1].start_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(100e-6).epsilon(1e-12));
+  CHECK(t.steps[2].start_seconds == doctest::Approx(100e-6).epsilon(1e-12));
+  CHECK(t.steps[2].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  // The prefetch queues behind the peer copy on cuda:0's inbound engine.
+  CHECK(t.steps[2].copy_start_seconds == doctest::Approx(t.steps[1].end_seconds).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.1 * kMs).epsilon(1e-12));
 }
 
 TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's growth per byte; what a warm-up "

@@ -302,7 +302,7 @@ void Manager::remove_replica(ValueId value, Location location) {
   auto &replicas = records_[value].replicas;
   const auto it =
       std::find_if(replicas.begin(), replicas.end(), [&](const auto &r) { return r.first == location; });
-  storage_index(location).remove(it->second.bytes().data());
+  storage_index(location).remove(it->second.bytes().data(), other_storage_index(location));
   replicas.erase(it); // frees the storage
 }
 

@@ -26,7 +26,7 @@ struct Flow {
   CopyQueue engine;
   double host_left = 0;  ///< allocation on the host before the copy may start
   double allocation = 0; ///< what host_left was
-  Location from, to;
+  Location to;
   /// Its allocation grows the destination device's pool, which returns
   /// only once the copies in flight on that device are done.
   bool growth_waits = false;
@@ -82,16 +82,16 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
 
 /// Whether `flow`'s destination is still being allocated: its host time
 /// left, or a growth of its device's pool, which returns only once the
-/// copies issued before it on the device's other engine are done. (On the
-/// H200 a prefetch's growth returned when the eviction beside it ended,
-/// while the growths behind a prefetch on its own stream did not wait for
-/// that prefetch: runtime_pools.hpp.)
+/// copies issued before it on that device's outbound engine are done. (On
+/// the H200 a prefetch's growth returned when the eviction beside it
+/// ended, while the growths behind a prefetch on its own stream did not
+/// wait for that prefetch: runtime_pools.hpp.)
 bool allocating(const Flow &flow, std::span<const Flow> flows) {
   if (flow.host_left > 0) return true;
   if (!flow.growth_waits) return false;
+  const CopyQueue outbound{CopyQueue::Kind::Outbound, flow.to.device()};
   return std::any_of(flows.begin(), flows.begin() + (&flow - flows.data()), [&](const Flow &other) {
-    return other.issued && !other.done && !(other.engine == flow.engine) &&
-           (other.from == flow.to || other.to == flow.to);
+    return other.issued && !other.done && other.engine == outbound;
   });
 }
 
@@ -107,7 +107,6 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
         links.curve(*link_between(step.source, step.destination)).class_for(step.logical_bytes);
     Flow flow;
     flow.step = member;
-    flow.from = step.source;
     flow.to = step.destination;
     flow.engine = *engine_of(step.source, step.destination);
     flow.latency_left = size_class.latency_seconds;

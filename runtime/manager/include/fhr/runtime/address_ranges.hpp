@@ -41,6 +41,18 @@ public:
   void remove(const void *start) {
     if (auto node = ranges_.extract(address(start))) spare_ = std::move(node);
   }
+  /// remove(), keeping the node as `other`'s spare when this one keeps one
+  /// already: with two indexes a move adds to one and removes from the
+  /// other, and a stream of moves one way would otherwise allocate a node
+  /// in one and free one in the other every time.
+  void remove(const void *start, AddressRanges &other) {
+    auto node = ranges_.extract(address(start));
+    if (!node) return;
+    if (spare_.empty())
+      spare_ = std::move(node);
+    else if (other.spare_.empty())
+      other.spare_ = std::move(node);
+  }
   void clear() { ranges_.clear(); }
   std::size_t size() const { return ranges_.size(); }
 

@@ -373,6 +373,11 @@ private:
   AddressRanges<ReplicaOf> &storage_index(Location location) {
     return storage_index_[location.is_cuda() ? 1 : 0];
   }
+  /// The index of the other kind of location: where a removed replica's
+  /// node is kept when its own index keeps one (AddressRanges::remove).
+  AddressRanges<ReplicaOf> &other_storage_index(Location location) {
+    return storage_index_[location.is_cuda() ? 0 : 1];
+  }
   std::uint64_t next_handle_id_ = 1;
   /// The completion stamp of the latest transition that did work: no-ops,
   /// stamped with the coarse clock, are never stamped before it.

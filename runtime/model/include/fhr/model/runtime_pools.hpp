@@ -13,7 +13,7 @@
 ///   threshold: everything); an allocation that fits in what it reserved
 ///   and is not in use costs nothing, one that makes it grow costs
 ///   `device_allocation_seconds` and `device_growth_seconds_per_byte`, and
-///   does not return before the copies in flight on the device's other
+///   does not return before the copies in flight on the device's outbound
 ///   copy engine are done (measured on the H200: in three runs of
 ///   `evict-while-prefetch.fhr` from cold pools, the first prefetch's
 ///   growth returned when the eviction beside it ended, 2.3 ms later, and
@@ -70,8 +70,9 @@ public:
   double allocate(Location location, std::uint64_t bytes);
   /// Whether allocating `bytes` at `location` now would grow a device's
   /// pool (allocate() would then charge device_allocation_seconds and the
-  /// growth). A growth also waits for the copies in flight on that device
-  /// (fhr/model/timeline.hpp says where that counts).
+  /// growth). Inside an overlap window a growth also waits for the copies
+  /// out of that device issued before it (timeline.cpp, `allocating`): the
+  /// wait shows in the copy's start, not in its allocation time.
   bool grows_device_pool(Location location, std::uint64_t bytes) const;
   /// `bytes` at `location` freed: a pinned block goes back to the pool (as
   /// far as its bound allows), a device block back to the device's pool.
