@@ -69,8 +69,8 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   sizes.push_back(options.max_bytes);
 
   // Every series takes one sample of each of its sizes a round (the duplex
-  // window three of its one size), the first
-  // round untimed (calibrate_series.hpp says why rounds). The loads have
+  // window three of its one size), the first round untimed
+  // (calibrate_series.hpp says why rounds). The loads have
   // rounds of their own, first, on a process that has moved nothing yet:
   // so measured, their curve matched the runs' loads within 2% on two
   // machines (calls 1 and 2 of the eleventh wave), while in rounds with

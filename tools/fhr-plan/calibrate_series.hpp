@@ -4,8 +4,8 @@
 /// rounds (calibrate.cpp): every round takes one sample of every size of
 /// a series (three of the duplex window's one size), the loads' rounds
 /// first, then rounds of the other three together, the first round
-/// untimed (pools and first touches). The
-/// staged copies run at the host's memory bandwidth, which drifts over
+/// untimed (pools and first touches). The staged copies run at the
+/// host's memory bandwidth, which drifts over
 /// seconds on a shared machine: one series' samples in a row caught one
 /// moment (the staged-load curve at 256 MiB came out 28–43 GB/s on three
 /// machines whose plans ran their loads at 36–37.5 GB/s), samples in

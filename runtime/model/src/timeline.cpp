@@ -28,7 +28,8 @@ struct Flow {
   double allocation = 0; ///< what host_left was
   Location to;
   /// Its allocation grows the destination device's pool, which returns
-  /// only once the copies in flight on that device are done.
+  /// only once the copies out of that device issued before it are done
+  /// (allocating()).
   bool growth_waits = false;
   double latency_left = 0;
   double bytes_left = 0;
