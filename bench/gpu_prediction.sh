@@ -15,7 +15,9 @@
 # NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
 # NAME.err, exits.txt (each run's exit beside explain's, or why the example
 # was skipped: it declares more devices than the machine has), and the
-# tables prediction.txt (cold) and prediction-warm.txt. Exit:
+# tables prediction.txt (cold) and prediction-warm.txt. REPEAT=N in the
+# environment runs each example N times per setting (`run --repeat N`: the
+# steps' measured times are medians over the runs). Exit:
 # prediction_error.py's for the warm runs (1 when a step misses its
 # target), 2 when a run's exit differs from explain's.
 set -uo pipefail
@@ -40,6 +42,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.
   echo "calibrate failed"; cat "$out/calibrate.txt"; exit 2; }
 tail -n 30 "$out/calibrate.txt"
 
+repeat=${REPEAT:-1}
 status=0
 : >"$out/exits.txt"
 # One line per GPU (`nvidia-smi -L` also lists MIG instances).
@@ -57,10 +60,10 @@ for example in examples/*.fhr; do
   fi
   "$tool" explain "$example" >/dev/null 2>&1
   predicted=$?
-  "$tool" run --backend cuda --profile "$out/links.json" --format json --trace "$out/$name.trace.json" \
-    "$example" >"$out/$name.run.json" 2>"$out/$name.err"
+  "$tool" run --backend cuda --profile "$out/links.json" --format json --repeat "$repeat" \
+    --trace "$out/$name.trace.json" "$example" >"$out/$name.run.json" 2>"$out/$name.err"
   ran=$?
-  "$tool" run --backend cuda --profile "$out/links.json" --format json --warm-up \
+  "$tool" run --backend cuda --profile "$out/links.json" --format json --warm-up --repeat "$repeat" \
     "$example" >"$out/$name.warm.run.json" 2>>"$out/$name.err"
   warm=$?
   echo "$name: run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"

@@ -16,6 +16,9 @@ total compares the prediction with the time its steps were in flight
 (totals.measured_us); the time the runtime spent between steps is shown
 beside it. Exit 1 if a step misses its target, 2 if a document is not
 fhr-run/1 (the others are still tabled).
+With `run --repeat N` the measured
+times are medians over N runs; each row then also shows the range of the
+runs' transfer times.
 """
 import json
 import sys
@@ -48,6 +51,16 @@ def fills(document):
             if step["transfer"] != "load" or not predicted or measured is None:
                 continue
             yield run, step, predicted, measured
+
+
+def spread(step):
+    """With --repeat: "  (5 runs: 3512.4-3790.1 us)", the range of the runs'
+    transfer times (duration less the source's fill); "" for one run."""
+    repeated = step["measured"].get("repetitions")
+    if not repeated:
+        return ""
+    transfers = [d - s for d, s in zip(repeated["duration_us"], repeated["source_load_us"])]
+    return f"  ({len(transfers)} runs: {min(transfers):.1f}-{max(transfers):.1f} us)"
 
 
 def total_line(run):
@@ -100,7 +113,7 @@ def main(paths):
             shown = f"{error:+.1f}%" if large else f"{error:+.2f} us"
             name = run["file"].split("/")[-1][:24]
             print(f"{name:24} {run['name'][:32]:32} {step['action'][:44]:44} {step['bytes']:11} "
-                  f"{predicted:10.1f}us {measured:10.1f}us {shown:>10}{'' if ok else '  MISS'}")
+                  f"{predicted:10.1f}us {measured:10.1f}us {shown:>10}{'' if ok else '  MISS'}{spread(step)}")
         for run, step, predicted, measured in fills(document):
             error = (measured - predicted) / predicted * 100
             name = run["file"].split("/")[-1][:24]

@@ -2,7 +2,8 @@
 # `fhr-plan run` executes examples on a fresh manager and agrees with the
 # prediction; its exit codes and errors for what cannot run; the memory
 # guard and sizes-only simulation; --scale; EXPLAIN ANALYZE in text, JSON
-# (fhr-run/1) and Perfetto traces; progress only on a terminal.
+# (fhr-run/1) and Perfetto traces, once or as the medians of --repeat;
+# progress only on a terminal.
 # usage: run_test.sh path/to/fhr-plan   (from the repository root)
 set -euo pipefail
 tool=$1
@@ -173,6 +174,61 @@ for pid in (1, 2):
     key = "predicted" if pid == 1 else "measured"
     assert len(spans(pid, "steps")) == sum(s[key][timed] is not None for r in doc["runs"] for s in r["steps"])
 PY
+
+# --repeat: one report per unit; its steps' times are the medians of every
+# run's, the rest (spans, totals) the run whose total is the median.
+run --backend sim --memory-limit 1MiB --format json --repeat 4 --trace "$work/repeat-trace.json" \
+  examples/evict-while-prefetch.fhr
+[ "$code" = 0 ] || fail "--repeat json: exit $code"
+python3 - "$work/out" "$work/repeat-trace.json" <<'PY' || fail "--repeat json"
+import json, statistics, sys
+doc = json.load(open(sys.argv[1]))
+assert [r["name"] for r in doc["runs"]] == ["next-level"], [r["name"] for r in doc["runs"]]
+run = doc["runs"][0]
+repeated = run["repetitions"]
+assert repeated["count"] == 4 and len(repeated["measured_us"]) == 4 and repeated["differing"] is False, repeated
+totals = repeated["measured_us"]
+# the representative: the lower median of the four totals, and its number
+assert run["totals"]["measured_us"] == sorted(totals)[1], (run["totals"], totals)
+assert totals[repeated["representative"] - 1] == run["totals"]["measured_us"], repeated
+timed = 0
+for s in run["steps"]:
+    m = s["measured"]
+    if m["duration_us"] is None:
+        assert "repetitions" not in m, s
+        continue
+    timed += 1
+    durations, loads = m["repetitions"]["duration_us"], m["repetitions"]["source_load_us"]
+    assert len(durations) == len(loads) == 4, m
+    assert abs(m["duration_us"] - statistics.median(durations)) < 0.002, m
+    assert abs(m["source_load_us"] - statistics.median(loads)) < 0.002, m
+    transfers = [d - l for d, l in zip(durations, loads)]
+    assert abs(m["transfer_us"] - statistics.median(transfers)) < 0.002, m
+    assert abs(s["error_us"] - (m["duration_us"] - s["predicted"]["duration_us"])) < 0.002, s
+assert timed == 8, timed
+# the links' times: sums of the steps' medians
+for link in run["links"]:
+    steps = [s for s in run["steps"] if s["link"] == link["link"]]
+    assert abs(link["measured_us"] - sum(s["measured"]["duration_us"] for s in steps)) < 0.01, link
+# the trace holds one run: the representative's eight measured steps
+trace = json.load(open(sys.argv[2]))
+events = trace["traceEvents"]
+tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+measured_steps = [e for e in events if e["ph"] == "X" and e["pid"] == 2 and tracks[(2, e["tid"])] == "steps"]
+assert len(measured_steps) == 8, len(measured_steps)
+PY
+run --backend sim --repeat 3 examples/inference.fhr
+[ "$code" = 0 ] || fail "--repeat text: exit $code"
+grep -Eq '^  repeated 3 times: step times are medians, the rest is repetition [1-3] \(its total the median\); totals [0-9.]+ (us|ms|s) to [0-9.]+ (us|ms|s)$' \
+  "$work/out" || fail "--repeat text: no repetitions line"
+[ "$(grep -c 'on the simulated device backend' "$work/out")" = 1 ] || fail "--repeat text: more than one report"
+grep -q 'result: completed as predicted; 9 content checks passed' "$work/out" || fail "--repeat text: checks"
+run --backend sim examples/inference.fhr
+! grep -q 'repeated' "$work/out" || fail "a single run reports repetitions"
+for n in 0 101; do
+  run --backend sim --repeat "$n" examples/inference.fhr
+  [ "$code" = 2 ] && grep -q -- "--repeat must be from 1 to 100" "$work/err" || fail "--repeat $n"
+done
 
 # Sizes-only in JSON; bad options.
 run --backend sim --memory-limit 1MiB --format json examples/infeasible.fhr

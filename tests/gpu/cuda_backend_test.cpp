@@ -6,6 +6,7 @@
 #include "../unit/runtime_support.hpp"
 
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/cuda/host_blocks.hpp"
 #include "fhr/harness/cuda_test_helpers.hpp"
 #include "fhr/runtime/fault_injection.hpp"
 #include "fhr/runtime/manager.hpp"
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 using namespace fhr;
@@ -621,7 +623,72 @@ TEST_CASE("gpu: adopt refuses memory whose kind contradicts `at`, and a second v
   std::free(heap);
 }
 
+TEST_CASE("gpu: pinned blocks on huge pages: registered, pooled, staged through, bytes intact") {
+  ::unsetenv("FHR_PINNED_HUGE_PAGES"); // the option below decides
+  CudaBackendOptions options;
+  options.pinned_huge_pages = true;
+  REQUIRE(host_register_supported());
+  Gpu gpu(make_cuda_backend(options));
+  constexpr std::size_t kLarge = 10 * (std::size_t{1} << 20) + 4096; // six huge pages
+  constexpr std::size_t kSmall = 64 * KiB;                           // below one: cudaHostAlloc
+  for (const std::size_t n : {kLarge, kSmall}) {
+    CAPTURE(n);
+    auto *data = static_cast<std::byte *>(std::malloc(n));
+    fill_pattern({data, n}, 41);
+    const std::uint64_t expected = checksum_of({data, n});
+    const Handle h = gpu.manager.adopt(data, n, pageable, std::free, ReplicaMode::Replicable);
+    gpu.manager.ensure(h, pinned);
+    Storage block = gpu.backend.memory->allocate(pinned, n); // what the binder adopts
+    std::byte *view = block.bytes().data();
+    std::memcpy(view, data, n);
+    // Registered memory is pinned memory to the driver (what adopt's
+    // location inference asks), on a huge-page boundary when it is large.
+    cudaPointerAttributes attributes{};
+    REQUIRE(cudaPointerGetAttributes(&attributes, view) == cudaSuccess);
+    CHECK(attributes.type == cudaMemoryTypeHost);
+    CHECK((reinterpret_cast<std::uintptr_t>(view) % kHugePageBytes == 0) == (n >= kHugePageBytes));
+    CHECK(gpu.manager.content_checksum(h, pinned) == expected);
+    gpu.manager.move(h, gpu0, pinned);
+    CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
+    gpu.manager.move(h, pinned, gpu0); // into a kept block
+    CHECK(gpu.manager.content_checksum(h, pinned) == expected);
+    // Staged both ways through the bounce buffers (on huge pages too) when large.
+    gpu.manager.move(h, gpu0, pageable);
+    CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
+    gpu.manager.drop(h, pinned);
+    gpu.manager.move(h, pageable, gpu0);
+    CHECK(gpu.manager.replicas(h) == std::vector<Location>{pageable});
+    CHECK(gpu.manager.content_checksum(h, pageable) == expected);
+    gpu.manager.discard(h);
+  }
+  // Kept in the pinned pool by the sizes asked for, as cudaHostAlloc
+  // blocks are: per size the value's block and the one allocated above.
+  const std::optional<PoolFigures> figures = gpu.backend.memory->pool_figures(pinned);
+  REQUIRE(figures);
+  CHECK(figures->idle_bytes == 2 * (kLarge + kSmall));
+}
+
 // Host code alone: runs on machines without a GPU too (see main).
+TEST_CASE("cuda host blocks: huge-page mappings are fresh, aligned and whole") {
+  constexpr std::size_t kRounded = 3 * kHugePageBytes;
+  CHECK(huge_page_multiple(1) == kHugePageBytes);
+  CHECK(huge_page_multiple(kHugePageBytes) == kHugePageBytes);
+  CHECK(huge_page_multiple(2 * kHugePageBytes + 1) == kRounded);
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    std::byte *block = map_huge_pages(kRounded);
+    CHECK(reinterpret_cast<std::uintptr_t>(block) % kHugePageBytes == 0);
+    // Fresh memory every time: a block malloc's heap handed back would hold
+    // the previous round's bytes (and be faulted in already).
+    bool zero = true;
+    for (std::size_t offset = 0; offset < kRounded; offset += 4096)
+      zero = zero && block[offset] == std::byte{0} && block[offset + 4095] == std::byte{0};
+    CHECK(zero);
+    std::memset(block, 0xab, kRounded); // all of it writable
+    unmap_huge_pages(block, kRounded);
+  }
+}
+
 TEST_CASE("cuda options: the environment's tuning overrides, the automatic choices") {
   struct Variable { // sets an environment variable for the test, then unsets it
     const char *name;
@@ -633,6 +700,7 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
   ::unsetenv("FHR_HOST_COPY_THREADS");
   ::unsetenv("FHR_STAGING_CHUNK_MIB");
   ::unsetenv("FHR_HOST_COPY_STREAMING");
+  ::unsetenv("FHR_PINNED_HUGE_PAGES");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const CudaBackendOptions automatic = resolved({});
   CHECK(automatic.host_copy_threads == std::min(15u, cores - 1));
@@ -649,8 +717,9 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
     CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{8} << 20);
   }
   for (const char *setting : {"0", "1"}) {
-    Variable streaming("FHR_HOST_COPY_STREAMING", setting);
+    Variable streaming("FHR_HOST_COPY_STREAMING", setting), huge("FHR_PINNED_HUGE_PAGES", setting);
     CHECK(resolved({}).host_copy_streaming_stores == (setting[0] == '1'));
+    CHECK(resolved({}).pinned_huge_pages == (setting[0] == '1'));
   }
   {
     Variable streaming("FHR_HOST_COPY_STREAMING", "2"); // neither: the options' own
@@ -672,7 +741,7 @@ int main(int argc, char **argv) {
   if (cuda_device_count() == 0) {
     // The host-only cases run here too; the rest needs a device.
     doctest::Context host_only(argc, argv);
-    host_only.addFilter("test-case", "cuda options*");
+    host_only.addFilter("test-case", "cuda options*,cuda host*");
     if (const int failed = host_only.run(); failed != 0) return failed;
     std::printf("SKIPPED: no CUDA device on this machine; the simulated backend covers these paths\n");
     return 77;

@@ -108,6 +108,17 @@ def test_specs_actions_and_plans_check_their_arguments(manager):
         fhr.ResidencyPlan("p", enter=[3])
 
 
+def test_cuda_backend_settings():
+    # Settings only: no backend is made, so this runs without a GPU too.
+    defaults = fhr.CudaBackend()
+    assert defaults.pinned_pool_bytes == 4 << 30 and defaults.device_pool_release_threshold == 0
+    assert defaults.device_small_block_cache_bytes == 64 << 20 and defaults.pinned_huge_pages is True
+    chosen = fhr.CudaBackend(pinned_pool_bytes=1 << 30, pinned_huge_pages=False)
+    assert chosen.pinned_pool_bytes == 1 << 30 and chosen.pinned_huge_pages is False
+    with pytest.raises(TypeError):
+        fhr.CudaBackend(1 << 30)  # keyword-only
+
+
 def test_manager_arguments(sim):
     with pytest.raises(TypeError):
         fhr.ResidencyManager([(fhr.PINNED_HOST, 1)])

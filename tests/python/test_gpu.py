@@ -106,6 +106,23 @@ def test_freed_device_memory_goes_back_for_torch(m):
     assert free_after >= free_before - (128 << 20)  # only the small-block cache may stay
 
 
+@pytest.mark.parametrize("huge_pages", [True, False])
+def test_pinned_blocks_either_way_keep_the_bytes(huge_pages, monkeypatch):
+    monkeypatch.delenv("FHR_PINNED_HUGE_PAGES", raising=False)  # the setting decides
+    manager = fhr.ResidencyManager(backend=fhr.CudaBackend(pinned_huge_pages=huge_pages))
+    try:
+        source = torch.arange(10 << 20).to(torch.uint8)  # 10 MiB: pinned blocks of five huge pages
+        h = manager.adopt(source.clone(), replica_mode=fhr.ReplicaMode.REPLICABLE)
+        manager.ensure(h, fhr.PINNED_HOST)
+        manager.move(h, CUDA0, from_location=fhr.PINNED_HOST)
+        manager.move(h, fhr.PINNED_HOST, from_location=CUDA0)
+        with manager.acquire([h], at=fhr.PINNED_HOST) as values:
+            pinned = values[h]
+            assert pinned.is_pinned() and torch.equal(pinned, source)
+    finally:
+        manager.close(force=True)
+
+
 class TorchPair:
     """A fake ciphertext of two CUDA tensors, as FHElium's TensorResident types."""
 

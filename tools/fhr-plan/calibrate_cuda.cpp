@@ -3,6 +3,9 @@
 // costs, and the machine's name.
 #include "calibrate_cuda.hpp"
 
+#include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/cuda/host_blocks.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -151,17 +154,19 @@ FixedCosts measure_cuda_fixed_costs() {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   };
   std::vector<double> pinned, registered;
+  // Made as the backend's pinned pool makes its blocks (the environment's
+  // FHR_PINNED_HUGE_PAGES and the devices' support included).
+  const bool huge_pages = resolved({}).pinned_huge_pages && host_register_supported();
   for (int rep = 0; rep < 3; ++rep) {
-    void *block = nullptr;
     auto start = std::chrono::steady_clock::now();
-    check(cudaHostAlloc(&block, kPinned, cudaHostAllocDefault), "cudaHostAlloc");
+    std::byte *block = make_pinned_block(kPinned, huge_pages);
     copy_out(block);
     const double cold = seconds_since(start);
     start = std::chrono::steady_clock::now();
     copy_out(block);
     // Never below zero: on a noisy machine the second copy can be the slower.
     pinned.push_back(std::max(0.0, cold - seconds_since(start)) / kPinned);
-    cudaFreeHost(block);
+    free_pinned_block(block, kPinned, huge_pages);
     void *host = std::aligned_alloc(4096, kPinned);
     if (!host) throw std::bad_alloc();
     std::memset(host, 0, kPinned);

@@ -91,7 +91,11 @@ struct RunOptions {
   std::uint64_t memory_limit_bytes = 0; ///< --memory-limit: host memory a run may use (0: 3/4 of it)
   /// --warm-up: each run's cold allocations reserved before it (docs/run.md).
   bool warm_up = false;
+  /// --repeat: runs of each unit, each on a fresh manager and backend; the
+  /// report's step times are their medians (docs/run.md).
+  unsigned repeat = 1;
 };
+inline constexpr unsigned kMaxRepeat = 100;
 /// Executes programs (or plans) on a fresh manager and compares every step
 /// with the prediction: 0 all completed as predicted, 1 stopped at a
 /// predicted failure, 2 bad input or a difference between prediction and

@@ -103,6 +103,10 @@ cl::opt<bool> run_warm_up("warm-up",
                           cl::desc("Before each run, reserve the pool blocks its steps would allocate cold "
                                    "(Manager::warm_up) and predict warm pools"),
                           cl::sub(run_command));
+cl::opt<unsigned> run_repeat("repeat",
+                             cl::desc("Run each program or plan N times, each on a fresh manager; step times "
+                                      "are the medians (at most 100)"),
+                             cl::value_desc("N"), cl::init(1), cl::sub(run_command));
 cl::opt<std::string>
     run_memory_limit("memory-limit",
                      cl::desc("Host memory a run may use (default: 3/4 of what is available); "
@@ -380,6 +384,7 @@ int main(int argc, char **argv) {
   run.profile = run_profile;
   run.trace = run_trace;
   run.warm_up = run_warm_up;
+  run.repeat = run_repeat;
   if (!run_memory_limit.empty() &&
       !fhr::cli::parse_size_option("--memory-limit", run_memory_limit, run.memory_limit_bytes))
     return fhr::cli::kBadInput;

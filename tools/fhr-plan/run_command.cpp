@@ -128,6 +128,17 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
   for (std::size_t l = 0; l < run.links.size(); ++l)
     os << (l == 0 ? ": " : ", ") << link_text(run.links[l]);
   os << "\n";
+  if (run.differing_repetition) {
+    os << "  repetition " << run.representative + 1
+       << " differs from the prediction (those before it agreed); shown as it ran\n";
+  } else if (!run.repeated_measured_us.empty()) {
+    const auto [fastest, slowest] =
+        std::minmax_element(run.repeated_measured_us.begin(), run.repeated_measured_us.end());
+    os << "  repeated " << run.repeated_measured_us.size()
+       << " times: step times are medians, the rest is repetition " << run.representative + 1
+       << " (its total the median); totals " << human_time(*fastest) << " to " << human_time(*slowest)
+       << "\n";
+  }
   if (check.warm_up)
     os << "  warm-up before the run: " << human_bytes(static_cast<double>(check.warm_up->reserved_bytes()))
        << " reserved in " << human_time(run.warm_up_measured_us.value_or(0))
@@ -199,6 +210,10 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     llvm::WithColor::error(llvm::errs(), "fhr-plan") << "--scale must be at least 1\n";
     return kBadInput;
   }
+  if (run.repeat == 0 || run.repeat > kMaxRepeat) {
+    llvm::WithColor::error(llvm::errs(), "fhr-plan") << "--repeat must be from 1 to " << kMaxRepeat << "\n";
+    return kBadInput;
+  }
   std::optional<LinkModel> links = load_profile(run.profile);
   if (!links) return kBadInput;
   const std::string backend_id = run.backend.empty() ? default_backend() : run.backend;
@@ -246,16 +261,30 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     };
     auto name_of = [&](std::uint32_t string) -> const std::string & { return module.strings[string]; };
     std::vector<ExecutionCheck> &checks = checks_per_file.emplace_back();
-    std::vector<std::optional<double>> warm_up_predicted_us; // per check
+    // Per unit run, its repetitions' checks: [first, first + count).
+    struct UnitRuns {
+      std::size_t first = 0, count = 0;
+      std::optional<double> warm_up_predicted_us;
+    };
+    std::vector<UnitRuns> unit_runs;
     bool selected = false;
     auto run_unit = [&](const std::string &kind, const std::string &name, auto check_unit) {
-      progress.start(kind + " " + string_literal(name));
       UnitWarmUp warm_up;
       if (run.warm_up) warm_up = unit_warm_up(unit_of(kind, name), *links);
       execution.warm_up = std::move(warm_up.requests);
-      warm_up_predicted_us.push_back(warm_up.predicted_us);
-      checks.push_back(check_unit());
-      progress.clear();
+      UnitRuns &unit = unit_runs.emplace_back(UnitRuns{checks.size(), 0, warm_up.predicted_us});
+      for (unsigned r = 0; r < run.repeat; ++r) {
+        progress.start(kind + " " + string_literal(name) +
+                       (run.repeat > 1
+                            ? " (" + std::to_string(r + 1) + " of " + std::to_string(run.repeat) + ")"
+                            : std::string()));
+        checks.push_back(check_unit());
+        ++unit.count;
+        progress.clear();
+        // A repetition that differs from the prediction ends them and is
+        // the one reported (combine_repetitions): medians would hide it.
+        if (!checks.back().agrees()) break;
+      }
       selected = true;
     };
     try {
@@ -286,11 +315,16 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
           << " to run\n";
       return kBadInput;
     }
-    for (std::size_t c = 0; c < checks.size(); ++c) {
-      const ExecutionCheck &check = checks[c];
-      runs.push_back(
-          analyze_run(options.files[f], module, check, unit_of(check.kind, check.name), *links, timeline));
-      if (check.warm_up) runs.back().warm_up_predicted_us = warm_up_predicted_us[c];
+    for (const UnitRuns &unit : unit_runs) {
+      std::vector<AnalyzedRun> repetitions;
+      for (std::size_t c = unit.first; c < unit.first + unit.count; ++c) {
+        const ExecutionCheck &check = checks[c];
+        repetitions.push_back(
+            analyze_run(options.files[f], module, check, unit_of(check.kind, check.name), *links, timeline));
+        if (check.warm_up) repetitions.back().warm_up_predicted_us = unit.warm_up_predicted_us;
+      }
+      runs.push_back(combine_repetitions(std::move(repetitions)));
+      const ExecutionCheck &check = *runs.back().check;
       if (!check.agrees())
         status = kBadInput;
       else if (status == kFeasible && (!check.run.completed || !check.setup.completed))

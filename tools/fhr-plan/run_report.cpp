@@ -1,5 +1,7 @@
 #include "run_report.hpp"
 
+#include "calibrate.hpp"
+
 #include "fhr/compiler/explain_time.hpp"
 #include "fhr/compiler/report.hpp"
 
@@ -78,6 +80,24 @@ double union_length(std::vector<std::pair<double, double>> spans) {
   return open ? total + open_end - open_start : total;
 }
 
+/// Per link, the copies, bytes and times of `steps`, by link name.
+std::vector<LinkTotal> link_totals(const std::vector<AnalyzedStep> &steps) {
+  std::map<std::string, LinkTotal> by_link;
+  for (const AnalyzedStep &step : steps) {
+    if (step.transfer == StepTransfer::None) continue;
+    LinkTotal &total = by_link[step.link];
+    total.link = step.link;
+    ++total.copies;
+    total.bytes += step.bytes;
+    total.measured_us += step.measured_duration_us().value_or(0);
+    total.predicted_us += step.predicted_duration_us().value_or(0);
+  }
+  std::vector<LinkTotal> out;
+  for (auto &[name, total] : by_link)
+    out.push_back(total);
+  return out;
+}
+
 } // namespace
 
 std::optional<double> AnalyzedStep::predicted_duration_us() const {
@@ -86,6 +106,7 @@ std::optional<double> AnalyzedStep::predicted_duration_us() const {
 }
 
 std::optional<double> AnalyzedStep::measured_duration_us() const {
+  if (!repeated_durations_us.empty()) return calibrate::median(repeated_durations_us);
   if (!measured_start_us || !measured_end_us) return std::nullopt;
   return *measured_end_us - *measured_start_us;
 }
@@ -97,6 +118,14 @@ std::optional<double> AnalyzedStep::predicted_transfer_us() const {
 }
 
 std::optional<double> AnalyzedStep::measured_transfer_us() const {
+  if (!repeated_durations_us.empty()) {
+    // Per repetition, then the median: a slow fill and a fast copy of two
+    // different repetitions do not make one transfer.
+    std::vector<double> transfers;
+    for (std::size_t r = 0; r < repeated_durations_us.size(); ++r)
+      transfers.push_back(repeated_durations_us[r] - repeated_source_loads_us[r]);
+    return calibrate::median(std::move(transfers));
+  }
   const std::optional<double> duration = measured_duration_us();
   if (!duration) return std::nullopt;
   return *duration - measured_source_load_us;
@@ -128,7 +157,6 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     if (t.completed_at_ns != 0 && (origin_ns == 0 || t.started_at_ns < origin_ns))
       origin_ns = t.started_at_ns;
 
-  std::map<std::string, LinkTotal> by_link;
   std::vector<std::pair<double, double>> measured_spans;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepRecord &step = steps[i];
@@ -173,21 +201,57 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     }
     if (row.transfer != StepTransfer::None) {
       row.link = transfer_link_name(row.transfer, *row.source, *row.destination);
-      LinkTotal &total = by_link[row.link];
-      total.link = row.link;
-      ++total.copies;
-      total.bytes += row.bytes;
-      total.measured_us += row.measured_duration_us().value_or(0);
-      total.predicted_us += row.predicted_duration_us().value_or(0);
       run.bytes_moved += row.bytes;
     }
     run.steps.push_back(std::move(row));
   }
   run.measured_us = union_length(std::move(measured_spans));
-  for (auto &[name, total] : by_link)
-    run.links.push_back(total);
+  run.links = link_totals(run.steps);
   if (const StepRecord *failed = check.run.failure())
     run.stopped_line = module.code[failed->instruction].line;
+  return run;
+}
+
+AnalyzedRun combine_repetitions(std::vector<AnalyzedRun> repetitions) {
+  if (repetitions.size() == 1) return std::move(repetitions.front());
+  if (!repetitions.back().check->agrees()) {
+    // The last one differs from the prediction (the ones before it agreed):
+    // it is reported as it ran, the totals of all beside it.
+    AnalyzedRun run = std::move(repetitions.back());
+    for (const AnalyzedRun &repetition : repetitions)
+      run.repeated_measured_us.push_back(repetition.measured_us);
+    run.representative = repetitions.size() - 1;
+    run.differing_repetition = true;
+    return run;
+  }
+  std::vector<std::size_t> by_total(repetitions.size());
+  for (std::size_t r = 0; r < by_total.size(); ++r)
+    by_total[r] = r;
+  std::stable_sort(by_total.begin(), by_total.end(), [&](std::size_t a, std::size_t b) {
+    return repetitions[a].measured_us < repetitions[b].measured_us;
+  });
+  const std::size_t representative = by_total[(by_total.size() - 1) / 2];
+  AnalyzedRun run = repetitions[representative];
+  run.representative = representative;
+  for (const AnalyzedRun &repetition : repetitions)
+    run.repeated_measured_us.push_back(repetition.measured_us);
+  for (std::size_t k = 0; k < run.steps.size(); ++k) {
+    AnalyzedStep &step = run.steps[k];
+    if (!step.measured_duration_us()) continue;
+    std::vector<double> durations, source_loads;
+    for (const AnalyzedRun &repetition : repetitions) {
+      if (k >= repetition.steps.size() || repetition.steps[k].action != step.action) continue;
+      const AnalyzedStep &same = repetition.steps[k];
+      if (const std::optional<double> duration = same.measured_duration_us()) {
+        durations.push_back(*duration);
+        source_loads.push_back(same.measured_source_load_us);
+      }
+    }
+    step.measured_source_load_us = calibrate::median(source_loads);
+    step.repeated_durations_us = std::move(durations);
+    step.repeated_source_loads_us = std::move(source_loads);
+  }
+  run.links = link_totals(run.steps);
   return run;
 }
 
@@ -297,6 +361,15 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                {"source_load_us",
                 s.measured_start_us ? json(rounded_us(s.measured_source_load_us)) : json(nullptr)},
                {"transfer_us", optional_us(s.measured_transfer_us())}};
+      if (!s.repeated_durations_us.empty()) {
+        json durations = json::array(), source_loads = json::array();
+        for (std::size_t k = 0; k < s.repeated_durations_us.size(); ++k) {
+          durations.push_back(rounded_us(s.repeated_durations_us[k]));
+          source_loads.push_back(rounded_us(s.repeated_source_loads_us[k]));
+        }
+        step["measured"]["repetitions"] =
+            json{{"duration_us", std::move(durations)}, {"source_load_us", std::move(source_loads)}};
+      }
       const std::optional<double> p = s.predicted_duration_us(), m = s.measured_duration_us();
       step["error_us"] = p && m ? json(rounded_us(*m - *p)) : json(nullptr);
       step["error_percent"] = p && m && *p > 0 ? json(rounded_us((*m - *p) / *p * 100)) : json(nullptr);
@@ -326,6 +399,15 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                   ? json(rounded_us((run.measured_us - run.predicted_us) / run.predicted_us * 100))
                   : json(nullptr)},
              {"bytes_moved", run.bytes_moved}};
+    if (!run.repeated_measured_us.empty()) {
+      json totals = json::array();
+      for (double us : run.repeated_measured_us)
+        totals.push_back(rounded_us(us));
+      r["repetitions"] = json{{"count", run.repeated_measured_us.size()},
+                              {"representative", run.representative + 1},
+                              {"differing", run.differing_repetition},
+                              {"measured_us", std::move(totals)}};
+    }
     r["warm_up"] = check.warm_up ? json{{"reserved_bytes", check.warm_up->reserved_bytes()},
                                         {"predicted_us", optional_us(run.warm_up_predicted_us)},
                                         {"measured_us", optional_us(run.warm_up_measured_us)}}

@@ -40,6 +40,12 @@ struct AnalyzedStep {
   std::optional<double> measured_start_us, measured_end_us;
   /// Of the measured span, the time in the value's source (a load).
   double measured_source_load_us = 0;
+  /// --repeat: the step's measured span and its source's fill in each
+  /// repetition, in run order (empty for a single run). The measured
+  /// duration, transfer and source fill (measured_source_load_us) are then
+  /// medians over the repetitions, each on its own; the start and end stay
+  /// those of the representative repetition.
+  std::vector<double> repeated_durations_us, repeated_source_loads_us;
 
   std::optional<double> predicted_duration_us() const;
   std::optional<double> measured_duration_us() const;
@@ -77,6 +83,14 @@ struct AnalyzedRun {
   std::optional<double> warm_up_predicted_us, warm_up_measured_us;
   std::vector<LinkTotal> links;
   std::optional<std::uint32_t> stopped_line;
+  /// --repeat: each repetition's `measured_us`, in run order (empty for a
+  /// single run), and the one that stands for them (its check, spans and
+  /// totals are the run's): the median of those totals, or the last one
+  /// when it differs from the prediction (`differing_repetition`: the run
+  /// is that repetition alone, no medians).
+  std::vector<double> repeated_measured_us;
+  std::size_t representative = 0;
+  bool differing_repetition = false;
 };
 
 /// Analyses one checked run: `explanation` is the unit of the explain
@@ -85,6 +99,16 @@ struct AnalyzedRun {
 AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module, const ExecutionCheck &check,
                         const nlohmann::ordered_json *explanation, const LinkModel &links,
                         const TimelineOptions &timeline);
+
+/// Repetitions of one unit as one run: when they all agree with the
+/// prediction, the repetition whose measured total is the median (the
+/// lower one of an even count) with, per step, the durations of every
+/// repetition (AnalyzedStep::repeated_durations_us) and the per-link totals
+/// of their medians (repetitions that agree run the same steps; a step
+/// another repetition lacks keeps the representative's time alone). When
+/// the last one differs (the runner stops there), that one as it ran.
+/// \pre !repetitions.empty()
+AnalyzedRun combine_repetitions(std::vector<AnalyzedRun> repetitions);
 
 /// Per link, over several runs.
 std::vector<LinkTotal> merge_links(const std::vector<AnalyzedRun> &runs);

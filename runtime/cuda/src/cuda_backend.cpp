@@ -1,5 +1,6 @@
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/cuda/cuda_calls.hpp"
+#include "fhr/cuda/host_blocks.hpp"
 
 #include "host_copier.hpp"
 #include "small_block_slabs.hpp"
@@ -41,40 +42,19 @@ struct PooledEvent {
 };
 PooledEvent *pooled(std::uintptr_t native) { return reinterpret_cast<PooledEvent *>(native); }
 
-/// Page-locked, portable host memory from the driver.
-std::byte *pin(std::size_t nbytes) {
-  void *block = nullptr;
-  check_cuda(cudaHostAlloc(&block, nbytes == 0 ? 1 : nbytes, cudaHostAllocPortable), "cudaHostAlloc");
-  return static_cast<std::byte *>(block);
-}
-
-void unpin(std::byte *block, std::size_t) { cudaFreeHost(block); }
-
-/// Pinning 256 MiB costs about 100 ms, reusing a kept block nothing.
+/// Pinned blocks kept by size (fhr/cuda/host_blocks.hpp makes them):
+/// making one of 120 MiB costs 25-60 ms, reusing a kept block nothing.
 using PinnedPool = BlockPool<std::byte *>;
-
-/// Large pageable blocks start on 2 MiB boundaries and are whole huge pages
-/// long (madvise(MADV_HUGEPAGE)): a transfer into fresh pageable memory is
-/// bound by its page faults, 512 times fewer this way.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-std::size_t huge_page_multiple(std::size_t nbytes) {
-  return (nbytes + kHugePage - 1) / kHugePage * kHugePage;
-}
-
-std::byte *map_huge_pages(std::size_t rounded) {
-  void *memory = std::aligned_alloc(kHugePage, rounded);
-  if (!memory) throw std::bad_alloc();
-  ::madvise(memory, rounded, MADV_HUGEPAGE);
-  return static_cast<std::byte *>(memory);
-}
 
 /// What the backend allocates from each device's pool when it starts.
 constexpr std::size_t kPoolStartBytes = std::size_t{2} << 20;
 
-/// Freed large pageable blocks, kept with their pages faulted in: the
-/// faults (and the kernel's zeroing of each fresh page) are most of what
-/// a copy into fresh pageable memory costs, 9–12 GB/s on the H200's host
-/// against 25+ GB/s into pages already there.
+/// Freed large pageable blocks (whole huge pages, map_huge_pages: a
+/// transfer into fresh pageable memory is bound by its page faults, 512
+/// times fewer this way), kept with their pages faulted in: the faults
+/// (and the kernel's zeroing of each fresh page) are most of what a copy
+/// into fresh pageable memory costs, 9–12 GB/s on the H200's host against
+/// 25+ GB/s into pages already there.
 using PageablePool = BlockPool<std::byte *>;
 
 class CudaBackend final : public Backend {
@@ -82,9 +62,14 @@ public:
   explicit CudaBackend(CudaBackendOptions options)
       : chunk_(options.staging_chunk_bytes), copy_threads_(options.host_copy_threads),
         streaming_stores_(options.host_copy_streaming_stores),
-        pinned_(PinnedPool::make(options.pinned_pool_bytes, pin, unpin)),
-        pageable_(PageablePool::make(options.pageable_pool_bytes, map_huge_pages,
-                                     [](std::byte *block, std::size_t) { std::free(block); })) {
+        pinned_huge_pages_(options.pinned_huge_pages && host_register_supported()),
+        pinned_(PinnedPool::make(
+            options.pinned_pool_bytes,
+            [huge = pinned_huge_pages_](std::size_t n) { return make_pinned_block(n, huge); },
+            [huge = pinned_huge_pages_](std::byte *block, std::size_t n) {
+              free_pinned_block(block, n, huge);
+            })),
+        pageable_(PageablePool::make(options.pageable_pool_bytes, map_huge_pages, unmap_huge_pages)) {
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (count == 0) throw BackendError("no CUDA device");
@@ -144,11 +129,17 @@ public:
   }
 
   ~CudaBackend() override {
+    // Nothing of the backend's may still be copying when its memory goes:
+    // unregistering a staging buffer does not wait for a DMA into it as
+    // cudaFreeHost does.
+    for (const auto *streams : {&transfer_streams_, &outbound_streams_})
+      for (cudaStream_t stream : *streams)
+        cudaStreamSynchronize(stream);
     // Retired: their kept blocks are freed now, blocks still in use when
     // they come back (block_pool.hpp).
     small_blocks_.clear();
     for (std::byte *bounce : bounce_)
-      if (bounce) cudaFreeHost(bounce);
+      if (bounce) free_pinned_block(bounce, chunk_, pinned_huge_pages_);
     for (const auto &events : bounce_ready_)
       for (cudaEvent_t event : events)
         if (event) cudaEventDestroy(event);
@@ -159,6 +150,17 @@ public:
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
       }
+    // The device memory this backend's pools kept goes back to the driver:
+    // the default pools are the process's, so a later backend would
+    // otherwise find them grown (as a second `run --repeat` repetition
+    // did on the H200, its pool growths gone from its steps).
+    for (std::size_t device = 0; device < transfer_streams_.size(); ++device) {
+      DeviceGuard guard(static_cast<int>(device));
+      cudaMemPool_t pool = nullptr;
+      if (cudaDeviceGetDefaultMemPool(&pool, static_cast<int>(device)) == cudaSuccess)
+        cudaMemPoolTrimTo(pool, 0);
+      cudaGetLastError();
+    }
   }
 
   DeviceConfig devices() const override {
@@ -167,7 +169,7 @@ public:
 
   Storage allocate(Location location, std::size_t nbytes) override {
     if (location == Location::pageable()) {
-      if (nbytes < kHugePage) {
+      if (nbytes < kHugePageBytes) {
         void *memory = std::aligned_alloc(64, (nbytes + 64) / 64 * 64);
         if (!memory) throw std::bad_alloc();
         return Storage(static_cast<std::byte *>(memory), nbytes, location,
@@ -215,9 +217,10 @@ public:
     if (location == Location::pinned()) return pinned_->reserve(block_sizes);
     if (location == Location::pageable()) {
       std::uint64_t made = 0;
-      if (std::any_of(block_sizes.begin(), block_sizes.end(), [](std::size_t n) { return n >= kHugePage; })) {
+      if (std::any_of(block_sizes.begin(), block_sizes.end(),
+                      [](std::size_t n) { return n >= kHugePageBytes; })) {
         std::lock_guard lock(staging_mutex_);
-        const bool fresh = !copier_;
+        const bool fresh = !bounce_[0];
         prepare_staging(); // the copier threads fault the blocks in; staged transfers need them too
         for (unsigned device = 0; device < transfer_streams_.size(); ++device)
           bounce_events(device);
@@ -226,7 +229,7 @@ public:
         // the copier threads, kept in the pool (as far as its bound allows).
         std::vector<std::pair<std::byte *, std::size_t>> blocks;
         for (std::size_t n : block_sizes) {
-          if (n < kHugePage) continue;
+          if (n < kHugePageBytes) continue;
           const std::size_t rounded = huge_page_multiple(n);
           blocks.emplace_back(pageable_->take(rounded), rounded);
           copier_->touch(blocks.back().first, rounded);
@@ -404,7 +407,7 @@ public:
         std::memcpy(to.bytes().data(), from.bytes().data(), from.size());
       } else {
         std::lock_guard lock(staging_mutex_);
-        prepare_staging();
+        prepare_copier();
         copier_->copy(to.bytes().data(), from.bytes().data(), from.size());
       }
       return std::nullopt;
@@ -510,15 +513,29 @@ public:
     return bounce_ready;
   }
 
+  /// The copier threads, for host copies and staged transfers. Under
+  /// staging_mutex_.
+  void prepare_copier() {
+    if (!copier_) copier_ = std::make_unique<HostCopier>(copy_threads_, streaming_stores_);
+  }
+
+  /// The copier and the two bounce buffers of staged transfers, made by the
+  /// first staged transfer (or a warm-up; a host copy makes the threads
+  /// alone, as the time model charges them). All or nothing: what was made
+  /// before a failure is freed, and the next one tries again. Under
+  /// staging_mutex_.
   void prepare_staging() {
-    if (copier_) return;
-    for (int b = 0; b < 2; ++b) {
-      void *block = nullptr;
-      check_cuda(cudaHostAlloc(&block, chunk_, cudaHostAllocPortable), "cudaHostAlloc");
-      bounce_[b] = static_cast<std::byte *>(block);
+    prepare_copier();
+    if (bounce_[0]) return;
+    std::byte *first = make_pinned_block(chunk_, pinned_huge_pages_);
+    try {
+      bounce_[1] = make_pinned_block(chunk_, pinned_huge_pages_);
+    } catch (...) {
+      free_pinned_block(first, chunk_, pinned_huge_pages_);
+      throw;
     }
+    bounce_[0] = first;
     bounce_ready_.assign(transfer_streams_.size(), {nullptr, nullptr});
-    copier_ = std::make_unique<HostCopier>(copy_threads_, streaming_stores_);
   }
 
   std::optional<Location> stream_location(Stream stream) const override {
@@ -600,7 +617,8 @@ private:
   /// copier's worker threads (resolved options).
   const std::size_t chunk_;
   const unsigned copy_threads_;
-  const bool streaming_stores_; ///< the copier's stores bypass the cache
+  const bool streaming_stores_;  ///< the copier's stores bypass the cache
+  const bool pinned_huge_pages_; ///< how its pinned blocks are made (make_pinned_block)
   PinnedPool::Owner pinned_;
   PageablePool::Owner pageable_;
   /// Per device: copies into it (and its allocations), copies out of it.
@@ -687,6 +705,8 @@ CudaBackendOptions resolved(CudaBackendOptions options) {
     options.staging_chunk_bytes = static_cast<std::size_t>(std::min(*mib, 1024ul)) << 20;
   if (const auto streaming = environment_number("FHR_HOST_COPY_STREAMING"); streaming && *streaming <= 1)
     options.host_copy_streaming_stores = *streaming == 1;
+  if (const auto huge = environment_number("FHR_PINNED_HUGE_PAGES"); huge && *huge <= 1)
+    options.pinned_huge_pages = *huge == 1;
   if (options.host_copy_threads == 0) {
     // The calling thread copies too: one worker fewer than the cores.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -113,10 +113,12 @@ class CudaBackend:
         pinned_pool_bytes: int = ...,
         device_pool_release_threshold: int = ...,
         device_small_block_cache_bytes: int = ...,
+        pinned_huge_pages: bool = ...,
     ) -> None: ...
     pinned_pool_bytes: int
     device_pool_release_threshold: int
     device_small_block_cache_bytes: int
+    pinned_huge_pages: bool
 
 class _Manager:
     manager_id: str

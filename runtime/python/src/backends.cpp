@@ -36,6 +36,7 @@ struct PyCudaBackend {
   std::uint64_t pinned_pool_bytes;
   std::uint64_t device_pool_release_threshold;
   std::uint64_t device_small_block_cache_bytes;
+  bool pinned_huge_pages;
 };
 
 BackendOperation to_operation(const std::string &name) {
@@ -59,6 +60,7 @@ BackendChoice cuda_choice(const PyCudaBackend &settings) {
   options.pinned_pool_bytes = settings.pinned_pool_bytes;
   options.device_pool_release_threshold = settings.device_pool_release_threshold;
   options.device_small_block_cache_bytes = settings.device_small_block_cache_bytes;
+  options.pinned_huge_pages = settings.pinned_huge_pages;
   return BackendChoice{std::shared_ptr<Backend>(make_cuda_backend(options)), true};
 }
 #endif
@@ -69,7 +71,9 @@ BackendChoice cuda_choice(const PyCudaBackend &settings) {
 /// backend's cache of small blocks (64 MiB per device) stays. See
 /// docs/python.md, "CUDA memory beside PyTorch".
 PyCudaBackend default_cuda_settings() {
-  return PyCudaBackend{std::uint64_t{4} << 30, 0, std::uint64_t{64} << 20};
+  // Pinned blocks on huge pages: CudaBackendOptions::pinned_huge_pages's
+  // default (a build without CUDA has no such options to read it from).
+  return PyCudaBackend{std::uint64_t{4} << 30, 0, std::uint64_t{64} << 20, true};
 }
 
 unsigned device_count() {
@@ -262,15 +266,17 @@ void bind_backends(py::module_ &m) {
       m, "CudaBackend",
       "The CUDA backend's settings. The defaults hand freed device memory back to the driver "
       "(docs/python.md, CUDA memory beside PyTorch).")
-      .def(py::init([](std::uint64_t pinned, std::uint64_t threshold, std::uint64_t cache) {
-             return PyCudaBackend{pinned, threshold, cache};
+      .def(py::init([](std::uint64_t pinned, std::uint64_t threshold, std::uint64_t cache, bool huge_pages) {
+             return PyCudaBackend{pinned, threshold, cache, huge_pages};
            }),
            py::kw_only(), py::arg("pinned_pool_bytes") = defaults.pinned_pool_bytes,
            py::arg("device_pool_release_threshold") = defaults.device_pool_release_threshold,
-           py::arg("device_small_block_cache_bytes") = defaults.device_small_block_cache_bytes)
+           py::arg("device_small_block_cache_bytes") = defaults.device_small_block_cache_bytes,
+           py::arg("pinned_huge_pages") = defaults.pinned_huge_pages)
       .def_readonly("pinned_pool_bytes", &PyCudaBackend::pinned_pool_bytes)
       .def_readonly("device_pool_release_threshold", &PyCudaBackend::device_pool_release_threshold)
-      .def_readonly("device_small_block_cache_bytes", &PyCudaBackend::device_small_block_cache_bytes);
+      .def_readonly("device_small_block_cache_bytes", &PyCudaBackend::device_small_block_cache_bytes)
+      .def_readonly("pinned_huge_pages", &PyCudaBackend::pinned_huge_pages);
 
   m.def("cuda_device_count", &device_count, "CUDA devices this process sees (0 without a CUDA build).");
   m.def("_is_cuda_pinned", &is_cuda_pinned, py::arg("pointer"));

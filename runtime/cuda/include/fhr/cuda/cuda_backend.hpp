@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The CUDA backend (issue #5): pinned host storage from
-/// page-locked CUDA host allocations kept in a bounded pool, device storage
+/// The CUDA backend (issue #5): pinned host storage (huge pages registered
+/// with the driver, fhr/cuda/host_blocks.hpp) kept in a bounded pool, device storage
 /// from each device's stream-ordered memory pool (cudaMallocAsync) with a
 /// release threshold so freed memory stays in the pool, copies with
 /// cudaMemcpyAsync on the destination's stream (the caller's, or a
@@ -65,11 +65,23 @@ struct CudaBackendOptions {
   /// (runtime/cuda/src/streaming_copy.hpp); false: memcpy.
   /// FHR_HOST_COPY_STREAMING (0 or 1) overrides it.
   bool host_copy_streaming_stores = true;
+  /// Whether the backend's pinned blocks of 2 MiB and more (the pinned
+  /// pool's and the staging buffers) are pageable memory on huge pages,
+  /// faulted in and registered with the driver (cudaHostRegister), instead
+  /// of cudaHostAlloc's: on the H200 machine a 120 MiB block took 25 ms
+  /// instead of 58 and copies ran at the same rate (docs/benchmarks.md,
+  /// "Thirteenth wave"). A block is rounded up to whole huge pages; the
+  /// pool's bound counts the sizes asked for. FHR_PINNED_HUGE_PAGES (0 or
+  /// 1) overrides it. Where a device cannot register host memory
+  /// (cudaDevAttrHostRegisterSupported) the backend uses cudaHostAlloc.
+  /// fhr/cuda/host_blocks.hpp makes the blocks.
+  bool pinned_huge_pages = true;
 };
 
 /// `options` with the tuning overrides of the environment applied
 /// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB: whole numbers;
-/// FHR_HOST_COPY_STREAMING: 0 or 1; anything else there is ignored) and the automatic choices made.
+/// FHR_HOST_COPY_STREAMING, FHR_PINNED_HUGE_PAGES: 0 or 1; anything else
+/// there is ignored) and the automatic choices made.
 CudaBackendOptions resolved(CudaBackendOptions options);
 
 /// A backend over the CUDA devices of this process. Throws BackendError

@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// The host memory of the CUDA backend: large pageable blocks on huge
+/// pages, and pinned blocks made either from such memory registered with
+/// the driver or by cudaHostAlloc. Apart from the backend so that
+/// `fhr-plan calibrate` and the benchmarks time the blocks the backend
+/// makes, and so that the mapping can be tested without a GPU.
+
+#include <cstddef>
+
+namespace fhr {
+
+/// Transparent huge pages are 2 MiB on x86-64 and aarch64 with 4 KiB pages.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+/// `nbytes` rounded up to whole huge pages.
+inline std::size_t huge_page_multiple(std::size_t nbytes) {
+  return (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+/// `rounded` bytes (a multiple of kHugePageBytes) of fresh anonymous memory
+/// on a huge-page boundary, advised to huge pages (madvise(MADV_HUGEPAGE))
+/// and not yet faulted in. Mapped directly rather than by malloc, whose
+/// heap would hand a later block memory an earlier one faulted in (glibc
+/// raises its mmap threshold as such blocks are freed): every block is cold
+/// when made, as the time model's pools assume. Throws std::bad_alloc.
+std::byte *map_huge_pages(std::size_t rounded);
+/// Unmaps a block of map_huge_pages (the same `rounded`).
+void unmap_huge_pages(std::byte *block, std::size_t rounded) noexcept;
+
+/// A pinned host block as the backend makes one: with `huge_pages`
+/// (CudaBackendOptions::pinned_huge_pages) and 2 MiB or more, huge pages
+/// (map_huge_pages, rounded up) faulted in by one write each and registered
+/// with the driver, portable and mapped; else cudaHostAlloc (portable).
+/// Throws BackendError when the driver refuses.
+std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages);
+/// Frees a block of make_pinned_block (the same `nbytes` and `huge_pages`).
+void free_pinned_block(std::byte *block, std::size_t nbytes, bool huge_pages) noexcept;
+
+/// Whether every device of this process can register host memory
+/// (cudaDevAttrHostRegisterSupported): where one cannot, the backend makes
+/// its pinned blocks with cudaHostAlloc whatever the option says.
+bool host_register_supported();
+
+} // namespace fhr
