@@ -15,10 +15,9 @@ transfers of 16 MiB and more and within 5 us for smaller ones. A run's
 total compares the prediction with the time its steps were in flight
 (totals.measured_us); the time the runtime spent between steps is shown
 beside it. Exit 1 if a step misses its target, 2 if a document is not
-fhr-run/1 (the others are still tabled).
-With `run --repeat N` the measured
-times are medians over N runs; each row then also shows the range of the
-runs' transfer times.
+fhr-run/1 (the others are still tabled). With `run --repeat N` the
+measured times are medians over N runs; each row then also shows the
+range of the runs' transfer times.
 """
 import json
 import sys
