@@ -627,7 +627,7 @@ TEST_CASE("gpu: pinned blocks on huge pages: registered, pooled, staged through,
   ::unsetenv("FHR_PINNED_HUGE_PAGES"); // the option below decides
   CudaBackendOptions options;
   options.pinned_huge_pages = true;
-  REQUIRE(host_register_supported());
+  REQUIRE(pinned_on_huge_pages(true));
   Gpu gpu(make_cuda_backend(options));
   constexpr std::size_t kLarge = 10 * (std::size_t{1} << 20) + 4096; // six huge pages
   constexpr std::size_t kSmall = 64 * KiB;                           // below one: cudaHostAlloc

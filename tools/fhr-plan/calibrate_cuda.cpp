@@ -156,7 +156,7 @@ FixedCosts measure_cuda_fixed_costs() {
   std::vector<double> pinned, registered;
   // Made as the backend's pinned pool makes its blocks (the environment's
   // FHR_PINNED_HUGE_PAGES and the devices' support included).
-  const bool huge_pages = resolved({}).pinned_huge_pages && host_register_supported();
+  const bool huge_pages = pinned_on_huge_pages(resolved({}).pinned_huge_pages);
   for (int rep = 0; rep < 3; ++rep) {
     auto start = std::chrono::steady_clock::now();
     std::byte *block = make_pinned_block(kPinned, huge_pages);

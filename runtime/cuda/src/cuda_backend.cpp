@@ -62,7 +62,7 @@ public:
   explicit CudaBackend(CudaBackendOptions options)
       : chunk_(options.staging_chunk_bytes), copy_threads_(options.host_copy_threads),
         streaming_stores_(options.host_copy_streaming_stores),
-        pinned_huge_pages_(options.pinned_huge_pages && host_register_supported()),
+        pinned_huge_pages_(pinned_on_huge_pages(options.pinned_huge_pages)),
         pinned_(PinnedPool::make(
             options.pinned_pool_bytes,
             [huge = pinned_huge_pages_](std::size_t n) { return make_pinned_block(n, huge); },

@@ -58,7 +58,8 @@ void free_pinned_block(std::byte *block, std::size_t nbytes, bool huge_pages) no
   unmap_huge_pages(block, huge_page_multiple(nbytes));
 }
 
-bool host_register_supported() {
+bool pinned_on_huge_pages(bool wanted) {
+  if (!wanted) return false;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();

@@ -37,9 +37,11 @@ std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages);
 /// Frees a block of make_pinned_block (the same `nbytes` and `huge_pages`).
 void free_pinned_block(std::byte *block, std::size_t nbytes, bool huge_pages) noexcept;
 
-/// Whether every device of this process can register host memory
-/// (cudaDevAttrHostRegisterSupported): where one cannot, the backend makes
-/// its pinned blocks with cudaHostAlloc whatever the option says.
-bool host_register_supported();
+/// Whether pinned blocks are to be made on huge pages: `wanted`
+/// (CudaBackendOptions::pinned_huge_pages, resolved) and every device of
+/// this process can register host memory (cudaDevAttrHostRegisterSupported);
+/// where one cannot, cudaHostAlloc whatever the option says. The backend
+/// and `calibrate` both decide with it.
+bool pinned_on_huge_pages(bool wanted);
 
 } // namespace fhr
