@@ -661,11 +661,18 @@ TEST_CASE("gpu: pinned blocks on huge pages: registered, pooled, staged through,
     CHECK(gpu.manager.content_checksum(h, pageable) == expected);
     gpu.manager.discard(h);
   }
-  // Kept in the pinned pool by the sizes asked for, as cudaHostAlloc
-  // blocks are: per size the value's block and the one allocated above.
-  const std::optional<PoolFigures> figures = gpu.backend.memory->pool_figures(pinned);
-  REQUIRE(figures);
-  CHECK(figures->idle_bytes == 2 * (kLarge + kSmall));
+  // Kept in the pinned pool, per size the value's block and the one
+  // allocated above: the large by the whole huge pages it takes (six), the
+  // small cudaHostAlloc block by its size.
+  auto idle = [&] {
+    const std::optional<PoolFigures> figures = gpu.backend.memory->pool_figures(pinned);
+    REQUIRE(figures);
+    return figures->idle_bytes;
+  };
+  CHECK(idle() == 2 * (huge_page_multiple(kLarge) + kSmall));
+  // Another size that rounds to the same six pages takes a kept block.
+  Storage larger = gpu.backend.memory->allocate(pinned, kLarge + kHugePageBytes / 2);
+  CHECK(idle() == huge_page_multiple(kLarge) + 2 * kSmall);
 }
 
 // Host code alone: runs on machines without a GPU too (see main).

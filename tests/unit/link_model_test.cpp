@@ -195,3 +195,40 @@ TEST_CASE("link model: a load's copy takes the load curve when one was measured,
   CHECK(back.load_samples[1].seconds == doctest::Approx(5e-3));
   CHECK(back.load_transfer_seconds(pageable, gpu0, bytes) == doctest::Approx(4.875e-3).epsilon(1e-6));
 }
+
+TEST_CASE(
+    "link model: a cold pinned block under a huge page costs its own figures, when a profile has them") {
+  LinkModel model = LinkModel::h200();
+  model.pinned_allocation_seconds_per_byte = 0.1e-9;
+  model.small_pinned_allocation.reset();
+  // Without them (profiles older than the fourteenth wave): the large rate for every size.
+  CHECK(model.pinned_allocation_seconds(1 << 20) == doctest::Approx(0.1e-9 * (1 << 20)));
+  model.small_pinned_allocation = fhr::AllocationCost{20e-6, 0.5e-9};
+  CHECK(model.pinned_allocation_seconds(1 << 20) == doctest::Approx(20e-6 + 0.5e-9 * (1 << 20)));
+  CHECK(model.pinned_allocation_seconds(fhr::kHugePageBytes - 1) ==
+        doctest::Approx(20e-6 + 0.5e-9 * static_cast<double>(fhr::kHugePageBytes - 1)));
+  // From a huge page up, the pool's huge-page blocks: the large rate.
+  CHECK(model.pinned_allocation_seconds(fhr::kHugePageBytes) ==
+        doctest::Approx(0.1e-9 * static_cast<double>(fhr::kHugePageBytes)));
+
+  // The two keys round-trip, and come together or not at all.
+  const std::string text = fhr::link_model_to_json(model);
+  const LinkModel back = fhr::link_model_from_json(text);
+  REQUIRE(back.small_pinned_allocation);
+  CHECK(back.small_pinned_allocation->seconds == doctest::Approx(20e-6));
+  CHECK(back.small_pinned_allocation->seconds_per_byte == doctest::Approx(0.5e-9));
+  CHECK(fhr::link_model_to_json(back) == text);
+  auto renamed = [&](const std::string &key) {
+    std::string changed = text;
+    changed.replace(changed.find(key), key.size(), "\"unknown_key\"");
+    return changed;
+  };
+  try {
+    fhr::link_model_from_json(renamed("\"small_pinned_allocation_ns_per_byte\""));
+    FAIL("a profile with one of the two keys loaded");
+  } catch (const std::invalid_argument &error) {
+    CHECK(std::string(error.what()) ==
+          "links profile: $.small_pinned_allocation_us: needs \"small_pinned_allocation_us\" and "
+          "\"small_pinned_allocation_ns_per_byte\" together");
+  }
+}

@@ -247,7 +247,9 @@ TEST_CASE("timeline, cold pools: no step of a window commits before the window's
   // prefetches were predicted to commit up to 4.4 times earlier than they did.
   const std::vector<TimelineStep> steps = {moved(0, gpu0, pinned, kMB, 0),
                                            moved(1, gpu0, pinned, 4 * kMB, 0)};
-  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
+  fhr::PoolOptions exact_sizes; // cudaHostAlloc blocks: no rounding to huge pages
+  exact_sizes.pinned_huge_pages = false;
+  const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools(exact_sizes));
   REQUIRE(t.windows == 1);
   CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12)); // 1 ms to allocate, 1 ms to copy
   CHECK(t.steps[1].start_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
@@ -284,6 +286,31 @@ TEST_CASE(
   // Warm pools (no TimelineOptions::pools): the copies alone.
   CHECK(fhr::predict_timeline(steps, allocating_model()).total_seconds ==
         doctest::Approx(4.02 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline, cold pools: pinned blocks under a huge page cost their own figures, larger ones whole "
+          "huge pages") {
+  // cudaHostAlloc below 2 MiB: 30 us + 0.5 ns per byte; the huge-page
+  // blocks from 2 MiB up keep allocating_model()'s 1 ns per byte, on whole
+  // pages.
+  LinkModel model = allocating_model();
+  model.small_pinned_allocation = fhr::AllocationCost{30e-6, 0.5e-9};
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  const std::vector<TimelineStep> steps = {
+      moved(0, gpu0, pinned, kMB, 0), moved(1, gpu0, pinned, 4 * kMB, 1), // 4 MB: a 4 MiB block
+      moved(1, pinned, gpu1, 4 * kMB, 2),                                 // gives it back
+      moved(2, gpu0, pinned, 3 * kMiB + 1, 3)};                           // its 4 MiB serve 3 MiB + 1
+  fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(30e-6 + 0.5 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(4 * kMiB * 1e-9).epsilon(1e-12));
+  CHECK(t.steps[3].allocation_seconds == 0);
+  REQUIRE(t.cold_allocations.size() == 3); // the two pinned blocks, cuda:1's pool
+  // cudaHostAlloc blocks (huge pages off) are kept by the exact size.
+  fhr::PoolOptions exact_sizes;
+  exact_sizes.pinned_huge_pages = false;
+  t = fhr::predict_timeline(steps, model, cold_pools(exact_sizes));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(4 * kMs).epsilon(1e-12));
+  CHECK(t.steps[3].allocation_seconds == doctest::Approx((3 * kMiB + 1) * 1e-9).epsilon(1e-12));
 }
 
 TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers; a load allocates twice") {

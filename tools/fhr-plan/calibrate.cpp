@@ -96,6 +96,7 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;
   result.model.device_growth_seconds_per_byte = fixed.device_growth_seconds_per_byte;
   result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation_seconds_per_byte;
+  result.model.small_pinned_allocation = fixed.small_pinned_allocation;
   result.model.pinned_registration_seconds_per_byte = fixed.pinned_registration_seconds_per_byte;
   result.model.event_record_seconds = fixed.event_record_seconds;
   result.model.event_query_seconds = fixed.event_query_seconds;
@@ -146,6 +147,15 @@ std::string result_text(const Result &result) {
                 result.model.device_growth_seconds_per_byte * 1e9, result.model.event_record_seconds * 1e6,
                 result.model.event_query_seconds * 1e6);
   out += line;
+  std::snprintf(line, sizeof line, "  cold pinned blocks: %.4f ns/B",
+                result.model.pinned_allocation_seconds_per_byte * 1e9);
+  out += line;
+  if (const std::optional<AllocationCost> &small = result.model.small_pinned_allocation) {
+    std::snprintf(line, sizeof line, "; under %zu MiB %.2f us + %.4f ns/B", kHugePageBytes >> 20,
+                  small->seconds * 1e6, small->seconds_per_byte * 1e9);
+    out += line;
+  }
+  out += "\n";
   for (LinkKind link : result.kept_from_default)
     out += "  " + std::string(link_kind_name(link)) + ": not measured here, kept from the default profile\n";
   return out;

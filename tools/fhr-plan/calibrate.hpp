@@ -85,6 +85,7 @@ struct FixedCosts {
   double pinned_registration_seconds_per_byte = 0;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
+  std::optional<AllocationCost> small_pinned_allocation;
 };
 
 struct Options {

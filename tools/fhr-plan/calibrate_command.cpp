@@ -57,7 +57,8 @@ int run_calibrate(const CalibrateOptions &options) {
                                         stand_in.pinned_allocation_seconds_per_byte,
                                         stand_in.pinned_registration_seconds_per_byte,
                                         stand_in.event_record_seconds,
-                                        stand_in.event_query_seconds};
+                                        stand_in.event_query_seconds,
+                                        stand_in.small_pinned_allocation};
       calibrate::Result result = calibrate::calibrate(manager, clock, measure, fixed, nullptr, stand_in);
       result.model.machine = "simulated device backend, 2 devices (stand-in: " + stand_in.machine + ")";
       result.model.measured = "simulated clock";

@@ -13,6 +13,7 @@
 #include "fhr/harness/execution_check.hpp"
 #ifdef FHR_HAVE_CUDA
 #include "fhr/cuda/cuda_backend.hpp"
+#include "fhr/cuda/host_blocks.hpp"
 #endif
 
 #include <llvm/Support/FormatVariadic.h>
@@ -163,6 +164,7 @@ PoolOptions backend_pools() {
   pools.pinned_pool_bytes = backend.pinned_pool_bytes;
   pools.pageable_pool_bytes = backend.pageable_pool_bytes;
   pools.staging_chunk_bytes = backend.staging_chunk_bytes;
+  pools.pinned_huge_pages = pinned_on_huge_pages(backend.pinned_huge_pages);
 #endif
   return pools;
 }

@@ -179,7 +179,8 @@ public:
       return Storage(pageable_->take(rounded), nbytes, location, pageable_->releaser(rounded));
     }
     if (location == Location::pinned()) {
-      return Storage(pinned_->take(nbytes), nbytes, location, pinned_->releaser(nbytes));
+      const std::size_t block = pinned_block(nbytes);
+      return Storage(pinned_->take(block), nbytes, location, pinned_->releaser(block));
     }
     const unsigned device = location.device();
     if (device >= transfer_streams_.size()) throw BackendError("no CUDA device " + location.name());
@@ -214,7 +215,12 @@ public:
   /// their events and the copier threads.
   std::uint64_t prepare(Location location, std::span<const std::size_t> block_sizes) override {
     if (block_sizes.empty()) return 0;
-    if (location == Location::pinned()) return pinned_->reserve(block_sizes);
+    if (location == Location::pinned()) {
+      std::vector<std::size_t> blocks(block_sizes.begin(), block_sizes.end());
+      for (std::size_t &nbytes : blocks)
+        nbytes = pinned_block(nbytes);
+      return pinned_->reserve(blocks);
+    }
     if (location == Location::pageable()) {
       std::uint64_t made = 0;
       if (std::any_of(block_sizes.begin(), block_sizes.end(),
@@ -415,16 +421,17 @@ public:
     if (from.location().is_cuda() && to.location().is_cuda() && from.location() != to.location() &&
         !peer_access_[from.location().device() * transfer_streams_.size() + to.location().device()]) {
       // No peer access: through a pinned block.
-      std::byte *staging = pinned_->take(from.size());
+      const std::size_t block = pinned_block(from.size());
+      std::byte *staging = pinned_->take(block);
       try {
         Storage bounce(staging, from.size(), Location::pinned(), [](std::byte *) {});
         copy(from, bounce, Stream{});
         copy(bounce, to, stream);
       } catch (...) {
-        pinned_->give_back(staging, from.size());
+        pinned_->give_back(staging, block);
         throw;
       }
-      pinned_->give_back(staging, from.size());
+      pinned_->give_back(staging, block);
       return std::nullopt;
     }
     // Into a device: the caller's stream or the device's inbound transfer
@@ -619,6 +626,14 @@ private:
   const unsigned copy_threads_;
   const bool streaming_stores_;  ///< the copier's stores bypass the cache
   const bool pinned_huge_pages_; ///< how its pinned blocks are made (make_pinned_block)
+  /// The pinned pool's block for `nbytes`: on huge pages, whole ones (what
+  /// the block takes, so the pool's bound counts what it holds, and a
+  /// ciphertext a limb smaller finds the block of one a limb larger: the
+  /// limbs of N = 2^16 are 512 KiB); else the size itself. The time
+  /// model's pools keep them alike (fhr/model/runtime_pools.hpp).
+  std::size_t pinned_block(std::size_t nbytes) const {
+    return pinned_huge_pages_ && nbytes >= kHugePageBytes ? huge_page_multiple(nbytes) : nbytes;
+  }
   PinnedPool::Owner pinned_;
   PageablePool::Owner pageable_;
   /// Per device: copies into it (and its allocations), copies out of it.

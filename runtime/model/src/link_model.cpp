@@ -50,6 +50,11 @@ std::optional<CopyQueue> engine_of(Location from, Location to) {
   return CopyQueue{CopyQueue::Kind::HostThreads, 0};
 }
 
+double LinkModel::pinned_allocation_seconds(std::uint64_t bytes) const {
+  if (bytes < kHugePageBytes && small_pinned_allocation) return small_pinned_allocation->of(bytes);
+  return static_cast<double>(bytes) * pinned_allocation_seconds_per_byte;
+}
+
 const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
   for (const SizeClass &size_class : classes)
     if (!size_class.max_bytes || bytes <= *size_class.max_bytes) return size_class;
@@ -195,6 +200,11 @@ std::string link_model_to_json(const LinkModel &model) {
       {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)},
       {"device_growth_ns_per_byte", figure(model.device_growth_seconds_per_byte / 1e-9)},
       {"pageable_first_touch_ns_per_byte", figure(model.pageable_first_touch_seconds_per_byte / 1e-9)}};
+  if (model.small_pinned_allocation) {
+    document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
+    document["small_pinned_allocation_ns_per_byte"] =
+        figure(model.small_pinned_allocation->seconds_per_byte / 1e-9);
+  }
   ordered samples = ordered::object();
   for (std::size_t i = 0; i < kLinkKindCount; ++i) {
     if (model.samples[i].empty()) continue;
@@ -248,6 +258,17 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pageable_first_touch_ns_per_byte"))
     model.pageable_first_touch_seconds_per_byte =
         positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;
+  // Both or neither: one alone would leave the other part of a small
+  // block's cost unknown.
+  const bool small_fixed = document.contains("small_pinned_allocation_us"),
+             small_rate = document.contains("small_pinned_allocation_ns_per_byte");
+  if (small_fixed != small_rate)
+    invalid(small_fixed ? "$.small_pinned_allocation_us" : "$.small_pinned_allocation_ns_per_byte",
+            "needs \"small_pinned_allocation_us\" and \"small_pinned_allocation_ns_per_byte\" together");
+  if (small_fixed)
+    model.small_pinned_allocation =
+        AllocationCost{positive_number(document, "$", "small_pinned_allocation_us", true) * kMicro,
+                       positive_number(document, "$", "small_pinned_allocation_ns_per_byte", true) * 1e-9};
   if (document.contains("samples")) {
     const json &samples = document["samples"];
     if (!samples.is_object()) invalid("$.samples", "expected an object");

@@ -29,10 +29,15 @@ std::uint64_t RuntimePools::pageable_block(std::uint64_t bytes) const {
   return (bytes + unit - 1) / unit * unit;
 }
 
+std::uint64_t RuntimePools::pinned_block(std::uint64_t bytes) const {
+  return options_.pinned_huge_pages && bytes >= kHugePageBytes ? huge_page_multiple(bytes) : bytes;
+}
+
 double RuntimePools::allocate(Location location, std::uint64_t bytes) {
   if (location == Location::pinned()) {
-    if (pinned_.take(bytes)) return 0;
-    return cold({location, bytes}, static_cast<double>(bytes) * links_.pinned_allocation_seconds_per_byte);
+    const std::uint64_t block = pinned_block(bytes);
+    if (pinned_.take(block)) return 0;
+    return cold({location, bytes}, links_.pinned_allocation_seconds(block));
   }
   if (location == Location::pageable()) {
     if (bytes < options_.pageable_pool_min_bytes || pageable_.take(pageable_block(bytes))) return 0;
@@ -55,7 +60,8 @@ bool RuntimePools::grows_device_pool(Location location, std::uint64_t bytes) con
 }
 
 void RuntimePools::free(Location location, std::uint64_t bytes) {
-  if (location == Location::pinned()) return pinned_.give_back(bytes, options_.pinned_pool_bytes);
+  if (location == Location::pinned())
+    return pinned_.give_back(pinned_block(bytes), options_.pinned_pool_bytes);
   if (location == Location::pageable()) {
     if (bytes >= options_.pageable_pool_min_bytes)
       pageable_.give_back(pageable_block(bytes), options_.pageable_pool_bytes);
@@ -70,8 +76,7 @@ double RuntimePools::staging_seconds() {
   if (staging_ready_) return 0;
   staging_ready_ = true;
   return cold({Location::pageable(), 2 * options_.staging_chunk_bytes, true},
-              2 * static_cast<double>(options_.staging_chunk_bytes) *
-                  links_.pinned_allocation_seconds_per_byte);
+              2 * links_.pinned_allocation_seconds(options_.staging_chunk_bytes));
 }
 
 } // namespace fhr

@@ -70,8 +70,8 @@ struct CudaBackendOptions {
   /// faulted in and registered with the driver (cudaHostRegister), instead
   /// of cudaHostAlloc's: on the H200 machine a 120 MiB block took 25 ms
   /// instead of 58 and copies ran at the same rate (docs/benchmarks.md,
-  /// "Thirteenth wave"). A block is rounded up to whole huge pages; the
-  /// pool's bound counts the sizes asked for. FHR_PINNED_HUGE_PAGES (0 or
+  /// "Thirteenth wave"). A block is rounded up to whole huge pages, and the
+  /// pool keeps and counts it so. FHR_PINNED_HUGE_PAGES (0 or
   /// 1) overrides it. Where a device cannot register host memory
   /// (cudaDevAttrHostRegisterSupported) the backend uses cudaHostAlloc.
   /// fhr/cuda/host_blocks.hpp makes the blocks.

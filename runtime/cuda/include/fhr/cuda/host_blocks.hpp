@@ -6,17 +6,11 @@
 /// `fhr-plan calibrate` and the benchmarks time the blocks the backend
 /// makes, and so that the mapping can be tested without a GPU.
 
+#include "fhr/model/huge_pages.hpp"
+
 #include <cstddef>
 
 namespace fhr {
-
-/// Transparent huge pages are 2 MiB on x86-64 and aarch64 with 4 KiB pages.
-inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
-
-/// `nbytes` rounded up to whole huge pages.
-inline std::size_t huge_page_multiple(std::size_t nbytes) {
-  return (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-}
 
 /// `rounded` bytes (a multiple of kHugePageBytes) of fresh anonymous memory
 /// on a huge-page boundary, advised to huge pages (madvise(MADV_HUGEPAGE))

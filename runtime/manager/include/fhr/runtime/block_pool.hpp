@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Freed blocks of one costly kind of memory (page-locked host memory:
-/// pinning 256 MiB costs about 100 ms) kept by exact size for reuse, up to a
+/// pinning 256 MiB costs about 100 ms) kept by the size asked for (the
+/// caller rounds it to its blocks' granularity) for reuse, up to a
 /// bound; beyond it, blocks go back to the system. Counts what it has handed
 /// out and what it keeps, for snapshots (PoolFigures). Thread-safe.
 ///

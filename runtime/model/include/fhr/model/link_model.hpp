@@ -13,6 +13,7 @@
 /// fixed cost (submission, synchronisation, small-block allocation) does
 /// not depend on the size while its streaming part does.
 
+#include "fhr/model/huge_pages.hpp"
 #include "fhr/model/location.hpp"
 
 #include <array>
@@ -85,6 +86,13 @@ struct LinkCurve {
   double seconds(std::uint64_t bytes) const;
 };
 
+/// A cost per allocated block and per byte of it.
+struct AllocationCost {
+  double seconds = 0;
+  double seconds_per_byte = 0;
+  double of(std::uint64_t bytes) const { return seconds + seconds_per_byte * static_cast<double>(bytes); }
+};
+
 struct LinkModel {
   /// Where it was measured ("NVIDIA H200 (driver 580.159.04)") and when.
   std::string machine;
@@ -105,7 +113,20 @@ struct LinkModel {
   double device_allocation_seconds = 0;
   double device_growth_seconds_per_byte = 0;
   double pageable_first_touch_seconds_per_byte = 0; ///< faulting in fresh pageable pages
-  double pinned_allocation_seconds_per_byte = 0;    ///< cudaHostAlloc of a cold block, its first copy's extra
+  /// A cold pinned block of kHugePageBytes or more as the backend's pinned
+  /// pool makes it (huge pages registered with the driver, or cudaHostAlloc
+  /// with them off), per byte, its first copy's extra included.
+  double pinned_allocation_seconds_per_byte = 0;
+  /// Cold pinned blocks under kHugePageBytes, which are cudaHostAlloc
+  /// blocks whatever the huge-page setting: the mean over blocks kept alive,
+  /// as the pinned pool keeps them, a fixed part and a rate (the driver
+  /// carves them from pinned memory it maps in larger pieces: most come
+  /// cheap, every few pays for a new piece). Absent in profiles made before
+  /// they were measured: such blocks then cost
+  /// pinned_allocation_seconds_per_byte per byte, as the large ones.
+  std::optional<AllocationCost> small_pinned_allocation;
+  /// What making a cold pinned block of `bytes` costs (the figures above).
+  double pinned_allocation_seconds(std::uint64_t bytes) const;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime

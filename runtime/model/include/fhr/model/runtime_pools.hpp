@@ -7,8 +7,11 @@
 ///
 /// - pinned: the backend keeps freed pinned blocks by exact size, up to
 ///   `pinned_pool_bytes` (runtime/manager/.../block_pool.hpp); a block of a
-///   size it keeps costs nothing, any other is a fresh `cudaHostAlloc`:
-///   `pinned_allocation_seconds_per_byte` per byte;
+///   size it keeps costs nothing, any other is a fresh block (sizes of
+///   kHugePageBytes and more rounded up to whole huge pages, as the
+///   backend keeps them when it makes them of huge pages):
+///   `LinkModel::pinned_allocation_seconds` (huge pages registered with the
+///   driver from kHugePageBytes up, a `cudaHostAlloc` below);
 /// - a device: the stream-ordered pool keeps what it ever reserved (release
 ///   threshold: everything); an allocation that fits in what it reserved
 ///   and is not in use costs nothing, one that makes it grow costs
@@ -50,8 +53,12 @@ namespace fhr {
 struct PoolOptions {
   std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
   std::uint64_t pageable_pool_bytes = std::uint64_t{4} << 30;
-  std::uint64_t pageable_pool_min_bytes = std::uint64_t{2} << 20;
+  std::uint64_t pageable_pool_min_bytes = kHugePageBytes;
   std::uint64_t staging_chunk_bytes = std::uint64_t{32} << 20;
+  /// Pinned blocks of kHugePageBytes and more on huge pages (the backend's
+  /// default where its devices can register host memory): the pinned pool
+  /// keeps them, and counts them, by whole huge pages.
+  bool pinned_huge_pages = true;
 };
 
 /// An allocation a cold pool could not serve: a fresh block of `bytes` at
@@ -108,6 +115,8 @@ private:
   /// The pageable pool's block for `bytes`: whole huge pages, as the
   /// backend keeps them.
   std::uint64_t pageable_block(std::uint64_t bytes) const;
+  /// The pinned pool's: whole huge pages when its blocks are made of them.
+  std::uint64_t pinned_block(std::uint64_t bytes) const;
 };
 
 } // namespace fhr

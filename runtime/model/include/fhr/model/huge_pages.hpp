@@ -1,0 +1,19 @@
+#pragma once
+/// \file
+/// The host's huge pages, in which the CUDA backend makes its large pinned
+/// and pageable blocks (fhr/cuda/host_blocks.hpp) and the time model's
+/// pools count them (fhr/model/runtime_pools.hpp): one constant for both.
+
+#include <cstddef>
+
+namespace fhr {
+
+/// Transparent huge pages are 2 MiB on x86-64 and aarch64 with 4 KiB pages.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+/// `nbytes` rounded up to whole huge pages.
+constexpr std::size_t huge_page_multiple(std::size_t nbytes) {
+  return (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+} // namespace fhr
