@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 using namespace fhr;
@@ -681,6 +682,8 @@ TEST_CASE("cuda host blocks: huge-page mappings are fresh, aligned and whole") {
   CHECK(huge_page_multiple(1) == kHugePageBytes);
   CHECK(huge_page_multiple(kHugePageBytes) == kHugePageBytes);
   CHECK(huge_page_multiple(2 * kHugePageBytes + 1) == kRounded);
+  CHECK_THROWS_AS(huge_page_multiple(std::numeric_limits<std::size_t>::max()),
+                  std::bad_alloc); // no wrap to 0
   for (int round = 0; round < 4; ++round) {
     CAPTURE(round);
     std::byte *block = map_huge_pages(kRounded);

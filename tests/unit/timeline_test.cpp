@@ -305,6 +305,18 @@ TEST_CASE("timeline, cold pools: pinned blocks under a huge page cost their own 
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(4 * kMiB * 1e-9).epsilon(1e-12));
   CHECK(t.steps[3].allocation_seconds == 0);
   REQUIRE(t.cold_allocations.size() == 3); // the two pinned blocks, cuda:1's pool
+  // The pool's bound counts whole pages: of two freed 9 MiB + 1 blocks
+  // (10 MiB each) a 16 MiB bound keeps one, and the second of two later
+  // evictions of that size makes a block again.
+  fhr::PoolOptions tight;
+  tight.pinned_pool_bytes = 16 * kMiB;
+  const std::uint64_t nine = 9 * kMiB + 1;
+  const std::vector<TimelineStep> round_trip = {
+      moved(0, gpu0, pinned, nine, 0), moved(1, gpu0, pinned, nine, 0), moved(0, pinned, gpu0, nine, 1),
+      moved(1, pinned, gpu0, nine, 1), moved(0, gpu0, pinned, nine, 2), moved(1, gpu0, pinned, nine, 2)};
+  t = fhr::predict_timeline(round_trip, model, cold_pools(tight));
+  CHECK(t.steps[4].allocation_seconds == 0);
+  CHECK(t.steps[5].allocation_seconds == doctest::Approx(10 * kMiB * 1e-9).epsilon(1e-12));
   // cudaHostAlloc blocks (huge pages off) are kept by the exact size.
   fhr::PoolOptions exact_sizes;
   exact_sizes.pinned_huge_pages = false;
@@ -448,8 +460,9 @@ TEST_CASE(
     "timeline: a value charged more than its logical size moves, fills and allocates its logical bytes") {
   // bootstrapping.fhr's keys: 120 MiB of key charged as 124 MiB. The
   // manager allocates and copies 120 MiB, so the copy time, the fill and
-  // the blocks a warm-up must reserve (the pools keep blocks by exact
-  // size) go by 120 MiB; the window's budget rule still charges 124.
+  // the blocks a warm-up must reserve (the pools keep blocks by the size
+  // asked for, in whole huge pages) go by 120 MiB; the window's budget
+  // rule still charges 124.
   LinkModel model = allocating_model();
   TimelineStep key = loaded(0, pageable, gpu0, 120 * kMB);
   key.storage_bytes = 124 * kMB;

@@ -186,7 +186,7 @@ FixedCosts measure_cuda_fixed_costs() {
   // which the driver carves from pinned memory it maps in larger pieces:
   // on the H200 most came out of a piece already mapped in 1.5-2.7 us, and
   // one made with none alive, or every second 1 MiB block kept alive, paid
-  // 480-870 us for a new piece (fourteenth wave, calls 1-3). So the mean
+  // 480-1,000 us for a new piece (fourteenth wave, calls 1-3). So the mean
   // over 16 MiB of blocks kept alive, as the pinned pool keeps them, at
   // two sizes: a fixed part and a rate.
   auto kept_blocks_mean_seconds = [&](std::size_t bytes) {

@@ -627,10 +627,11 @@ private:
   const bool streaming_stores_;  ///< the copier's stores bypass the cache
   const bool pinned_huge_pages_; ///< how its pinned blocks are made (make_pinned_block)
   /// The pinned pool's block for `nbytes`: on huge pages, whole ones (what
-  /// the block takes, so the pool's bound counts what it holds, and a
-  /// ciphertext a limb smaller finds the block of one a limb larger: the
-  /// limbs of N = 2^16 are 512 KiB); else the size itself. The time
-  /// model's pools keep them alike (fhr/model/runtime_pools.hpp).
+  /// the block takes, so the pool's bound counts what it holds, and sizes
+  /// that round to the same pages share blocks: at N = 2^16 a ciphertext
+  /// of 9 MiB takes the 10 MiB block of one a level larger); else the size
+  /// itself. The time model's pools keep them alike
+  /// (fhr/model/runtime_pools.hpp).
   std::size_t pinned_block(std::size_t nbytes) const {
     return pinned_huge_pages_ && nbytes >= kHugePageBytes ? huge_page_multiple(nbytes) : nbytes;
   }

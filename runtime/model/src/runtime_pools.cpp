@@ -76,7 +76,7 @@ double RuntimePools::staging_seconds() {
   if (staging_ready_) return 0;
   staging_ready_ = true;
   return cold({Location::pageable(), 2 * options_.staging_chunk_bytes, true},
-              2 * links_.pinned_allocation_seconds(options_.staging_chunk_bytes));
+              2 * links_.pinned_allocation_seconds(pinned_block(options_.staging_chunk_bytes)));
 }
 
 } // namespace fhr

@@ -5,11 +5,11 @@
 /// from cold (a fresh backend, as every run of `fhr-plan run` has). The
 /// figures are the calibrated ones of the link profile (LinkModel):
 ///
-/// - pinned: the backend keeps freed pinned blocks by exact size, up to
-///   `pinned_pool_bytes` (runtime/manager/.../block_pool.hpp); a block of a
-///   size it keeps costs nothing, any other is a fresh block (sizes of
-///   kHugePageBytes and more rounded up to whole huge pages, as the
-///   backend keeps them when it makes them of huge pages):
+/// - pinned: the backend keeps freed pinned blocks by size, up to
+///   `pinned_pool_bytes` (runtime/manager/.../block_pool.hpp), sizes of
+///   kHugePageBytes and more rounded up to whole huge pages when it makes
+///   them of huge pages (PoolOptions::pinned_huge_pages); a block of a
+///   size it keeps costs nothing, any other is a fresh block:
 ///   `LinkModel::pinned_allocation_seconds` (huge pages registered with the
 ///   driver from kHugePageBytes up, a `cudaHostAlloc` below);
 /// - a device: the stream-ordered pool keeps what it ever reserved (release
@@ -39,6 +39,7 @@
 /// time before the copy starts: the runtime allocates a window's destinations one after another before it
 /// starts each copy.
 
+#include "fhr/model/huge_pages.hpp"
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location.hpp"
 
@@ -92,7 +93,7 @@ public:
   double cold_seconds() const { return cold_seconds_; }
 
 private:
-  /// Blocks kept by exact size up to a bound in bytes (the pinned and the
+  /// Blocks kept by their size up to a bound in bytes (the pinned and the
   /// pageable pools).
   struct SizedPool {
     std::map<std::uint64_t, std::uint64_t> blocks; ///< block size -> blocks kept
