@@ -14,6 +14,18 @@ using fhr::LinkKind;
 using fhr::LinkModel;
 using fhr::Location;
 
+namespace {
+/// What loading `json` as a profile throws, or "no error".
+std::string error_of(const std::string &json) {
+  try {
+    fhr::link_model_from_json(json);
+  } catch (const std::invalid_argument &error) {
+    return std::string(error.what());
+  }
+  return std::string("no error");
+}
+} // namespace
+
 TEST_CASE("link model: every pair of locations takes one link and one engine") {
   CHECK(fhr::link_between(Location::pageable(), Location::pinned()) == LinkKind::PageableToPinned);
   CHECK(fhr::link_between(Location::pinned(), Location::pageable()) == LinkKind::PinnedToPageable);
@@ -60,14 +72,6 @@ TEST_CASE("link model: the JSON profile round-trips and names what is wrong") {
         LinkModel::h200().curve(LinkKind::PageableToDevice).classes.size());
   CHECK(LinkModel::h200().machine.find("H200") != std::string::npos); // the shipped, measured profile
 
-  auto error_of = [](const std::string &json) {
-    try {
-      fhr::link_model_from_json(json);
-    } catch (const std::invalid_argument &error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
   CHECK(error_of("{") == "links profile: $: not valid JSON");
   CHECK(error_of(R"({"schema": "fhr-links/3"})") ==
         "links profile: $.schema: expected \"fhr-links/2\" (or the older \"fhr-links/1\")");
@@ -222,14 +226,6 @@ TEST_CASE(
     std::string changed = text;
     changed.replace(changed.find(key), key.size(), "\"unknown_key\"");
     return changed;
-  };
-  auto error_of = [](const std::string &json) {
-    try {
-      fhr::link_model_from_json(json);
-    } catch (const std::invalid_argument &error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
   };
   CHECK(error_of(renamed("\"small_pinned_allocation_ns_per_byte\"")) ==
         "links profile: $.small_pinned_allocation_us: needs \"small_pinned_allocation_us\" and "

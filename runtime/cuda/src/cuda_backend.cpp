@@ -633,7 +633,7 @@ private:
   /// itself. The time model's pools keep them alike
   /// (fhr/model/runtime_pools.hpp).
   std::size_t pinned_block(std::size_t nbytes) const {
-    return pinned_huge_pages_ && nbytes >= kHugePageBytes ? huge_page_multiple(nbytes) : nbytes;
+    return pinned_block_bytes(nbytes, pinned_huge_pages_);
   }
   PinnedPool::Owner pinned_;
   PageablePool::Owner pageable_;

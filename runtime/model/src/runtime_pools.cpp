@@ -30,7 +30,7 @@ std::uint64_t RuntimePools::pageable_block(std::uint64_t bytes) const {
 }
 
 std::uint64_t RuntimePools::pinned_block(std::uint64_t bytes) const {
-  return options_.pinned_huge_pages && bytes >= kHugePageBytes ? huge_page_multiple(bytes) : bytes;
+  return pinned_block_bytes(bytes, options_.pinned_huge_pages);
 }
 
 double RuntimePools::allocate(Location location, std::uint64_t bytes) {

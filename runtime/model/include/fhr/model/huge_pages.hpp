@@ -20,4 +20,11 @@ constexpr std::size_t huge_page_multiple(std::size_t nbytes) {
   return (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
 }
 
+/// The block a pinned pool keeps for `nbytes`: whole huge pages from
+/// kHugePageBytes up when its blocks are made of them (`huge_pages`), else
+/// the size itself. The CUDA backend's pool and the time model's both.
+constexpr std::size_t pinned_block_bytes(std::size_t nbytes, bool huge_pages) {
+  return huge_pages && nbytes >= kHugePageBytes ? huge_page_multiple(nbytes) : nbytes;
+}
+
 } // namespace fhr
