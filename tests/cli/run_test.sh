@@ -225,6 +225,21 @@ grep -Eq '^  repeated 3 times: step times are medians, the rest is repetition [1
 grep -q 'result: completed as predicted; 9 content checks passed' "$work/out" || fail "--repeat text: checks"
 run --backend sim examples/inference.fhr
 ! grep -q 'repeated' "$work/out" || fail "a single run reports repetitions"
+# --check-content end: only the replicas left at the end (the weight at
+# pageable and pinned, the query at pinned), said so in text and JSON; the
+# default off the CUDA backend checks each installed replica too.
+grep -q 'result: completed as predicted; 9 content checks passed$' "$work/out" || fail "default checks"
+run --backend sim --check-content end examples/inference.fhr
+grep -q 'result: completed as predicted; 3 content checks passed (at the end)$' "$work/out" ||
+  fail "--check-content end: text"
+for mode in transitions end; do
+  run --backend sim --check-content "$mode" --format json examples/inference.fhr
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"][0]; \
+assert (r["content_checked"], r["content_checks"]) == (sys.argv[2], int(sys.argv[3])), r["content_checked"]' \
+    "$work/out" "$mode" "$([ "$mode" = end ] && echo 3 || echo 9)" || fail "--check-content $mode: json"
+done
+run --backend sim --check-content never examples/inference.fhr
+[ "$code" = 2 ] && grep -q "check-content" "$work/err" || fail "--check-content never: not refused"
 for n in 0 101; do
   run --backend sim --repeat "$n" examples/inference.fhr
   [ "$code" = 2 ] && grep -q -- "--repeat must be from 1 to 100" "$work/err" || fail "--repeat $n"

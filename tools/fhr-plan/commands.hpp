@@ -94,6 +94,9 @@ struct RunOptions {
   /// --repeat: runs of each unit, each on a fresh manager and backend; the
   /// report's step times are their medians (docs/run.md).
   unsigned repeat = 1;
+  /// --check-content: "transitions" or "end"; empty: end on the CUDA
+  /// backend, transitions on the others (docs/run.md).
+  std::string check_content;
 };
 inline constexpr unsigned kMaxRepeat = 100;
 /// Executes programs (or plans) on a fresh manager and compares every step

@@ -107,6 +107,16 @@ cl::opt<unsigned> run_repeat("repeat",
                              cl::desc("Run each program or plan N times, each on a fresh manager; step times "
                                       "are the medians (at most 100)"),
                              cl::value_desc("N"), cl::init(1), cl::sub(run_command));
+enum class RunContentChecks { Default, Transitions, End };
+cl::opt<RunContentChecks> run_check_content(
+    "check-content",
+    cl::desc("When replicas' bytes are compared with what they should hold (default: end on the CUDA "
+             "backend, whose steps a check between them would slow; transitions elsewhere)"),
+    cl::init(RunContentChecks::Default),
+    cl::values(clEnumValN(RunContentChecks::Transitions, "transitions",
+                          "each replica as a transition installs it, and all at the end"),
+               clEnumValN(RunContentChecks::End, "end", "every replica left at the end of each run")),
+    cl::sub(run_command));
 cl::opt<std::string>
     run_memory_limit("memory-limit",
                      cl::desc("Host memory a run may use (default: 3/4 of what is available); "
@@ -385,6 +395,9 @@ int main(int argc, char **argv) {
   run.trace = run_trace;
   run.warm_up = run_warm_up;
   run.repeat = run_repeat;
+  run.check_content = run_check_content == RunContentChecks::Transitions ? "transitions"
+                      : run_check_content == RunContentChecks::End       ? "end"
+                                                                         : "";
   if (!run_memory_limit.empty() &&
       !fhr::cli::parse_size_option("--memory-limit", run_memory_limit, run.memory_limit_bytes))
     return fhr::cli::kBadInput;

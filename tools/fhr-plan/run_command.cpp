@@ -148,7 +148,8 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
   if (check.agrees())
     os << "  result: " << (check.run.completed && check.setup.completed ? "completed" : "stopped")
        << " as predicted; " << check.content_checks
-       << (check.sizes_only ? " content checks (fingerprints) passed\n" : " content checks passed\n");
+       << (check.sizes_only ? " content checks (fingerprints) passed" : " content checks passed")
+       << (check.content_checked == ContentChecks::AtEnd ? " (at the end)\n" : "\n");
   else
     for (const std::string &difference : check.differences)
       os << "  DIFFERS: " << difference << "\n";
@@ -224,6 +225,11 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
                       : backend_id == "cuda" ? BackendKind::Cuda
                                              : BackendKind::Host;
   execution.memory_limit_bytes = run.memory_limit_bytes;
+  // The CUDA backend's steps are timed: checks between them would be
+  // traffic of their own (ContentChecks::AtEnd).
+  const bool check_at_end =
+      run.check_content == "end" || (run.check_content.empty() && execution.backend == BackendKind::Cuda);
+  execution.content_checks = check_at_end ? ContentChecks::AtEnd : ContentChecks::EachTransition;
   for (BudgetOverride o : loaded.overrides) {
     o.budget_bytes = (o.budget_bytes + run.scale - 1) / run.scale; // as scaled_module divides
     execution.overrides.push_back(o);

@@ -326,6 +326,7 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
     r["agrees"] = check.agrees();
     r["differences"] = check.differences;
     r["content_checks"] = check.content_checks;
+    r["content_checked"] = check.content_checked == ContentChecks::AtEnd ? "end" : "transitions";
     json steps = json::array();
     for (const AnalyzedStep &s : run.steps) {
       json step;

@@ -335,7 +335,9 @@ void bind_controller(py::module_ &m) {
           "scope",
           [](PyController &c, py::handle decision, py::handle streams_object) {
             PyManager &manager = c.manager();
-            const PyDecision &native = decision.attr("_native").cast<const PyDecision &>();
+            // Held here: the reference below points into this object.
+            const py::object native_object = decision.attr("_native");
+            const PyDecision &native = native_object.cast<const PyDecision &>();
             py::object plan = decision.attr("plan");
             TransferStreams streams = to_transfer_streams(manager, streams_object);
             Scope scope =

@@ -132,6 +132,7 @@ Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &opt
 template <typename Run>
 ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &options, Run run) {
   ExecutionCheck result;
+  result.content_checked = options.content_checks;
   PlanTable plans(module);
 
   // The prediction: the model from the state the module's budgets give.
@@ -231,6 +232,7 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
     if (in_run && options.progress) options.progress(++transitions, result.predicted.steps.size());
     // Plan phases report their transitions once the phase ran: a later
     // action of the same phase may have removed the replica again.
+    if (options.content_checks != ContentChecks::EachTransition) return;
     const std::vector<Location> resident = manager.replicas(handle);
     if (report.destination &&
         std::find(resident.begin(), resident.end(), *report.destination) != resident.end())
@@ -245,7 +247,16 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
   result.warnings = runtime.warnings;
   for (std::string &difference : compare_runs(module, result.predicted_setup, result.setup))
     result.differences.push_back("setup: " + difference);
-  if (!result.setup.completed || !result.predicted_setup.completed) return result;
+  auto check_every_replica = [&](const std::string &when) {
+    for (const DeclaredValue &v : target.values())
+      for (Location at : manager.replicas(target.handle_of(v.value_id)))
+        check_content(target.handle_of(v.value_id), at, when);
+  };
+  if (!result.setup.completed || !result.predicted_setup.completed) {
+    // Checked as each was installed otherwise.
+    if (options.content_checks == ContentChecks::AtEnd) check_every_replica("by the end of setup");
+    return result;
+  }
 
   if (!options.warm_up.empty()) result.warm_up = manager.warm_up(options.warm_up);
   manager.reset_peaks();
@@ -262,9 +273,7 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
                                    std::to_string(p.peak_charged) + " bytes, measured " +
                                    std::to_string(measured));
   }
-  for (const DeclaredValue &v : target.values())
-    for (Location at : manager.replicas(target.handle_of(v.value_id)))
-      check_content(target.handle_of(v.value_id), at, "by the end of the run");
+  check_every_replica("by the end of the run");
   if (runtime.simulated) result.max_copies_in_flight = runtime.simulated->max_copies_in_flight();
   return result;
 }

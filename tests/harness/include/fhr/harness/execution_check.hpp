@@ -26,6 +26,21 @@
 
 namespace fhr {
 
+/// When the run compares replicas' bytes with what the binder gave them.
+/// Every replica left when the run ends is checked either way.
+enum class ContentChecks {
+  /// Also each replica a transition installs, as it is installed (setup
+  /// and run): a wrong copy is named by the step that made it.
+  EachTransition,
+  /// Only at the end. On the CUDA backend a check between steps is itself
+  /// traffic the plan does not make (a device replica read back through
+  /// the copy engine into fresh pageable pages, a pinned one read by the
+  /// processor), and the next step's copy meets the state it leaves: on
+  /// the H200 a 10 MiB pinned <-> cuda:0 DMA took 225-250 us after such
+  /// checks, 198-203 us without them (docs/run.md).
+  AtEnd,
+};
+
 /// What one execution of a program or plan produced, beside its prediction.
 struct ExecutionCheck {
   std::string kind; ///< "program" or "plan"
@@ -44,6 +59,7 @@ struct ExecutionCheck {
   };
   std::vector<Peak> peaks;
   std::uint64_t content_checks = 0;
+  ContentChecks content_checked = ContentChecks::EachTransition; ///< when (ExecutionOptions)
   /// The simulated backend kept sizes and fingerprints instead of bytes
   /// (the run did not fit in memory): content checks compared fingerprints.
   bool sizes_only = false;
@@ -99,6 +115,7 @@ struct ExecutionOptions {
   /// Pool blocks the manager reserves after setup, before the run
   /// (Manager::warm_up): the run's steps then find its pools warm.
   std::vector<PoolRequest> warm_up;
+  ContentChecks content_checks = ContentChecks::EachTransition;
 };
 
 /// Thrown when a run would need more memory than the machine has: host
