@@ -234,3 +234,25 @@ TEST_CASE(
         "links profile: $.small_pinned_allocation_ns_per_byte: needs \"small_pinned_allocation_us\" and "
         "\"small_pinned_allocation_ns_per_byte\" together");
 }
+
+TEST_CASE("link model: the device pool's granule round-trips, is optional, and must be a whole positive "
+          "number") {
+  LinkModel model = LinkModel::h200();
+  CHECK(model.device_pool_granule_bytes == std::uint64_t{32} << 20); // the shipped profile's
+  const std::string text = fhr::link_model_to_json(model);
+  CHECK(fhr::link_model_from_json(text).device_pool_granule_bytes == std::uint64_t{32} << 20);
+  auto with_value = [&](const std::string &value) {
+    std::string changed = text;
+    const std::string key = "\"device_pool_granule_bytes\": 33554432";
+    changed.replace(changed.find(key), key.size(), "\"device_pool_granule_bytes\": " + value);
+    return changed;
+  };
+  for (const char *bad : {"0", "-1", "1.5", "\"32 MiB\""})
+    CHECK(error_of(with_value(bad)) ==
+          "links profile: $.device_pool_granule_bytes: expected a whole number of bytes above 0");
+  // Absent (profiles before it was measured): by the byte, and not written.
+  model.device_pool_granule_bytes = 0;
+  const std::string without = fhr::link_model_to_json(model);
+  CHECK(without.find("\"device_pool_granule_bytes\":") == std::string::npos);
+  CHECK(fhr::link_model_from_json(without).device_pool_granule_bytes == 0);
+}

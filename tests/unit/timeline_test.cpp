@@ -456,6 +456,32 @@ TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's grow
   CHECK(t2.cold_allocations[0].location == gpu0);
 }
 
+TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the backend's start the first") {
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  LinkModel model = allocating_model();
+  model.device_growth_seconds_per_byte = 0.1e-9;
+  model.device_pool_granule_bytes = 32 * kMiB;
+  // As bench/pool_growth.cpp measured the H200's pool: 10 MiB fits in the
+  // 32 MiB the backend's 2 MiB start reserved; 124 MiB beside it takes the
+  // pool to 160 MiB, a growth of 128; 10 MiB more fits again.
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 10 * kMiB, false, 0),
+                                           copy(1, pinned, gpu0, 124 * kMiB, false, 1),
+                                           copy(2, pinned, gpu0, 10 * kMiB, false, 2)};
+  fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
+  CHECK(t.steps[0].allocation_seconds == 0);
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6 + 128 * kMiB * 0.1e-9).epsilon(1e-12));
+  CHECK(t.steps[2].allocation_seconds == 0);
+  REQUIRE(t.cold_allocations.size() == 1);
+  CHECK(t.cold_allocations[0].bytes == 124 * kMiB); // the warm-up asks for the block, not the granules
+  // By the byte without a granule (older profiles): each growth its own
+  // size, the start reserving nothing.
+  model.device_pool_granule_bytes = 0;
+  t = fhr::predict_timeline(steps, model, cold_pools());
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6 + 10 * kMiB * 0.1e-9).epsilon(1e-12));
+  CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6 + 124 * kMiB * 0.1e-9).epsilon(1e-12));
+  CHECK(t.cold_allocations.size() == 3);
+}
+
 TEST_CASE(
     "timeline: a value charged more than its logical size moves, fills and allocates its logical bytes") {
   // bootstrapping.fhr's keys: 120 MiB of key charged as 124 MiB. The

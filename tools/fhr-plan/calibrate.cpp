@@ -95,6 +95,7 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   source_loads.finish(result);
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;
   result.model.device_growth_seconds_per_byte = fixed.device_growth_seconds_per_byte;
+  result.model.device_pool_granule_bytes = fixed.device_pool_granule_bytes;
   result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation_seconds_per_byte;
   result.model.small_pinned_allocation = fixed.small_pinned_allocation;
   result.model.pinned_registration_seconds_per_byte = fixed.pinned_registration_seconds_per_byte;
@@ -140,12 +141,13 @@ std::string result_text(const Result &result) {
   out += line;
   std::snprintf(line, sizeof line,
                 "  source loads %.2f GB/s (fresh pages +%.3f ns/B); device allocation %.2f us + %.4f ns per "
-                "byte of growth; events %.3f / %.3f us\n",
+                "byte of growth, in units of %llu MiB; events %.3f / %.3f us\n",
                 result.model.source_load_bytes_per_second / 1e9,
                 result.model.pageable_first_touch_seconds_per_byte * 1e9,
                 result.model.device_allocation_seconds * 1e6,
-                result.model.device_growth_seconds_per_byte * 1e9, result.model.event_record_seconds * 1e6,
-                result.model.event_query_seconds * 1e6);
+                result.model.device_growth_seconds_per_byte * 1e9,
+                static_cast<unsigned long long>(result.model.device_pool_granule_bytes >> 20),
+                result.model.event_record_seconds * 1e6, result.model.event_query_seconds * 1e6);
   out += line;
   std::snprintf(line, sizeof line, "  cold pinned blocks: %.4f ns/B",
                 result.model.pinned_allocation_seconds_per_byte * 1e9);

@@ -81,6 +81,7 @@ public:
 struct FixedCosts {
   double device_allocation_seconds = 0;
   double device_growth_seconds_per_byte = 0;
+  std::uint64_t device_pool_granule_bytes = 0;
   double pinned_allocation_seconds_per_byte = 0;
   double pinned_registration_seconds_per_byte = 0;
   double event_record_seconds = 0;

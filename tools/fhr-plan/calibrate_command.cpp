@@ -54,6 +54,7 @@ int run_calibrate(const CalibrateOptions &options) {
       calibrate::SimulatedClock clock(stand_in);
       const calibrate::FixedCosts fixed{stand_in.device_allocation_seconds,
                                         stand_in.device_growth_seconds_per_byte,
+                                        stand_in.device_pool_granule_bytes,
                                         stand_in.pinned_allocation_seconds_per_byte,
                                         stand_in.pinned_registration_seconds_per_byte,
                                         stand_in.event_record_seconds,

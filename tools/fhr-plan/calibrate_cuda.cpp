@@ -138,6 +138,20 @@ FixedCosts measure_cuda_fixed_costs() {
     return median(allocations);
   };
   const double small = fresh_block_seconds(kSmall), large = fresh_block_seconds(kLarge);
+  // The unit the pool reserves in: what one small block makes an empty
+  // pool reserve (bench/pool_growth.cpp: 32 MiB on the H200's driver).
+  {
+    void *block = nullptr;
+    check(cudaMallocAsync(&block, std::size_t{1} << 20, stream), "cudaMallocAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    std::uint64_t reserved = 0;
+    check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+          "cudaMemPoolGetAttribute");
+    costs.device_pool_granule_bytes = reserved;
+    check(cudaFreeAsync(block, stream), "cudaFreeAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  }
   cudaFreeHost(pinned_source);
   costs.device_growth_seconds_per_byte =
       std::max(0.0, (large - small) / static_cast<double>(kLarge - kSmall));

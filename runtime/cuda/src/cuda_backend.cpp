@@ -5,6 +5,7 @@
 #include "host_copier.hpp"
 #include "small_block_slabs.hpp"
 
+#include "fhr/model/runtime_pools.hpp"
 #include "fhr/runtime/block_pool.hpp"
 
 #include <cuda_runtime.h>
@@ -46,9 +47,6 @@ PooledEvent *pooled(std::uintptr_t native) { return reinterpret_cast<PooledEvent
 /// making one of 120 MiB costs 25-60 ms, reusing a kept block nothing.
 using PinnedPool = BlockPool<std::byte *>;
 
-/// What the backend allocates from each device's pool when it starts.
-constexpr std::size_t kPoolStartBytes = std::size_t{2} << 20;
-
 /// Freed large pageable blocks (whole huge pages, map_huge_pages: a
 /// transfer into fresh pageable memory is bound by its page faults, 512
 /// times fewer this way), kept with their pages faulted in: the faults
@@ -89,7 +87,7 @@ public:
       // not by the first transfer to the device. Only a head start: a
       // device without room for it still makes a backend.
       void *first = nullptr;
-      if (cudaMallocAsync(&first, kPoolStartBytes, stream) == cudaSuccess) cudaFreeAsync(first, stream);
+      if (cudaMallocAsync(&first, kDevicePoolStartBytes, stream) == cudaSuccess) cudaFreeAsync(first, stream);
       cudaGetLastError();
       check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
       outbound_streams_.push_back(stream);

@@ -200,6 +200,8 @@ std::string link_model_to_json(const LinkModel &model) {
       {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)},
       {"device_growth_ns_per_byte", figure(model.device_growth_seconds_per_byte / 1e-9)},
       {"pageable_first_touch_ns_per_byte", figure(model.pageable_first_touch_seconds_per_byte / 1e-9)}};
+  if (model.device_pool_granule_bytes > 0)
+    document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
   if (model.small_pinned_allocation) {
     document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
     document["small_pinned_allocation_ns_per_byte"] =
@@ -258,6 +260,12 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pageable_first_touch_ns_per_byte"))
     model.pageable_first_touch_seconds_per_byte =
         positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;
+  if (document.contains("device_pool_granule_bytes")) {
+    const json &granule = document["device_pool_granule_bytes"];
+    if (!granule.is_number_unsigned() || granule.get<std::uint64_t>() == 0)
+      invalid("$.device_pool_granule_bytes", "expected a whole number of bytes above 0");
+    model.device_pool_granule_bytes = granule.get<std::uint64_t>();
+  }
   // Both or neither: one alone would leave the other part of a small
   // block's cost unknown.
   const bool small_fixed = document.contains("small_pinned_allocation_us"),

@@ -33,6 +33,16 @@ std::uint64_t RuntimePools::pinned_block(std::uint64_t bytes) const {
   return pinned_block_bytes(bytes, options_.pinned_huge_pages);
 }
 
+RuntimePools::RuntimePools(const LinkModel &links, PoolOptions options) : links_(links), options_(options) {
+  for (DevicePool &pool : devices_)
+    pool.reserved = links_.device_pool_granule_bytes > 0 ? device_reservation(kDevicePoolStartBytes) : 0;
+}
+
+std::uint64_t RuntimePools::device_reservation(std::uint64_t in_use) const {
+  const std::uint64_t unit = links_.device_pool_granule_bytes;
+  return unit == 0 ? in_use : (in_use + unit - 1) / unit * unit;
+}
+
 double RuntimePools::allocate(Location location, std::uint64_t bytes) {
   if (location == Location::pinned()) {
     const std::uint64_t block = pinned_block(bytes);
@@ -47,8 +57,9 @@ double RuntimePools::allocate(Location location, std::uint64_t bytes) {
   DevicePool &pool = devices_[location.device()];
   pool.in_use += bytes;
   if (pool.in_use <= pool.reserved) return 0;
-  const double growth = static_cast<double>(pool.in_use - pool.reserved);
-  pool.reserved = pool.in_use;
+  const std::uint64_t reserved = device_reservation(pool.in_use);
+  const double growth = static_cast<double>(reserved - pool.reserved);
+  pool.reserved = reserved;
   return cold({location, bytes},
               links_.device_allocation_seconds + growth * links_.device_growth_seconds_per_byte);
 }

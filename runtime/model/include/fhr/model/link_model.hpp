@@ -112,6 +112,12 @@ struct LinkModel {
   /// memory (`calibrate`, docs/links.md).
   double device_allocation_seconds = 0;
   double device_growth_seconds_per_byte = 0;
+  /// The unit a device's stream-ordered pool reserves memory in (the
+  /// driver's; 32 MiB on the H200's): the pool's reservation is its peak
+  /// use rounded up to whole units, and a growth costs the units it adds
+  /// (fhr/model/runtime_pools.hpp). 0: by the byte, as profiles made
+  /// before it was measured.
+  std::uint64_t device_pool_granule_bytes = 0;
   double pageable_first_touch_seconds_per_byte = 0; ///< faulting in fresh pageable pages
   /// A cold pinned block of kHugePageBytes or more as the backend's pinned
   /// pool makes it (huge pages registered with the driver, or cudaHostAlloc

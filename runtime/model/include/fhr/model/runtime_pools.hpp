@@ -13,9 +13,15 @@
 ///   `LinkModel::pinned_allocation_seconds` (huge pages registered with the
 ///   driver from kHugePageBytes up, a `cudaHostAlloc` below);
 /// - a device: the stream-ordered pool keeps what it ever reserved (release
-///   threshold: everything); an allocation that fits in what it reserved
-///   and is not in use costs nothing, one that makes it grow costs
-///   `device_allocation_seconds` and `device_growth_seconds_per_byte`, and
+///   threshold: everything), and reserves by whole units of the profile's
+///   `device_pool_granule_bytes`: its reservation is its peak use rounded
+///   up to them (bench/pool_growth.cpp on the H200: 32 MiB units; a 2 MiB
+///   block reserves 32 MiB, 124 MiB beside nothing else 128 MiB, 10 MiB
+///   more 160 MiB), and the backend's start (kDevicePoolStartBytes)
+///   reserves the first. An allocation that fits in what it reserved and
+///   is not in use costs nothing, one that makes it grow costs
+///   `device_allocation_seconds` and `device_growth_seconds_per_byte` per
+///   byte of the units it adds, and
 ///   does not return before the copies in flight on the device's outbound
 ///   copy engine are done (measured on the H200: in three runs of
 ///   `evict-while-prefetch.fhr` from cold pools, the first prefetch's
@@ -50,6 +56,12 @@
 
 namespace fhr {
 
+/// The block the CUDA backend allocates from each device's pool, and frees,
+/// when it starts (the first allocation from a pool in a process costs
+/// about 10 ms on the H200; the backend pays it up front). The pool keeps
+/// the memory that reserved.
+inline constexpr std::uint64_t kDevicePoolStartBytes = std::uint64_t{2} << 20;
+
 /// The CUDA backend's pool settings (its defaults, fhr/cuda/cuda_backend.hpp).
 struct PoolOptions {
   std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
@@ -72,7 +84,7 @@ struct ColdAllocation {
 
 class RuntimePools {
 public:
-  RuntimePools(const LinkModel &links, PoolOptions options) : links_(links), options_(options) {}
+  RuntimePools(const LinkModel &links, PoolOptions options);
 
   /// Seconds to allocate `bytes` at `location` now; takes them.
   double allocate(Location location, std::uint64_t bytes);
@@ -104,6 +116,8 @@ private:
   struct DevicePool {
     std::uint64_t reserved = 0, in_use = 0;
   };
+  /// What a device's pool reserves to hold `in_use` bytes: whole granules.
+  std::uint64_t device_reservation(std::uint64_t in_use) const;
   const LinkModel &links_;
   PoolOptions options_;
   SizedPool pinned_, pageable_;
