@@ -10,7 +10,9 @@
 #   bench/gpu_prediction.sh build-gpu/tools/fhr-plan "$OUT"
 # Every example runs twice: from cold pools (each step's allocations in its
 # prediction) and with --warm-up (the pools reserved before the run, as a
-# deployed evaluator warms them; the prediction's pools warm).
+# deployed evaluator warms them; the prediction's pools warm). Content is
+# checked at the end of each run (run's default on the CUDA backend: a
+# check between steps would slow the next one, docs/run.md).
 # OUT receives links.json, calibrate.txt, per example NAME.run.json and
 # NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
 # NAME.err, exits.txt (each run's exit beside explain's, or why the example
