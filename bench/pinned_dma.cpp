@@ -26,6 +26,7 @@
 // then what making a block costs each backing (the allocation, its faults
 // and its registration) and its first copy from the device beyond the
 // next one, as `calibrate` charges a cold pinned block.
+#include "cuda_probe.hpp"
 #include "fhr/cuda/host_blocks.hpp"
 
 #include <cuda_runtime.h>
@@ -47,11 +48,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-void check(cudaError_t status, const char *what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
-  std::exit(2);
-}
+using fhr::bench::check;
+using fhr::bench::summary;
 
 /// A pinned host block made as the backend's pinned pool makes it
 /// (fhr::make_pinned_block), huge pages or not; freed with it.
@@ -130,16 +128,6 @@ struct State {
   std::function<void(Rig &, Block &, int)> before;
   bool fresh = false; ///< the timed copy goes to a new block the processor filled
 };
-
-std::string summary(std::vector<double> us) {
-  std::sort(us.begin(), us.end());
-  const auto at = [&](double q) {
-    return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))];
-  };
-  char text[96];
-  std::snprintf(text, sizeof text, "%.1f (%.1f–%.1f)", at(0.5), at(0.1), at(0.9));
-  return text;
-}
 
 } // namespace
 

@@ -11,9 +11,11 @@
 // started with a 2 MiB block allocated and freed): the pool trimmed to
 // nothing, the first block allocated and copied into from pinned memory,
 // then the second; the second's cost is its allocation and first copy
-// less the same copy again. Prints a Markdown table of medians: the
-// second's cost and the memory the pool reserved after each block
+// less the same copy again. Prints a Markdown table: the second's cost
+// (median, p10-p90) and the memory the pool reserved after each block
 // (cudaMemPoolAttrReservedMemCurrent).
+#include "cuda_probe.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,19 +31,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-void check(cudaError_t status, const char *what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
-  std::exit(2);
-}
+using fhr::bench::check;
+using fhr::bench::summary;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 struct Pool {
@@ -97,9 +91,9 @@ int main(int argc, char **argv) {
   check(cudaHostAlloc(&p.source, 256 * kMiB, cudaHostAllocDefault), "cudaHostAlloc");
   std::memset(p.source, 1, 256 * kMiB);
 
-  std::printf("| first block | second block | the second's cost, us (median) | p10-p90 | pool reserved after "
-              "the first / the second, MiB |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf(
+      "| first block | second block | the second's cost, µs: median (p10–p90) | pool reserved after the "
+      "first / the second, MiB |\n|---|---|---|---|\n");
   for (std::size_t second : seconds)
     for (std::size_t first : firsts) {
       std::vector<double> costs;
@@ -114,11 +108,9 @@ int main(int argc, char **argv) {
         if (a) check(cudaFreeAsync(a, p.stream), "cudaFreeAsync");
         check(cudaFreeAsync(b, p.stream), "cudaFreeAsync");
       }
-      std::vector<double> sorted = costs;
-      std::sort(sorted.begin(), sorted.end());
-      std::printf("| %zu MiB | %zu MiB | %.1f | %.1f-%.1f | %.1f / %.1f |\n", first / kMiB, second / kMiB,
-                  median(costs), sorted[sorted.size() / 10], sorted[sorted.size() * 9 / 10],
-                  static_cast<double>(after_first) / kMiB, static_cast<double>(after_second) / kMiB);
+      std::printf("| %zu MiB | %zu MiB | %s | %.1f / %.1f |\n", first / kMiB, second / kMiB,
+                  summary(costs).c_str(), static_cast<double>(after_first) / kMiB,
+                  static_cast<double>(after_second) / kMiB);
     }
   p.restart();
   check(cudaMemPoolTrimTo(p.pool, 0), "cudaMemPoolTrimTo");
