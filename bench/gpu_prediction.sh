@@ -13,13 +13,19 @@
 # deployed evaluator warms them; the prediction's pools warm). Content is
 # checked at the end of each run (run's default on the CUDA backend: a
 # check between steps would slow the next one, docs/run.md).
-# OUT receives links.json, calibrate.txt, per example NAME.run.json and
-# NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
+# OUT receives links.json and calibrate.txt (CALIBRATE=once), per example
+# NAME.run.json and NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
 # NAME.err, exits.txt (each run's exit beside explain's, or why the example
 # was skipped: it declares more devices than the machine has), and the
 # tables prediction.txt (cold) and prediction-warm.txt. REPEAT=N in the
 # environment runs each example N times per setting (`run --repeat N`: the
-# steps' measured times are medians over the runs). Exit:
+# steps' measured times are medians over the runs). CALIBRATE=each
+# calibrates again right before every example (NAME.links.json,
+# NAME.calibrate.txt) and runs it against that profile: the machine's host
+# copies drift by 10-20% over minutes (docs/benchmarks.md, fifteenth and
+# sixteenth waves), and a profile taken seconds before the runs describes
+# the state they meet; CALIBRATE=once (the default) takes one links.json
+# for all. Exit:
 # prediction_error.py's for the warm runs (1 when a step misses its
 # target), 2 when a run's exit differs from explain's.
 set -uo pipefail
@@ -40,9 +46,19 @@ out=${2:-${OUT:?usage: gpu_prediction.sh FHR-PLAN OUT}}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1 || true
 
-"$tool" calibrate --backend cuda -o "$out/links.json" >"$out/calibrate.txt" 2>&1 || {
-  echo "calibrate failed"; cat "$out/calibrate.txt"; exit 2; }
-tail -n 30 "$out/calibrate.txt"
+# calibrate PROFILE LOG: this machine's links now.
+calibrate() {
+  local started=$SECONDS
+  "$tool" calibrate --backend cuda -o "$1" >"$2" 2>&1 || {
+    echo "calibrate failed"; cat "$2"; exit 2; }
+  echo "calibrated in $((SECONDS - started)) s: $1"
+}
+mode=${CALIBRATE:-once}
+case "$mode" in once | each) ;; *) echo "CALIBRATE must be once or each, not $mode"; exit 2 ;; esac
+if [ "$mode" = once ]; then
+  calibrate "$out/links.json" "$out/calibrate.txt"
+  tail -n 30 "$out/calibrate.txt"
+fi
 
 repeat=${REPEAT:-1}
 status=0
@@ -62,10 +78,15 @@ for example in examples/*.fhr; do
   fi
   "$tool" explain "$example" >/dev/null 2>&1
   predicted=$?
-  "$tool" run --backend cuda --profile "$out/links.json" --format json --repeat "$repeat" \
+  profile=$out/links.json
+  if [ "$mode" = each ]; then
+    profile=$out/$name.links.json
+    calibrate "$profile" "$out/$name.calibrate.txt"
+  fi
+  "$tool" run --backend cuda --profile "$profile" --format json --repeat "$repeat" \
     --trace "$out/$name.trace.json" "$example" >"$out/$name.run.json" 2>"$out/$name.err"
   ran=$?
-  "$tool" run --backend cuda --profile "$out/links.json" --format json --warm-up --repeat "$repeat" \
+  "$tool" run --backend cuda --profile "$profile" --format json --warm-up --repeat "$repeat" \
     "$example" >"$out/$name.warm.run.json" 2>>"$out/$name.err"
   warm=$?
   echo "$name: run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"

@@ -99,3 +99,54 @@ def test_a_load_is_compared_without_its_source_fill(tmp_path, capsys):
     assert out[-2] == "1 transfers compared, 0 outside the target (10% at 16 MiB and more, 5 us below)"
     assert out[-1] == ("1 source fills (the loader's time, outside the target): error +46.7% to +46.7%, "
                        "median +46.7%")
+
+
+def repeated_step(action, size, predicted, transfers):
+    """A copy step of `size` bytes measured over len(transfers) runs
+    (`run --repeat`), its median the measured time."""
+    median = sorted(transfers)[len(transfers) // 2]
+    return {
+        "action": action,
+        "bytes": size,
+        "transfer": "copy",
+        "predicted": {"duration_us": predicted, "transfer_us": predicted, "source_load_us": 0.0},
+        "measured": {"duration_us": median, "transfer_us": median, "source_load_us": 0.0,
+                     "repetitions": {"duration_us": transfers, "source_load_us": [0.0] * len(transfers)}},
+    }
+
+
+def test_misses_whose_runs_spread_wider_than_the_band_are_counted_apart(tmp_path, capsys):
+    steps = [
+        # 30 MiB, runs within 3% of each other, all 40% over: a steady miss.
+        repeated_step("move query from pinned to cuda:0", 31457280, 580.0, [812.0, 823.0, 836.0]),
+        # 120 MiB, runs 6.4-21.2 ms (the median 60% over): unsteady.
+        repeated_step("ensure bsk[0] from pageable to cuda:0", 125829120, 8000.0, [6400.0, 12800.0, 21200.0]),
+        # 10 MiB, runs 230-242 us: 12 us apart, wider than the 10 us band.
+        repeated_step("move ct from pinned to cuda:0", 10485760, 200.0, [230.0, 236.0, 242.0]),
+        # 10 MiB, within 5 us of the prediction although the runs spread: not a miss.
+        repeated_step("move ct from cuda:0 to pinned", 10485760, 200.0, [190.0, 203.0, 215.0]),
+        # 120 MiB, runs 19% apart, 12% over: a miss, not unsteady (the band is 20%).
+        repeated_step("ensure bsk[1] from pageable to cuda:0", 125829120, 8000.0, [8100.0, 8960.0, 9650.0]),
+    ]
+    document = {"schema": "fhr-run/1", "runs": [{"file": "examples/x.fhr", "kind": "program", "name": "p",
+                                                 "steps": steps}]}
+    path = tmp_path / "repeated.run.json"
+    path.write_text(json.dumps(document))
+    assert load_script().main([str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("+41.9%  MISS  (3 runs: 812.0-836.0 us)")
+    assert out[2].endswith("+60.0%  MISS unsteady  (3 runs: 6400.0-21200.0 us)")
+    assert out[3].endswith("+36.00 us  MISS unsteady  (3 runs: 230.0-242.0 us)")
+    assert out[4].endswith("+3.00 us  (3 runs: 190.0-215.0 us)")
+    assert out[5].endswith("+12.0%  MISS  (3 runs: 8100.0-9650.0 us)")
+    assert out[-2] == "5 transfers compared, 4 outside the target (10% at 16 MiB and more, 5 us below)"
+    assert out[-1] == ("2 of them unsteady (their runs spread wider than the target's band: 20% at 16 MiB "
+                       "and more, 10 us below), 2 steady")
+
+
+def test_one_run_is_never_unsteady():
+    script = load_script()
+    step = repeated_step("move x from pinned to cuda:0", 31457280, 580.0, [900.0])
+    del step["measured"]["repetitions"]
+    assert not script.unsteady(step, large=True)
+    assert script.spread(step) == ""

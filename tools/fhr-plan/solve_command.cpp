@@ -5,6 +5,8 @@
 
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
+#include "fhr/dsl/format.hpp"
+#include "fhr/dsl/parser.hpp"
 #include "fhr/planner/lru_baseline.hpp"
 #include "fhr/planner/solve.hpp"
 #include "fhr/planner/workload_json.hpp"
@@ -97,6 +99,17 @@ struct ProgramCheck {
   bool ran = false, accepted = false;
   std::string detail;
 };
+
+/// The printed program in `fmt`'s canonical layout: the emitter says what
+/// the statements are, the formatter how they are laid out (an empty plan
+/// on one line), so that a solved plan kept in a repository passes `fmt
+/// --check`. Text that does not parse is left as it is (check_program
+/// reports it).
+std::string canonical_layout(const std::string &program) {
+  SourceFile source(llvm::MemoryBuffer::getMemBufferCopy(program, "<solve>"));
+  ast::File syntax = parse(source);
+  return source.has_errors() ? program : format_file(source, syntax);
+}
 
 ProgramCheck check_program(const std::string &program, const Workload &w) {
   ProgramCheck check;
@@ -376,7 +389,7 @@ int run_solve() {
                              std::string(lru_first ? "--policy lru" : "--policy planner") + ": workload '" +
                              w.name + "'\n" + std::to_string(result.bytes_moved) +
                              " bytes moved; every step's values resident within the budgets";
-  const std::string program = planner::emit_program(w, result.schedule, header);
+  const std::string program = canonical_layout(planner::emit_program(w, result.schedule, header));
   ProgramCheck check;
   if (!solve_no_check) {
     check = check_program(program, w);
