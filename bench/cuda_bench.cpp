@@ -11,6 +11,7 @@
 // eviction beside a prefetch; small; leases, with the driver calls; staged,
 // the spread of single staged pageable copies under copier settings. A
 // process that times only leases, say, to compare processes.)
+#include "cuda_probe.hpp"
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -37,12 +38,7 @@ using namespace fhr;
 
 namespace {
 
-void check(cudaError_t error) {
-  if (error != cudaSuccess) {
-    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorName(error));
-    std::exit(1);
-  }
-}
+using fhr::bench::check;
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {

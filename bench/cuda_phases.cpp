@@ -22,6 +22,7 @@
 // copy costs beyond it: raw copies into a cudaMalloc block and into a block
 // of the device's stream-ordered pool (where the manager's small blocks come
 // from), and the former after reading 64 KiB of unrelated memory.
+#include "cuda_probe.hpp"
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/runtime/manager.hpp"
 
@@ -70,12 +71,7 @@ cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t s) {
 
 namespace {
 
-void check(cudaError_t error) {
-  if (error != cudaSuccess) {
-    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorName(error));
-    std::exit(1);
-  }
-}
+using fhr::bench::check;
 
 /// Time-stamp counter ticks per nanosecond, measured against the steady clock.
 double ticks_per_ns() {

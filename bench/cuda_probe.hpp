@@ -1,7 +1,7 @@
 #pragma once
-// What the CUDA probes of bench/ (pinned_dma, pool_growth) share: a CUDA
-// call that fails ends the probe with its name, and samples are reported
-// as their median and spread.
+// What the CUDA benchmarks and probes of bench/ (cuda_bench, cuda_phases,
+// pinned_dma, pool_growth) share: a CUDA call that fails ends the process
+// with its name, and samples are reported as their median and spread.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,8 +12,9 @@
 
 namespace fhr::bench {
 
-/// Ends the process (exit 2) when `status` is an error, naming the call.
-inline void check(cudaError_t status, const char *what) {
+/// Ends the process (exit 2) when `status` is an error, naming the call
+/// (or only the error, where `what` is left out).
+inline void check(cudaError_t status, const char *what = "CUDA") {
   if (status == cudaSuccess) return;
   std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
   std::exit(2);
