@@ -70,6 +70,7 @@ json unit_json(const ReportUnit &unit) {
     location["budget_bytes"] = optional_bytes(p.budget_bytes);
     location["used_before_bytes"] = p.used_before;
     location["reserved_before_bytes"] = p.reserved_before;
+    location["resident_logical_before_bytes"] = p.resident_logical_before;
     location["peak_charged_bytes"] = p.peak_charged;
     location["peak_used_bytes"] = p.peak_used;
     location["headroom_at_peak_bytes"] =

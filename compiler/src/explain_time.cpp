@@ -149,6 +149,8 @@ UnitMemory unit_memory(const json &unit) {
     if (location.at("budget_bytes").is_number())
       memory.budget_bytes = location.at("budget_bytes").get<std::uint64_t>();
     memory.peak_charged_bytes = location.at("peak_charged_bytes").get<std::uint64_t>();
+    memory.resident_logical_before_bytes = location.value(
+        "resident_logical_before_bytes", location.at("used_before_bytes").get<std::uint64_t>());
     location_index.emplace(memory.location, out.locations.size());
     out.locations.push_back(std::move(memory));
   }
@@ -305,6 +307,13 @@ std::uint64_t LocationMemory::derived_peak_bytes() const {
   return peak;
 }
 
+TimelineOptions unit_timeline_options(const UnitMemory &memory, TimelineOptions options) {
+  for (const LocationMemory &location : memory.locations)
+    if (const std::optional<Location> at = parse_location(location.location))
+      options.resident_before[at->index()] = location.resident_logical_before_bytes;
+  return options;
+}
+
 std::vector<TimelineStep> unit_timeline_steps(const json &unit, const UnitMemory &memory) {
   std::vector<TimelineStep> out;
   const json &steps = unit.at("steps");
@@ -358,7 +367,7 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
     for (json &unit : file.at("units")) {
       const UnitMemory memory = unit_memory(unit);
       const std::vector<TimelineStep> steps = unit_timeline_steps(unit, memory);
-      const Timeline timeline = predict_timeline(steps, links, options);
+      const Timeline timeline = predict_timeline(steps, links, unit_timeline_options(memory, options));
       json &step_list = unit.at("steps");
       for (std::size_t k = 0; k < step_list.size(); ++k) {
         const StepTime &time = timeline.steps[k];

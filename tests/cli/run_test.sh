@@ -205,6 +205,13 @@ for s in run["steps"]:
     transfers = [d - l for d, l in zip(durations, loads)]
     assert abs(m["transfer_us"] - statistics.median(transfers)) < 0.002, m
     assert abs(s["error_us"] - (m["duration_us"] - s["predicted"]["duration_us"])) < 0.002, s
+    # the host's work before the copy: allocating its destination (120 MiB
+    # copies: stamped in every repetition), inside the step's span
+    before = m["repetitions"]["before_copy_us"]
+    assert len(before) == 4 and all(0 <= b <= d for b, d in zip(before, durations)), m
+    assert abs(m["before_copy_us"] - statistics.median(before)) < 0.002, m
+    p = s["predicted"]
+    assert abs(p["before_copy_us"] - (p["allocation_us"] + p["source_load_us"])) < 0.002, p
 assert timed == 8, timed
 # the links' times: sums of the steps' medians
 for link in run["links"]:

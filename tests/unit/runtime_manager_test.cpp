@@ -101,6 +101,9 @@ TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the
   CHECK(r.destination == pinned);
   CHECK(r.storage_nbytes == 16 * KiB);
   CHECK(r.started_at_ns <= r.completed_at_ns);
+  // Its copy was issued once the destination was allocated, inside the span.
+  CHECK(r.copy_issued_at_ns >= r.started_at_ns);
+  CHECK(r.copy_issued_at_ns <= r.completed_at_ns);
   CHECK(manager.state_version() == 3);
   CHECK(manager.account(pinned).used_bytes == 16 * KiB);
   CHECK(manager.content_checksum(h, pinned) == weight.checksum);
@@ -112,6 +115,7 @@ TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the
   // transition that came before it ended; the next real one starts after.
   CHECK(again.started_at_ns == again.completed_at_ns);
   CHECK(again.started_at_ns >= r.completed_at_ns);
+  CHECK(again.copy_issued_at_ns == 0); // no copy
   CHECK(r.started_at_ns > 0);
   CHECK(manager.state_version() == 3);
 
@@ -121,6 +125,7 @@ TEST_CASE("manager: adopt, ensure, move, drop and discard keep the bytes and the
   CHECK(removal.source == pageable);
   CHECK(removal.started_at_ns >= again.completed_at_ns); // a fine stamp: the coarse one is behind it
   CHECK(removal.started_at_ns <= removal.completed_at_ns);
+  CHECK(removal.copy_issued_at_ns == 0); // a removal copies nothing
   CHECK(manager.replicas(h) == std::vector<Location>{pinned});
   CHECK(g_freed == 1); // the adopted buffer went with its replica
   CHECK(manager.account(pageable).used_bytes == 0);

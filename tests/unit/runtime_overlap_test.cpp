@@ -198,6 +198,19 @@ TEST_CASE("overlap: scope phases overlap too, and the option turns it off") {
     scope.close();
     REQUIRE(scope.report());
     CHECK(scope.report()->transitions.size() == 8);
+    // Each ensure's copy was issued inside its span (in a window too: after
+    // its own allocation, before the window's next copy starts); a drop
+    // issues none.
+    for (std::size_t i = 0; i < 8; ++i) {
+      const TransitionReport &t = scope.report()->transitions[i];
+      CAPTURE(i);
+      if (i < 4) {
+        CHECK(t.copy_issued_at_ns >= t.started_at_ns);
+        CHECK(t.copy_issued_at_ns <= t.completed_at_ns);
+      } else {
+        CHECK(t.copy_issued_at_ns == 0);
+      }
+    }
     CHECK(f.backend->allocated_bytes(gpu0) == 0);
   }
 }

@@ -15,7 +15,7 @@ TEST_CASE("peaks start from the current charge; reservations come after reclaim"
   Explained e = explain(R"(
     budget cuda:0 100 MiB
     value a 10 MiB replicable at pinned
-    value b 20 MiB exclusive at cuda:0
+    value b 16 MiB storage 20 MiB exclusive at cuda:0
     reserve cuda:0 5 MiB "resident workspace"
     plan "p" {
       reclaim { drop a at cuda:0 }
@@ -33,6 +33,7 @@ TEST_CASE("peaks start from the current charge; reservations come after reclaim"
   CHECK(x.steps[2].outcome.source == pinned);
   const LocationPrediction &gpu = e.location(x, gpu0);
   CHECK(gpu.used_before == 20 * MiB);
+  CHECK(gpu.resident_logical_before == 16 * MiB); // what the backend holds: b's logical bytes
   CHECK(gpu.reserved_before == 5 * MiB);
   CHECK(gpu.peak_charged == 65 * MiB); // 20 used + 5 + 30 reserved + 10 incoming
   CHECK(gpu.peak_used == 30 * MiB);

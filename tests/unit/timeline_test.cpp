@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <vector>
 
 using fhr::CopyQueue;
@@ -196,6 +197,72 @@ TEST_CASE("timeline: a staged pageable copy holds back the copies after it; at m
   CHECK(t.steps[32].start_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].commit_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
   CHECK(t.steps[31].commit_seconds == doctest::Approx(8 * 1.01 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: a copy between host locations runs inside its start; the copies after it wait") {
+  // The runtime copies host to host (a memcpy, on the copy threads from
+  // 4 MiB) before it starts the window's next copy: the DMA after the 2 MB
+  // host copy starts at 2 ms, although it uses a device engine.
+  std::vector<TimelineStep> steps = {copy(0, pinned, pageable, 2 * kMB, true), copy(1, pinned, gpu0, kMB)};
+  fhr::Timeline t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.windows == 1);
+  CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::HostThreads, 0});
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].start_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(3.01 * kMs).epsilon(1e-12));
+  // In the other order the DMA runs while the host copies.
+  std::swap(steps[0], steps[1]);
+  t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.steps[1].start_seconds == 0);
+  CHECK(t.total_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+}
+
+namespace {
+/// round_model() with staged copies at 0.5 GB/s: of a staged 8 MB into
+/// cuda:0 (16 ms), 8.01 ms are the DMA (pinned -> device: 10 us + 1 GB/s)
+/// and 7.99 ms the host's part before it; of one out of cuda:0, 8 ms the
+/// DMA (device -> pinned: 1 GB/s) and 8 ms the host's part after it.
+LinkModel slow_staging_model() {
+  LinkModel model = round_model();
+  for (LinkKind staged : {LinkKind::PageableToDevice, LinkKind::DeviceToPageable})
+    model.links[static_cast<std::size_t>(staged)].classes = {{std::nullopt, 0.0, 0.5e9}};
+  return model;
+}
+} // namespace
+
+TEST_CASE("timeline: a staged copy into a device fills its bounce buffer while a DMA holds the engine") {
+  // A 10 MB DMA into cuda:0 (10.01 ms), then a staged 8 MB into cuda:0: the
+  // host fills the bounce buffer meanwhile (7.99 ms), and the staged DMA
+  // takes the engine when the first DMA is done: 10.01 + 8.01 ms, where
+  // queueing the whole staged copy would end at 26.01 ms.
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 10 * kMB), copy(1, pageable, gpu0, 8 * kMB)};
+  fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
+  CHECK(t.windows == 1);
+  CHECK(t.steps[1].start_seconds == 0);
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(10.01 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(18.02 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(18.02 * kMs).epsilon(1e-12));
+  // After a 1 MB DMA the host's part is the longer: the staged copy takes
+  // its calibrated 16 ms, its DMA on the engine from 7.99 ms.
+  const std::vector<TimelineStep> short_first = {copy(0, pinned, gpu0, kMB),
+                                                 copy(1, pageable, gpu0, 8 * kMB)};
+  t = fhr::predict_timeline(short_first, slow_staging_model());
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(7.99 * kMs).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(16 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: a staged copy out of a device shares the duplex bandwidth only while its DMA runs") {
+  // A 4 MB prefetch into cuda:0 and a staged 8 MB eviction to pageable
+  // start together. The eviction's DMA (8 MB at 1 GB/s) and the prefetch
+  // share 1.5 GB/s once the prefetch's 10 us are paid: 0.75 GB/s each for
+  // 4 MB / 0.75 GB/s; the DMA's last 3.99 MB at 1 GB/s; then 8 ms on the host.
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 4 * kMB),
+                                           copy(1, gpu0, pageable, 8 * kMB, true)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
+  const double prefetch_end = 10e-6 + 4.0 / 0.75 * kMs;
+  CHECK(t.steps[0].end_seconds == doctest::Approx(prefetch_end).epsilon(1e-12));
+  CHECK(t.steps[1].copy_start_seconds == 0);
+  CHECK(t.steps[1].end_seconds == doctest::Approx(prefetch_end + 3.99 * kMs + 8 * kMs).epsilon(1e-12));
 }
 
 namespace {
@@ -480,6 +547,50 @@ TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the back
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6 + 10 * kMiB * 0.1e-9).epsilon(1e-12));
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6 + 124 * kMiB * 0.1e-9).epsilon(1e-12));
   CHECK(t.cold_allocations.size() == 3);
+}
+
+TEST_CASE("timeline, cold pools: replicas resident before the steps fill the device pool; a warm-up reserves "
+          "the most its growths held") {
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  LinkModel model = allocating_model();
+  model.device_growth_seconds_per_byte = 0.1e-9;
+  model.device_pool_granule_bytes = 32 * kMiB;
+  // inference.fhr's enter: the 15 MiB weight, the 120 MiB key, the 30 MiB
+  // query. The weight fits the start's 32 MiB; the key grows the pool to
+  // 160 MiB; the query (165 MiB in use) to 192.
+  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 15 * kMiB, false, 0),
+                                           copy(1, pinned, gpu0, 120 * kMiB, false, 1),
+                                           copy(2, pinned, gpu0, 30 * kMiB, false, 2)};
+  fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
+  REQUIRE(t.cold_allocations.size() == 2);
+  CHECK(t.cold_allocations[0].pool_in_use == 135 * kMiB);
+  CHECK(t.cold_allocations[1].pool_in_use == 165 * kMiB);
+  // The warm-up grows the pool by one block of the 165 MiB: the missed
+  // blocks alone (150 MiB) would leave the query's growth in the run.
+  std::array<std::uint64_t, Location::kCount> resident{};
+  CHECK(fhr::warm_up_blocks(t.cold_allocations, resident, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{gpu0, 165 * kMiB}});
+
+  // A 30 MiB replica resident on cuda:0 before the steps (setup's) holds
+  // the start's granule: the 15 MiB weight alone now grows the pool.
+  fhr::TimelineOptions options = cold_pools();
+  options.resident_before[gpu0.index()] = 30 * kMiB;
+  const std::vector<TimelineStep> weight = {copy(0, pinned, gpu0, 15 * kMiB)};
+  t = fhr::predict_timeline(weight, model, options);
+  CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6 + 32 * kMiB * 0.1e-9).epsilon(1e-12));
+  REQUIRE(t.cold_allocations.size() == 1);
+  CHECK(t.cold_allocations[0].pool_in_use == 45 * kMiB);
+  // ... and the warm-up reserves the 15 MiB beyond the resident replica.
+  CHECK(fhr::warm_up_blocks(t.cold_allocations, options.resident_before, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{gpu0, 15 * kMiB}});
+  // Without it, nothing to grow, nothing to reserve.
+  t = fhr::predict_timeline(weight, model, cold_pools());
+  CHECK(t.cold_allocations.empty());
+  // Host blocks are asked for as they missed, the bounce buffers as one
+  // block of the staged size.
+  const std::vector<fhr::ColdAllocation> host = {{pinned, 10 * kMiB}, {pageable, 64 * kMiB, true}};
+  CHECK(fhr::warm_up_blocks(host, resident, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{pinned, 10 * kMiB}, {pageable, 4 * kMiB}});
 }
 
 TEST_CASE(

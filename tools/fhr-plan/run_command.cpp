@@ -174,7 +174,8 @@ PoolOptions backend_pools() {
 /// cold pools (the cold timeline's misses, fhr/model/runtime_pools.hpp) as
 /// the manager's warm-up requests, the bounce buffers of staged transfers
 /// as a pageable block of the smallest staged size (which makes them), and
-/// what those allocations would have cost the steps.
+/// what those allocations would have cost the steps. A device pool is
+/// grown by one block (fhr/model/runtime_pools.hpp, warm_up_blocks).
 struct UnitWarmUp {
   std::vector<PoolRequest> requests;
   std::optional<double> predicted_us;
@@ -185,15 +186,15 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   TimelineOptions cold;
   cold.pools = backend_pools();
   const UnitMemory memory = unit_memory(*unit);
+  cold = unit_timeline_options(memory, cold);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
-  for (const ColdAllocation &allocation : timeline.cold_allocations) {
+  for (const WarmUpBlock &block :
+       warm_up_blocks(timeline.cold_allocations, cold.resident_before, cold.staged_min_bytes)) {
     std::vector<PoolRequest> &requests = warm_up.requests;
     auto request = std::find_if(requests.begin(), requests.end(),
-                                [&](const PoolRequest &r) { return r.location == allocation.location; });
-    if (request == requests.end())
-      request = requests.insert(requests.end(), PoolRequest{allocation.location, {}});
-    request->block_bytes.push_back(
-        static_cast<std::size_t>(allocation.staging ? cold.staged_min_bytes : allocation.bytes));
+                                [&](const PoolRequest &r) { return r.location == block.location; });
+    if (request == requests.end()) request = requests.insert(requests.end(), PoolRequest{block.location, {}});
+    request->block_bytes.push_back(static_cast<std::size_t>(block.bytes));
   }
   warm_up.predicted_us = timeline.allocation_seconds * 1e6;
   return warm_up;

@@ -111,6 +111,11 @@ std::optional<double> AnalyzedStep::measured_duration_us() const {
   return *measured_end_us - *measured_start_us;
 }
 
+std::optional<double> AnalyzedStep::predicted_before_copy_us() const {
+  if (!predicted || !predicted->engine) return std::nullopt;
+  return (predicted->allocation_seconds + predicted->source_load_seconds) * 1e6;
+}
+
 std::optional<double> AnalyzedStep::predicted_transfer_us() const {
   const std::optional<double> duration = predicted_duration_us();
   if (!duration) return std::nullopt;
@@ -147,7 +152,8 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
   Timeline timeline;
   if (explanation && explanation->at("steps").size() == check.predicted.steps.size()) {
     memory = unit_memory(*explanation);
-    timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links, options);
+    timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links,
+                                unit_timeline_options(*memory, options));
     run.timed = true;
     run.predicted_us = timeline.total_seconds * 1e6;
   }
@@ -196,6 +202,8 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
       row.measured_end_us =
           static_cast<double>(t.completed_at_ns - std::min(t.completed_at_ns, origin_ns)) / 1e3;
       row.measured_source_load_us = static_cast<double>(t.source_load_ns) / 1e3;
+      if (t.copy_issued_at_ns >= t.started_at_ns && t.copy_issued_at_ns != 0)
+        row.measured_before_copy_us = static_cast<double>(t.copy_issued_at_ns - t.started_at_ns) / 1e3;
       run.span_us = std::max(run.span_us, *row.measured_end_us);
       measured_spans.emplace_back(*row.measured_start_us, *row.measured_end_us);
     }
@@ -238,16 +246,20 @@ AnalyzedRun combine_repetitions(std::vector<AnalyzedRun> repetitions) {
   for (std::size_t k = 0; k < run.steps.size(); ++k) {
     AnalyzedStep &step = run.steps[k];
     if (!step.measured_duration_us()) continue;
-    std::vector<double> durations, source_loads;
+    std::vector<double> durations, source_loads, before_copy;
     for (const AnalyzedRun &repetition : repetitions) {
       if (k >= repetition.steps.size() || repetition.steps[k].action != step.action) continue;
       const AnalyzedStep &same = repetition.steps[k];
       if (const std::optional<double> duration = same.measured_duration_us()) {
         durations.push_back(*duration);
         source_loads.push_back(same.measured_source_load_us);
+        if (same.measured_before_copy_us) before_copy.push_back(*same.measured_before_copy_us);
       }
     }
     step.measured_source_load_us = calibrate::median(source_loads);
+    step.measured_before_copy_us =
+        before_copy.empty() ? std::nullopt : std::optional<double>(calibrate::median(before_copy));
+    step.repeated_before_copy_us = std::move(before_copy);
     step.repeated_durations_us = std::move(durations);
     step.repeated_source_loads_us = std::move(source_loads);
   }
@@ -346,6 +358,7 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
         predicted["copy_start_us"] = rounded_us(s.predicted->copy_start_seconds * 1e6);
         predicted["allocation_us"] = rounded_us(s.predicted->allocation_seconds * 1e6);
         predicted["source_load_us"] = rounded_us(s.predicted->source_load_seconds * 1e6);
+        predicted["before_copy_us"] = optional_us(s.predicted_before_copy_us());
         predicted["end_us"] = rounded_us(s.predicted->end_seconds * 1e6);
         predicted["commit_us"] = rounded_us(s.predicted->commit_seconds * 1e6);
         predicted["duration_us"] = optional_us(s.predicted_duration_us());
@@ -361,15 +374,20 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                {"duration_us", optional_us(s.measured_duration_us())},
                {"source_load_us",
                 s.measured_start_us ? json(rounded_us(s.measured_source_load_us)) : json(nullptr)},
-               {"transfer_us", optional_us(s.measured_transfer_us())}};
+               {"transfer_us", optional_us(s.measured_transfer_us())},
+               {"before_copy_us", optional_us(s.measured_before_copy_us)}};
       if (!s.repeated_durations_us.empty()) {
         json durations = json::array(), source_loads = json::array();
         for (std::size_t k = 0; k < s.repeated_durations_us.size(); ++k) {
           durations.push_back(rounded_us(s.repeated_durations_us[k]));
           source_loads.push_back(rounded_us(s.repeated_source_loads_us[k]));
         }
-        step["measured"]["repetitions"] =
-            json{{"duration_us", std::move(durations)}, {"source_load_us", std::move(source_loads)}};
+        json before_copy = json::array();
+        for (double us : s.repeated_before_copy_us)
+          before_copy.push_back(rounded_us(us));
+        step["measured"]["repetitions"] = json{{"duration_us", std::move(durations)},
+                                               {"source_load_us", std::move(source_loads)},
+                                               {"before_copy_us", std::move(before_copy)}};
       }
       const std::optional<double> p = s.predicted_duration_us(), m = s.measured_duration_us();
       step["error_us"] = p && m ? json(rounded_us(*m - *p)) : json(nullptr);

@@ -40,12 +40,22 @@ struct AnalyzedStep {
   std::optional<double> measured_start_us, measured_end_us;
   /// Of the measured span, the time in the value's source (a load).
   double measured_source_load_us = 0;
+  /// Of the measured span, the host's work before the copy into the
+  /// destination was issued (allocations, a load's fill); none when the
+  /// runtime did not stamp it (no such copy, or a small tick-stamped one).
+  std::optional<double> measured_before_copy_us;
   /// --repeat: the step's measured span and its source's fill in each
   /// repetition, in run order (empty for a single run). The measured
   /// duration, transfer and source fill (measured_source_load_us) are then
   /// medians over the repetitions, each on its own; the start and end stay
   /// those of the representative repetition.
   std::vector<double> repeated_durations_us, repeated_source_loads_us;
+  std::vector<double> repeated_before_copy_us; ///< the repetitions that stamped it
+
+  /// What the prediction has the host do before it issues the copy: its
+  /// allocations and a load's fill (StepTime), the counterpart of
+  /// measured_before_copy_us.
+  std::optional<double> predicted_before_copy_us() const;
 
   std::optional<double> predicted_duration_us() const;
   std::optional<double> measured_duration_us() const;

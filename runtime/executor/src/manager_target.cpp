@@ -94,7 +94,8 @@ void ManagerTarget::committed(StepRecord step, const TransitionReport &report) {
   step.outcome.source = report.source;
   step.outcome.destination = report.destination;
   run().steps.push_back(step);
-  run().timings.push_back(StepTiming{report.started_at_ns, report.completed_at_ns, report.source_load_ns});
+  run().timings.push_back(StepTiming{report.started_at_ns, report.completed_at_ns, report.source_load_ns,
+                                     report.copy_issued_at_ns});
   if (options_.after_transition) options_.after_transition(report, handle_of(step.value));
 }
 

@@ -30,7 +30,8 @@ ChargeWindow::ChargeWindow(State &state) {
   state.reset_peaks();
   for (Location location : state.registry()) {
     const LocationAccount &account = state.account(location);
-    before_[location.index()] = Charge{account.used_bytes, account.reserved_bytes};
+    before_[location.index()] =
+        Charge{account.used_bytes, account.reserved_bytes, state.resident_logical_bytes(location)};
   }
 }
 
@@ -40,7 +41,7 @@ std::vector<LocationPrediction> ChargeWindow::predictions(const State &state) co
     const LocationAccount &now = state.account(location);
     const Charge &then = before_[location.index()];
     out.push_back(LocationPrediction{location, now.budget_bytes, then.used, then.reserved,
-                                     now.peak_charged_bytes, now.peak_used_bytes});
+                                     now.peak_charged_bytes, now.peak_used_bytes, then.resident_logical});
   }
   return out;
 }

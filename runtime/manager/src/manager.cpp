@@ -112,6 +112,7 @@ public:
     // Pending before the copy starts: from here on only this object frees
     // it, after the copy (the destructor).
     Storage &destination = add_pending(to, manager_.backend_.memory->allocate(to, logical_bytes(value)));
+    if (to == destination_ && !ticks_.started()) report_->copy_issued_at_ns = now_ns();
     // The caller's stream orders copies into the transition's destination only.
     if (to != destination_) {
       manager_.backend_.copies->copy(*source, destination, Stream{});
@@ -416,6 +417,7 @@ TransitionReport Manager::run_transition(const Action &action, Stream stream, Pr
   TransitionReport report;
   // Stamped by the first piece of work (Hooks); a no-op does none.
   report.started_at_ns = prepared ? prepared->started_at_ns : 0;
+  report.copy_issued_at_ns = prepared ? prepared->issued_at_ns : 0;
   FailureDetail detail;
   Hooks hooks(*this, action.location, stream, prepared, &report,
               action.kind == ActionKind::Ensure || action.kind == ActionKind::Copy);

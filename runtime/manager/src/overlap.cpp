@@ -65,6 +65,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       if (window.empty()) start_failure = std::current_exception();
       break;
     }
+    copy.issued_at_ns = now_ns();
     try {
       copy.copy = backend_.copies->begin_copy(*replica(action.value, source), copy.storage, entry.stream);
     } catch (...) {

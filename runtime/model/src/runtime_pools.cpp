@@ -18,6 +18,30 @@ void RuntimePools::SizedPool::give_back(std::uint64_t size, std::uint64_t bound)
   bytes += size;
 }
 
+std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
+                                        const std::array<std::uint64_t, Location::kCount> &resident,
+                                        std::uint64_t staging_block) {
+  std::vector<WarmUpBlock> blocks;
+  std::vector<WarmUpBlock> devices; // one each: the most held beyond the resident bytes
+  for (const ColdAllocation &allocation : cold) {
+    if (!allocation.location.is_cuda()) {
+      blocks.push_back({allocation.location, allocation.staging ? staging_block : allocation.bytes});
+      continue;
+    }
+    const std::uint64_t before = resident[allocation.location.index()];
+    const std::uint64_t beyond = allocation.pool_in_use - std::min(allocation.pool_in_use, before);
+    auto device = std::find_if(devices.begin(), devices.end(),
+                               [&](const WarmUpBlock &b) { return b.location == allocation.location; });
+    if (device == devices.end())
+      devices.push_back({allocation.location, beyond});
+    else
+      device->bytes = std::max(device->bytes, beyond);
+  }
+  for (const WarmUpBlock &device : devices)
+    if (device.bytes > 0) blocks.push_back(device);
+  return blocks;
+}
+
 double RuntimePools::cold(ColdAllocation allocation, double seconds) {
   cold_.push_back(allocation);
   cold_seconds_ += seconds;
@@ -33,9 +57,17 @@ std::uint64_t RuntimePools::pinned_block(std::uint64_t bytes) const {
   return pinned_block_bytes(bytes, options_.pinned_huge_pages);
 }
 
-RuntimePools::RuntimePools(const LinkModel &links, PoolOptions options) : links_(links), options_(options) {
-  for (DevicePool &pool : devices_)
-    pool.reserved = links_.device_pool_granule_bytes > 0 ? device_reservation(kDevicePoolStartBytes) : 0;
+RuntimePools::RuntimePools(const LinkModel &links, PoolOptions options,
+                           const std::array<std::uint64_t, Location::kCount> &resident)
+    : links_(links), options_(options) {
+  for (unsigned device = 0; device < devices_.size(); ++device) {
+    DevicePool &pool = devices_[device];
+    // The backend's start block, then setup's replicas from the same pool.
+    pool.in_use = resident[Location::cuda(device).index()];
+    pool.reserved = links_.device_pool_granule_bytes > 0
+                        ? device_reservation(std::max(kDevicePoolStartBytes, pool.in_use))
+                        : pool.in_use;
+  }
 }
 
 std::uint64_t RuntimePools::device_reservation(std::uint64_t in_use) const {
@@ -60,7 +92,7 @@ double RuntimePools::allocate(Location location, std::uint64_t bytes) {
   const std::uint64_t reserved = device_reservation(pool.in_use);
   const double growth = static_cast<double>(reserved - pool.reserved);
   pool.reserved = reserved;
-  return cold({location, bytes},
+  return cold({location, bytes, false, pool.in_use},
               links_.device_allocation_seconds + growth * links_.device_growth_seconds_per_byte);
 }
 

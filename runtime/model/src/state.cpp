@@ -94,6 +94,13 @@ void State::remove(ValueId value, Location location) {
   ++version_;
 }
 
+std::uint64_t State::resident_logical_bytes(Location location) const {
+  std::uint64_t bytes = 0;
+  for (const ValueRecord &record : values_)
+    if (record.resident.contains(location)) bytes += record.spec.logical_nbytes;
+  return bytes;
+}
+
 Outcome State::adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail) {
   if (Outcome valid = validate(at); valid.failed()) return valid;
   Store store(*this);

@@ -31,12 +31,20 @@ struct Flow {
   /// only once the copies out of that device issued before it are done
   /// (allocating()).
   bool growth_waits = false;
+  /// A staged copy's host part ahead of its engine (into a device: the
+  /// first bounce buffer filled) and after it (out of one: the last
+  /// emptied). Its engine is free meanwhile, for the copies queued on it.
+  double lead_left = 0;
+  double tail_left = 0;
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
   bool synchronous = false; ///< runs inside its start: later copies start after it
   bool issued = false, started = false, done = false;
   double issued_at = 0, start = 0, end = 0;
+
+  /// Whether it holds its engine: started, its fixed cost or bytes left.
+  bool on_engine() const { return started && !done && (latency_left > 0 || bytes_left > 0); }
 };
 
 /// Every block the step frees goes back to the pools.
@@ -48,6 +56,30 @@ bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
   const std::optional<LinkKind> link = link_between(step.source, step.destination);
   return link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable) &&
          step.logical_bytes >= options.staged_min_bytes;
+}
+
+/// Whether the runtime does the step's copy inside its start, before it
+/// starts the next copy of the window: a staged copy, and a copy between
+/// two host locations (a memcpy, on the copy threads from 4 MiB up).
+bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options) {
+  return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
+}
+
+/// Splits a staged copy's calibrated time into the DMA its engine carries
+/// (the pinned link's time for its bytes) and the host part around it (the
+/// rest of the calibrated time). The DMA keeps the flow's fixed cost and
+/// bytes; the host part comes before it into a device and after it out of
+/// one, which is when the runtime's staged pipeline leaves the engine idle.
+void split_staged(Flow &flow, const TimelineStep &step, const LinkModel &links) {
+  const bool into_device = step.destination.is_cuda();
+  const LinkKind dma = into_device ? LinkKind::PinnedToDevice : LinkKind::DeviceToPinned;
+  const SizeClass &dma_class = links.curve(dma).class_for(step.logical_bytes);
+  const double staged_seconds = flow.latency_left + flow.bytes_left / flow.bytes_per_second;
+  const double dma_seconds = dma_class.latency_seconds + flow.bytes_left / dma_class.bytes_per_second;
+  if (dma_seconds >= staged_seconds) return; // no host part to spare: the engine carries it all
+  (into_device ? flow.lead_left : flow.tail_left) = staged_seconds - dma_seconds;
+  flow.latency_left = dma_class.latency_seconds;
+  flow.bytes_per_second = dma_class.bytes_per_second;
 }
 
 /// The destination's account when the window began: the explained charge
@@ -96,6 +128,12 @@ bool allocating(const Flow &flow, std::span<const Flow> flows) {
   });
 }
 
+/// Whether `flow` is in its host part ahead of its engine: issued, its
+/// destination allocated, the host part not yet done.
+bool leading(const Flow &flow, std::span<const Flow> flows) {
+  return flow.issued && flow.lead_left > 0 && !allocating(flow, flows);
+}
+
 /// Runs one window's copies from `begin`; returns when its last action committed.
 double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
                        double begin, const LinkModel &links, const TimelineOptions &options,
@@ -113,13 +151,14 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.latency_left = size_class.latency_seconds;
     flow.bytes_left = static_cast<double>(step.logical_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
-    flow.synchronous = is_staged(step, options);
+    flow.synchronous = runs_in_its_start(step, options);
+    if (is_staged(step, options)) split_staged(flow, step, links);
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
       flow.growth_waits = pools->grows_device_pool(step.destination, step.logical_bytes);
       flow.allocation = pools->allocate(step.destination, step.logical_bytes);
-      if (flow.synchronous) flow.allocation += pools->staging_seconds();
+      if (is_staged(step, options)) flow.allocation += pools->staging_seconds();
       flow.host_left = flow.allocation;
     }
     flows.push_back(flow);
@@ -136,11 +175,12 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       flows[next_issue].issued_at = now;
       ++next_issue;
     }
-    // An idle engine takes its oldest allocated copy.
+    // An idle engine takes its oldest allocated copy (a staged one once
+    // its host part ahead is done).
     for (Flow &flow : flows) {
-      if (!flow.issued || flow.started || allocating(flow, flows)) continue;
+      if (!flow.issued || flow.started || allocating(flow, flows) || flow.lead_left > 0) continue;
       const bool busy = std::any_of(flows.begin(), flows.end(), [&](const Flow &other) {
-        return other.started && !other.done && other.engine == flow.engine;
+        return other.on_engine() && other.engine == flow.engine;
       });
       const bool queued_before =
           std::any_of(flows.begin(), flows.begin() + (&flow - flows.data()), [&](const Flow &other) {
@@ -150,14 +190,20 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       flow.started = true;
       flow.start = now;
     }
-    // The next event: a fixed cost ends or a copy's last byte arrives.
+    // The next event: an allocation, a host part or a fixed cost ends, or
+    // a copy's last byte arrives.
     double step_seconds = std::numeric_limits<double>::infinity();
     std::vector<double> rates(flows.size(), 0.0);
+    std::vector<bool> leads(flows.size(), false);
     for (std::size_t k = 0; k < flows.size(); ++k) {
       const Flow &flow = flows[k];
       if (flow.issued && flow.host_left > 0) step_seconds = std::min(step_seconds, flow.host_left);
+      leads[k] = leading(flow, flows);
+      if (leads[k]) step_seconds = std::min(step_seconds, flow.lead_left);
       if (!flow.started || flow.done) continue;
-      if (flow.latency_left > 0) {
+      if (!flow.on_engine()) {
+        step_seconds = std::min(step_seconds, flow.tail_left);
+      } else if (flow.latency_left > 0) {
         step_seconds = std::min(step_seconds, flow.latency_left);
       } else {
         rates[k] = rate_of(flow, flows, links.duplex_bytes_per_second);
@@ -166,27 +212,27 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     }
     if (step_seconds == std::numeric_limits<double>::infinity()) break; // every copy done
     now += step_seconds;
+    auto count_down = [step_seconds](double &left) { left = left <= step_seconds ? 0 : left - step_seconds; };
     for (std::size_t k = 0; k < flows.size(); ++k) {
       Flow &flow = flows[k];
-      if (flow.issued && flow.host_left > 0)
-        flow.host_left = flow.host_left <= step_seconds ? 0 : flow.host_left - step_seconds;
+      if (leads[k]) count_down(flow.lead_left);
+      if (flow.issued && flow.host_left > 0) count_down(flow.host_left);
       if (!flow.started || flow.done) continue;
-      if (flow.latency_left > 0) {
-        flow.latency_left = flow.latency_left <= step_seconds ? 0 : flow.latency_left - step_seconds;
-        if (flow.latency_left == 0 && flow.bytes_left == 0) {
-          flow.done = true;
-          flow.end = now;
-        }
-        continue;
+      if (!flow.on_engine()) {
+        count_down(flow.tail_left);
+      } else if (flow.latency_left > 0) {
+        count_down(flow.latency_left);
+      } else {
+        const double moved = rates[k] * step_seconds;
+        // A copy whose remainder is within rounding of what moved is done.
+        if (moved >= flow.bytes_left * (1 - 1e-12))
+          flow.bytes_left = 0;
+        else
+          flow.bytes_left -= moved;
       }
-      const double moved = rates[k] * step_seconds;
-      // A copy whose remainder is within rounding of what moved is done.
-      if (moved >= flow.bytes_left * (1 - 1e-12)) {
-        flow.bytes_left = 0;
+      if (!flow.on_engine() && flow.tail_left == 0) {
         flow.done = true;
         flow.end = now;
-      } else {
-        flow.bytes_left -= moved;
       }
     }
   }
@@ -217,7 +263,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
   Timeline out;
   out.steps.resize(steps.size());
   std::optional<RuntimePools> cold_pools;
-  if (options.pools) cold_pools.emplace(links, *options.pools);
+  if (options.pools) cold_pools.emplace(links, *options.pools, options.resident_before);
   RuntimePools *pools = cold_pools ? &*cold_pools : nullptr;
   double now = 0;
   OverlapWindow rule;

@@ -44,7 +44,10 @@ struct LocationMemory {
   std::string location;
   std::optional<std::uint64_t> budget_bytes;
   std::uint64_t peak_charged_bytes = 0; ///< the explanation's figure (temporary charges included)
-  std::vector<MemoryBand> bands;        ///< bottom to top; every band has steps + 1 entries
+  /// The logical bytes of the replicas there before the unit (documents
+  /// without the figure: the charge before it, its storage bytes).
+  std::uint64_t resident_logical_before_bytes = 0;
+  std::vector<MemoryBand> bands; ///< bottom to top; every band has steps + 1 entries
   /// Charged (used + reserved) after each step: the sum of the bands.
   std::vector<std::uint64_t> charged_bytes;
   /// Charged only while a step ran, on top of the stack before it: a load's
@@ -72,6 +75,10 @@ struct UnitMemory {
 
 /// The memory stacks of one unit of an explain document (fhr-explain/1 or /2).
 UnitMemory unit_memory(const nlohmann::ordered_json &unit);
+
+/// `options` with the unit's resident bytes before its first step
+/// (TimelineOptions::resident_before), for the cold pools' prediction.
+TimelineOptions unit_timeline_options(const UnitMemory &memory, TimelineOptions options);
 
 /// The steps of one unit as the time predictor needs them (one per step).
 std::vector<TimelineStep> unit_timeline_steps(const nlohmann::ordered_json &unit, const UnitMemory &memory);

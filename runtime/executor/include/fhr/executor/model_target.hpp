@@ -40,7 +40,7 @@ public:
 
 private:
   struct Charge {
-    std::uint64_t used = 0, reserved = 0;
+    std::uint64_t used = 0, reserved = 0, resident_logical = 0;
   };
   std::array<Charge, Location::kCount> before_{};
 };

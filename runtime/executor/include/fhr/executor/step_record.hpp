@@ -62,6 +62,8 @@ struct StepTiming {
   std::uint64_t started_at_ns = 0;
   std::uint64_t completed_at_ns = 0;
   std::uint64_t source_load_ns = 0; ///< of the span, in the value's source (TransitionReport)
+  /// When its copy into the destination was issued (TransitionReport); 0: not stamped.
+  std::uint64_t copy_issued_at_ns = 0;
 };
 
 /// One run: setup, a plan as a scope, or a program. A run stops at the

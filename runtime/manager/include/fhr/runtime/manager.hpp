@@ -250,6 +250,7 @@ private:
     Storage storage;
     CopyInFlight copy;
     std::uint64_t started_at_ns = 0;
+    std::uint64_t issued_at_ns = 0; ///< its destination allocated, the copy issued
   };
 
   struct Record {

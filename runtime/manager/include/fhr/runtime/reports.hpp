@@ -33,6 +33,13 @@ struct TransitionReport {
   /// Nanoseconds of the above spent in the value's Source::load (a
   /// reconstruction), 0 without one: the loader's time, not a transfer's.
   std::uint64_t source_load_ns = 0;
+  /// Steady-clock nanoseconds when the copy into the destination was
+  /// issued to the backend, its destination allocated (a load's source
+  /// filled before): what the host did before the copy is
+  /// `copy_issued_at_ns - started_at_ns`. 0 without such a copy, and for a
+  /// small copy time-stamped on the time-stamp counter (a read would sit
+  /// on its path).
+  std::uint64_t copy_issued_at_ns = 0;
   /// The no-op reason (static text), or empty.
   std::string_view reason;
 };

@@ -62,7 +62,8 @@ struct CopyQueue {
   friend bool operator==(const CopyQueue &, const CopyQueue &) = default;
 };
 /// The engine that carries a copy; staged pageable copies are counted on
-/// their device engine (their host part overlaps it).
+/// their device engine, which carries their DMA (the time predictor leaves
+/// it free during their host part).
 std::optional<CopyQueue> engine_of(Location from, Location to);
 
 /// One size class of a link: copies of at most `max_bytes` (no bound for the

@@ -39,9 +39,10 @@
 ///
 /// Every allocation the cold pools could not serve is recorded
 /// (cold_allocations()): what a warm-up must reserve ahead for the same
-/// steps to find the pools warm (`fhr-plan run --warm-up`). Not modelled: memory resident before the steps
-/// (setup's device values come from the pool before the run: the model sees only their frees), the pool's
-/// fragmentation, the small-block cache's size classes (it allocates from the same pool). The cost is host
+/// steps to find the pools warm (`fhr-plan run --warm-up`, through warm_up_blocks()). A device's pool
+/// starts holding the replicas resident there before the steps (setup's device values come from the same
+/// pool: `RuntimePools`' `resident`). Not modelled: the pool's fragmentation, the small-block cache's size
+/// classes (it allocates from the same pool). The cost is host
 /// time before the copy starts: the runtime allocates a window's destinations one after another before it
 /// starts each copy.
 
@@ -52,6 +53,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 namespace fhr {
@@ -80,11 +82,40 @@ struct ColdAllocation {
   Location location;
   std::uint64_t bytes = 0;
   bool staging = false;
+  /// A device pool's growth: the bytes in use it grew to hold (the block
+  /// and every block in use beside it). A warm-up reserves the pool for
+  /// the largest of them: allocating the missed blocks alone leaves out
+  /// the blocks that the pool served, and with them part of the peak.
+  std::uint64_t pool_in_use = 0;
 };
+
+/// A block a warm-up allocates ahead (and frees into its pool).
+struct WarmUpBlock {
+  Location location;
+  std::uint64_t bytes = 0;
+  friend bool operator==(const WarmUpBlock &, const WarmUpBlock &) = default;
+};
+
+/// What a warm-up reserves so that the steps behind `cold` (a cold
+/// timeline's misses) find the pools warm: every missed pinned and
+/// pageable block, the bounce buffers as one pageable block of
+/// `staging_block` bytes (a staged transfer's size, which makes them), and
+/// per device one block of the most its pool's growths held beyond the
+/// bytes `resident` there before the steps. (The missed device blocks alone
+/// would leave out the blocks the pool served beside them: on the H200
+/// `inference`'s query move still grew the pool after such a warm-up.)
+/// Devices after the host locations, in the order of their first growth.
+std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
+                                        const std::array<std::uint64_t, Location::kCount> &resident,
+                                        std::uint64_t staging_block);
 
 class RuntimePools {
 public:
-  RuntimePools(const LinkModel &links, PoolOptions options);
+  /// `resident` (by Location::index()): the logical bytes the backend
+  /// holds at each location before the first step (setup's replicas); a
+  /// device's pool holds them, reserved by whole granules.
+  RuntimePools(const LinkModel &links, PoolOptions options,
+               const std::array<std::uint64_t, Location::kCount> &resident = {});
 
   /// Seconds to allocate `bytes` at `location` now; takes them.
   double allocate(Location location, std::uint64_t bytes);

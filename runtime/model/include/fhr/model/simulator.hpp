@@ -31,6 +31,9 @@ struct LocationPrediction {
   std::uint64_t peak_charged = 0;
   /// Max of used alone.
   std::uint64_t peak_used = 0;
+  /// The logical bytes of the replicas there before (State::resident_logical_bytes):
+  /// what the backend's pool at the location holds when the plan starts.
+  std::uint64_t resident_logical_before = 0;
 };
 
 struct Explanation {

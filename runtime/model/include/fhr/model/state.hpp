@@ -151,6 +151,9 @@ public:
   const std::vector<Location> &registry() const { return registry_; }
   /// The account of any location (zeroes for an unregistered one).
   const LocationAccount &account(Location location) const { return accounts_[location.index()]; }
+  /// The logical bytes of the replicas at `location`: what a backend holds
+  /// there (its storage bytes are the charge, used_bytes).
+  std::uint64_t resident_logical_bytes(Location location) const;
   const DeviceConfig &devices() const { return devices_; }
   /// Starts a reporting window: every peak becomes the current charge.
   void reset_peaks();

@@ -11,7 +11,11 @@
 /// engine queue), each waits for its copy and commits in plan order, and
 /// the next step starts once the window's last action committed. A staged
 /// pageable <-> device copy (TimelineOptions::staged_min_bytes and more)
-/// runs inside its start, so the copies after it start once it finished.
+/// and a copy between host locations run inside their start, so the
+/// copies after them start once they finished. A staged copy holds its
+/// engine only for its DMA (the pinned link's time for its bytes): the
+/// rest of its calibrated time is the host's part, before the DMA into a
+/// device and after it out of one.
 /// While an inbound and an outbound copy of one device stream at once they
 /// share LinkModel::duplex_bytes_per_second in proportion to their own
 /// bandwidths. Every other step runs alone: a load fills storage at the
@@ -77,14 +81,20 @@ struct TimelineOptions {
   /// step (a fresh backend, as `fhr-plan run --backend cuda` has); none
   /// charged without (pools kept warm: the steady state).
   std::optional<PoolOptions> pools;
+  /// With `pools`: the logical bytes the backend holds at each location
+  /// (by Location::index()) before the first step, the replicas resident
+  /// before it (setup's). A device's pool holds them: its growths count
+  /// from them (explain JSON's `resident_logical_before_bytes`).
+  std::array<std::uint64_t, Location::kCount> resident_before{};
 };
 
 /// When one step runs. A step that moves nothing starts and ends at once.
 struct StepTime {
   /// When the runtime starts the step (allocation first, then its copy).
   double start_seconds = 0;
-  /// When its engine starts carrying its copy (after its allocation and any
-  /// copy ahead of it on the same engine); start_seconds for other steps.
+  /// When its engine starts carrying its copy (after its allocation, a
+  /// staged copy's host part into a device, and any copy ahead of it on
+  /// the same engine); start_seconds for other steps.
   double copy_start_seconds = 0;
   /// Host time its destination's allocation (and a first staged copy's
   /// staging buffers) cost; 0 without TimelineOptions::pools.

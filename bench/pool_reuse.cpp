@@ -1,0 +1,137 @@
+// pool_reuse: what a device block costs to allocate after a warm-up
+// reserved the pool for it (issue #14: with `run --warm-up` the 30 MiB
+// query move of `inference.fhr` spent 224-263 us before its copy was
+// issued, all of it in the device allocation, where the model has a warm
+// pool allocate for free; with only the key's load before it, 17 us).
+//
+//   pool_reuse [SAMPLES]      (default 7)
+//
+// Each sample sets the device's default pool up as a fresh CUDA backend
+// does (new streams; the pool trimmed to nothing, its release threshold
+// keep-everything, a 2 MiB block allocated and freed), then, as `run
+// --warm-up` does, allocates every block of a plan in plan order on the
+// transfer stream and frees them again (a warm-up), and then runs the
+// plan's allocations: each block allocated (timed on the host) and a copy
+// into it from pinned memory. Prints a Markdown table per sequence of
+// blocks: each block's allocation time (median, p10-p90) and what the pool
+// reserved beyond the warm-up's reservation by then
+// (cudaMemPoolAttrReservedMemCurrent).
+#include "cuda_probe.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+using fhr::bench::check;
+using fhr::bench::summary;
+
+/// How the pool is warmed up before the plan's allocations.
+enum class WarmUp {
+  None,
+  PerBlock, ///< every block of the plan allocated, then all freed (`run --warm-up`)
+  OneBlock, ///< one block of their total allocated and freed
+};
+
+struct Sequence {
+  const char *name;
+  std::vector<std::size_t> blocks; ///< MiB, in plan order
+  WarmUp warm_up = WarmUp::PerBlock;
+};
+
+std::uint64_t reserved(cudaMemPool_t pool) {
+  std::uint64_t bytes = 0;
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes), "cudaMemPoolGetAttribute");
+  return bytes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int samples = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  const std::vector<Sequence> sequences = {
+      {"inference: weight, key, query", {15, 120, 30}},
+      {"key-alone: key, query", {120, 30}},
+      {"the weight alone", {15}},
+      {"the query alone", {30}},
+      {"query, then weight", {30, 15}},
+      {"inference, warmed up by one block of their total", {15, 120, 30}, WarmUp::OneBlock},
+      {"key-alone, warmed up by one block of their total", {120, 30}, WarmUp::OneBlock},
+      {"inference without a warm-up", {15, 120, 30}, WarmUp::None},
+  };
+  check(cudaSetDevice(0), "cudaSetDevice");
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t keep_all = UINT64_MAX;
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "cudaMemPoolSetAttribute");
+  void *source = nullptr;
+  check(cudaHostAlloc(&source, 128 * kMiB, cudaHostAllocDefault), "cudaHostAlloc");
+  std::memset(source, 1, 128 * kMiB);
+
+  std::printf("| blocks (MiB, plan order) | block | allocation, µs: median (p10–p90) | pool grew beyond the "
+              "warm-up by then, MiB (median) |\n|---|---|---|---|\n");
+  for (const Sequence &sequence : sequences) {
+    std::vector<std::vector<double>> costs(sequence.blocks.size());
+    std::vector<std::vector<double>> growth(sequence.blocks.size());
+    for (int s = 0; s < samples; ++s) {
+      // A fresh backend: its streams, the pool trimmed and started.
+      cudaStream_t transfer = nullptr;
+      check(cudaStreamCreateWithFlags(&transfer, cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+      void *first = nullptr;
+      check(cudaMallocAsync(&first, 2 * kMiB, transfer), "cudaMallocAsync");
+      check(cudaFreeAsync(first, transfer), "cudaFreeAsync");
+      std::vector<void *> blocks(sequence.blocks.size(), nullptr);
+      if (sequence.warm_up == WarmUp::PerBlock) {
+        for (std::size_t k = 0; k < blocks.size(); ++k)
+          check(cudaMallocAsync(&blocks[k], sequence.blocks[k] * kMiB, transfer), "cudaMallocAsync");
+        for (void *block : blocks)
+          check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
+      } else if (sequence.warm_up == WarmUp::OneBlock) {
+        std::size_t total = 0;
+        for (std::size_t mib : sequence.blocks)
+          total += mib * kMiB;
+        void *block = nullptr;
+        check(cudaMallocAsync(&block, total, transfer), "cudaMallocAsync");
+        check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
+      }
+      check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
+      const std::uint64_t warmed = reserved(pool);
+      for (std::size_t k = 0; k < blocks.size(); ++k) {
+        const std::size_t bytes = sequence.blocks[k] * kMiB;
+        const auto start = Clock::now();
+        check(cudaMallocAsync(&blocks[k], bytes, transfer), "cudaMallocAsync");
+        costs[k].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        check(cudaMemcpyAsync(blocks[k], source, bytes, cudaMemcpyHostToDevice, transfer), "cudaMemcpyAsync");
+        check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
+        growth[k].push_back(static_cast<double>(reserved(pool) - std::min(reserved(pool), warmed)) / kMiB);
+      }
+      for (void *block : blocks)
+        check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
+      check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
+      check(cudaStreamDestroy(transfer), "cudaStreamDestroy");
+    }
+    std::string sizes;
+    for (std::size_t mib : sequence.blocks)
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(mib);
+    for (std::size_t k = 0; k < sequence.blocks.size(); ++k) {
+      std::sort(growth[k].begin(), growth[k].end());
+      std::printf("| %s (%s) | %zu MiB | %s | %.0f |\n", sequence.name, sizes.c_str(), sequence.blocks[k],
+                  summary(costs[k]).c_str(), growth[k][growth[k].size() / 2]);
+    }
+  }
+  check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  cudaFreeHost(source);
+  return 0;
+}
