@@ -86,6 +86,25 @@ TEST_CASE("memory stacks: values, reservations, loads and moves, step by step") 
   CHECK(band_bytes(pinned, "query", 5) == 30 * MiB);
 }
 
+TEST_CASE("resident bytes before a unit: the logical bytes, the charge where a document lacks them") {
+  // b: 16 MiB logical, 20 MiB charged, on cuda:0 before the plan.
+  json document = document_of(R"(
+    budget cuda:0 1 GiB
+    value b 16 MiB storage 20 MiB exclusive at cuda:0
+    value c 8 MiB exclusive at pinned
+    plan "p" { enter { move c to cuda:0 } }
+  )");
+  json &unit = document["files"][0]["units"][0];
+  fhr::TimelineOptions options = fhr::unit_timeline_options(fhr::unit_memory(unit), {});
+  CHECK(options.resident_before[fhr::Location::cuda(0).index()] == 16 * MiB);
+  CHECK(options.resident_before[fhr::Location::pinned().index()] == 8 * MiB);
+  // A document written before the field (fhr-explain/2 of earlier waves).
+  for (json &location : unit["locations"])
+    location.erase("resident_logical_before_bytes");
+  options = fhr::unit_timeline_options(fhr::unit_memory(unit), {});
+  CHECK(options.resident_before[fhr::Location::cuda(0).index()] == 20 * MiB);
+}
+
 TEST_CASE("memory stacks: a refused request is drawn on top of the failing step") {
   const json document = document_of(fhr::test::read_file(FHR_SOURCE_DIR "/examples/infeasible.fhr"));
   const json &unit = document["files"][0]["units"][0];

@@ -258,11 +258,20 @@ TEST_CASE("timeline: a staged copy out of a device shares the duplex bandwidth o
   // 4 MB / 0.75 GB/s; the DMA's last 3.99 MB at 1 GB/s; then 8 ms on the host.
   const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 4 * kMB),
                                            copy(1, gpu0, pageable, 8 * kMB, true)};
-  const fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
+  fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
   const double prefetch_end = 10e-6 + 4.0 / 0.75 * kMs;
   CHECK(t.steps[0].end_seconds == doctest::Approx(prefetch_end).epsilon(1e-12));
   CHECK(t.steps[1].copy_start_seconds == 0);
   CHECK(t.steps[1].end_seconds == doctest::Approx(prefetch_end + 3.99 * kMs + 8 * kMs).epsilon(1e-12));
+  // A 20 MB prefetch outlives the eviction's DMA (7.99 MB at 0.75 GB/s
+  // after its first 10 us alone): through the eviction's host part it has
+  // the link alone again, its last 12.01 MB at 1 GB/s.
+  const std::vector<TimelineStep> longer = {copy(0, pinned, gpu0, 20 * kMB),
+                                            copy(1, gpu0, pageable, 8 * kMB, true)};
+  t = fhr::predict_timeline(longer, slow_staging_model());
+  const double dma_end = 10e-6 + 7.99 / 0.75 * kMs;
+  CHECK(t.steps[1].end_seconds == doctest::Approx(dma_end + 8 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(dma_end + 12.01 * kMs).epsilon(1e-12));
 }
 
 namespace {
@@ -399,6 +408,9 @@ TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers
                                      copy(1, pageable, gpu0, 8 * kMB, false, 1)};
   fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools(small_chunks));
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
+  // The runtime issues the copy once the device block is allocated; the
+  // bounce buffers are made inside it.
+  CHECK(t.steps[0].copy_issue_seconds == doctest::Approx(50e-6).epsilon(1e-12));
   CHECK(t.steps[0].end_seconds == doctest::Approx(10.05 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12)); // the pool grows again
   CHECK(t.total_seconds == doctest::Approx(18.1 * kMs).epsilon(1e-12));
@@ -410,6 +422,7 @@ TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers
       std::vector<TimelineStep>{loaded(0, pinned, gpu0, 2 * kMB), loaded(1, pinned, gpu0, 2 * kMB, 1)},
       allocating_model(), cold_pools());
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].copy_issue_seconds == doctest::Approx(3.05 * kMs).epsilon(1e-12)); // after the fill
   CHECK(t.steps[0].copy_start_seconds == doctest::Approx(3.05 * kMs).epsilon(1e-12));
   CHECK(t.steps[0].end_seconds == doctest::Approx(5.06 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
@@ -438,6 +451,8 @@ TEST_CASE("timeline, cold pools: a device pool's growth waits for the copies on 
   // its copy then has the link alone: 10 us + 1 ms.
   CHECK(t.steps[2].start_seconds == doctest::Approx(begin).epsilon(1e-12));
   CHECK(t.steps[2].allocation_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  // The runtime issues the copy when the growth returns.
+  CHECK(t.steps[2].copy_issue_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].copy_start_seconds == doctest::Approx(begin + 2 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].end_seconds == doctest::Approx(begin + 3.01 * kMs).epsilon(1e-12));
   // The second is started then, and its growth does not wait for the
@@ -591,6 +606,12 @@ TEST_CASE("timeline, cold pools: replicas resident before the steps fill the dev
   const std::vector<fhr::ColdAllocation> host = {{pinned, 10 * kMiB}, {pageable, 64 * kMiB, true}};
   CHECK(fhr::warm_up_blocks(host, resident, 4 * kMiB) ==
         std::vector<fhr::WarmUpBlock>{{pinned, 10 * kMiB}, {pageable, 4 * kMiB}});
+  // A device pool a few bytes short: a block the pool serves itself (one
+  // of 1 MiB or less would come from the backend's small-block cache).
+  const std::vector<fhr::ColdAllocation> just_over = {{gpu0, 64 * kMiB, false, 32 * kMiB + 4096}};
+  resident[gpu0.index()] = 32 * kMiB;
+  CHECK(fhr::warm_up_blocks(just_over, resident, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{gpu0, fhr::kDeviceSmallBlockMaxBytes + 1}});
 }
 
 TEST_CASE(

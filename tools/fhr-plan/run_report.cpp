@@ -113,7 +113,7 @@ std::optional<double> AnalyzedStep::measured_duration_us() const {
 
 std::optional<double> AnalyzedStep::predicted_before_copy_us() const {
   if (!predicted || !predicted->engine) return std::nullopt;
-  return (predicted->allocation_seconds + predicted->source_load_seconds) * 1e6;
+  return (predicted->copy_issue_seconds - predicted->start_seconds) * 1e6;
 }
 
 std::optional<double> AnalyzedStep::predicted_transfer_us() const {

@@ -52,8 +52,8 @@ struct AnalyzedStep {
   std::vector<double> repeated_durations_us, repeated_source_loads_us;
   std::vector<double> repeated_before_copy_us; ///< the repetitions that stamped it
 
-  /// What the prediction has the host do before it issues the copy: its
-  /// allocations and a load's fill (StepTime), the counterpart of
+  /// What the prediction has the host do before it issues the copy
+  /// (StepTime::copy_issue_seconds less its start), the counterpart of
   /// measured_before_copy_us.
   std::optional<double> predicted_before_copy_us() const;
 

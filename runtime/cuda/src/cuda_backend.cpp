@@ -646,7 +646,7 @@ private:
   /// Staged pageable transfers: the smallest transfer staged.
   static constexpr std::size_t kStagedMinimum = std::size_t{4} << 20;
   /// Device blocks up to this size are kept by the backend for reuse.
-  static constexpr std::size_t kSmallBlock = std::size_t{1} << 20;
+  static constexpr std::size_t kSmallBlock = kDeviceSmallBlockMaxBytes;
   /// The size class of a small block: sizes rounded up to a sixteenth of
   /// the power of two above them (at least 256 bytes, the driver's
   /// alignment), so at most 12.5% is wasted and neighbouring sizes share

@@ -37,8 +37,12 @@ std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
     else
       device->bytes = std::max(device->bytes, beyond);
   }
-  for (const WarmUpBlock &device : devices)
-    if (device.bytes > 0) blocks.push_back(device);
+  for (WarmUpBlock device : devices) {
+    if (device.bytes == 0) continue;
+    // A smaller block would go to the small-block cache and leave the pool as it is.
+    device.bytes = std::max(device.bytes, kDeviceSmallBlockMaxBytes + 1);
+    blocks.push_back(device);
+  }
   return blocks;
 }
 

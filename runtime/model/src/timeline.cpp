@@ -18,14 +18,20 @@ std::string engine_name(const CopyQueue &engine) {
 
 namespace {
 
-/// One copy of a window in the fluid simulation: its fixed cost first,
-/// then its bytes at its link's rate (shared while both directions of its
-/// device stream at once).
+/// One copy of a window in the fluid simulation: its allocation on the
+/// host, a staged copy's host part into a device (lead), its fixed cost
+/// and its bytes on its engine at its link's rate (shared while both
+/// directions of its device stream at once), a staged copy's host part out
+/// of a device (tail).
 struct Flow {
   std::size_t step = 0;
   CopyQueue engine;
-  double host_left = 0;  ///< allocation on the host before the copy may start
-  double allocation = 0; ///< what host_left was
+  double host_left = 0;  ///< allocation (and staging) on the host before the copy may start
+  double allocation = 0; ///< the destination's allocation in host_left
+  double staging = 0;    ///< a first staged copy's bounce buffers in host_left
+  /// When it stopped allocating (a device pool's growth waits included):
+  /// the runtime issues the copy then, the staging buffers inside it.
+  std::optional<double> allocated_at;
   Location to;
   /// Its allocation grows the destination device's pool, which returns
   /// only once the copies out of that device issued before it are done
@@ -60,7 +66,9 @@ bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
 
 /// Whether the runtime does the step's copy inside its start, before it
 /// starts the next copy of the window: a staged copy, and a copy between
-/// two host locations (a memcpy, on the copy threads from 4 MiB up).
+/// two host locations (a memcpy, on the copy threads from 4 MiB up). (A
+/// device-to-device copy without peer access is one too; the link model
+/// has no figure for peer access and times every peer copy as a DMA.)
 bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options) {
   return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
 }
@@ -106,7 +114,9 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
   const CopyQueue::Kind other_kind =
       flow.engine.kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
   for (const Flow &other : flows) {
-    if (!other.started || other.done || other.latency_left > 0) continue;
+    // Streaming: on its engine, past its fixed cost (a staged copy's host
+    // part leaves the link to the other direction).
+    if (!other.on_engine() || other.latency_left > 0) continue;
     if (other.engine.kind != other_kind || other.engine.device != flow.engine.device) continue;
     return duplex_rate(flow.bytes_per_second, other.bytes_per_second, duplex_bytes_per_second);
   }
@@ -151,15 +161,17 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.latency_left = size_class.latency_seconds;
     flow.bytes_left = static_cast<double>(step.logical_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
+    const bool staged = is_staged(step, options);
     flow.synchronous = runs_in_its_start(step, options);
-    if (is_staged(step, options)) split_staged(flow, step, links);
+    if (staged) split_staged(flow, step, links);
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
       flow.growth_waits = pools->grows_device_pool(step.destination, step.logical_bytes);
       flow.allocation = pools->allocate(step.destination, step.logical_bytes);
-      if (is_staged(step, options)) flow.allocation += pools->staging_seconds();
-      flow.host_left = flow.allocation;
+      // Made inside the copy, after the runtime issued it.
+      if (staged) flow.staging = pools->staging_seconds();
+      flow.host_left = flow.allocation + flow.staging;
     }
     flows.push_back(flow);
   }
@@ -175,6 +187,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       flows[next_issue].issued_at = now;
       ++next_issue;
     }
+    for (Flow &flow : flows)
+      if (flow.issued && !flow.allocated_at && !allocating(flow, flows)) flow.allocated_at = now;
     // An idle engine takes its oldest allocated copy (a staged one once
     // its host part ahead is done).
     for (Flow &flow : flows) {
@@ -246,7 +260,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     StepTime &time = out.steps[flow.step];
     time.start_seconds = flow.issued_at;
     time.copy_start_seconds = flow.start;
-    time.allocation_seconds = flow.allocation;
+    time.allocation_seconds = flow.allocation + flow.staging;
+    time.copy_issue_seconds = flow.allocated_at.value_or(flow.issued_at) - flow.staging;
     time.end_seconds = flow.end;
     time.commit_seconds = committed;
     time.engine = flow.engine;
@@ -296,6 +311,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       // The source fills fresh storage at its location; a copy takes it on
       // to the destination and the temporary replica goes.
       time.source_load_seconds = static_cast<double>(step.logical_bytes) / links.source_load_bytes_per_second;
+      double staging = 0; // made inside the copy, after the runtime issued it
       if (pools) {
         // Fresh pageable pages are faulted in by the source's own writes:
         // their cost is part of the fill, where the runtime measures it.
@@ -304,16 +320,18 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
             source_block;
         if (step.destination != step.source) {
           time.allocation_seconds += pools->allocate(step.destination, step.logical_bytes);
-          if (is_staged(step, options)) time.allocation_seconds += pools->staging_seconds();
+          if (is_staged(step, options)) staging = pools->staging_seconds();
+          time.allocation_seconds += staging;
           pools->free(step.source, step.logical_bytes);
         }
       }
       now += time.allocation_seconds + time.source_load_seconds;
+      time.copy_issue_seconds = now - staging;
       time.copy_start_seconds = now;
       now += links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
-      time.copy_start_seconds = now;
+      time.copy_issue_seconds = time.copy_start_seconds = now;
     }
     free_replicas(step, pools);
     time.end_seconds = time.commit_seconds = now;

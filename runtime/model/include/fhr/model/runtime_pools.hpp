@@ -64,6 +64,10 @@ namespace fhr {
 /// the memory that reserved.
 inline constexpr std::uint64_t kDevicePoolStartBytes = std::uint64_t{2} << 20;
 
+/// Device blocks up to this size come from the CUDA backend's small-block
+/// cache (slabs it carves from the pool), larger ones from the pool itself.
+inline constexpr std::uint64_t kDeviceSmallBlockMaxBytes = std::uint64_t{1} << 20;
+
 /// The CUDA backend's pool settings (its defaults, fhr/cuda/cuda_backend.hpp).
 struct PoolOptions {
   std::uint64_t pinned_pool_bytes = std::uint64_t{4} << 30;
@@ -101,7 +105,8 @@ struct WarmUpBlock {
 /// pageable block, the bounce buffers as one pageable block of
 /// `staging_block` bytes (a staged transfer's size, which makes them), and
 /// per device one block of the most its pool's growths held beyond the
-/// bytes `resident` there before the steps. (The missed device blocks alone
+/// bytes `resident` there before the steps (at least a block the pool
+/// serves itself: over kDeviceSmallBlockMaxBytes). (The missed device blocks alone
 /// would leave out the blocks the pool served beside them: on the H200
 /// `inference`'s query move still grew the pool after such a warm-up.)
 /// Devices after the host locations, in the order of their first growth.

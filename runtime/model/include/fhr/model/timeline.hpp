@@ -99,6 +99,12 @@ struct StepTime {
   /// Host time its destination's allocation (and a first staged copy's
   /// staging buffers) cost; 0 without TimelineOptions::pools.
   double allocation_seconds = 0;
+  /// When the runtime issues its copy: its destination allocated (a device
+  /// pool's growth that waits for the copies out of the device included), a
+  /// load's source filled; the staging buffers a first staged copy makes
+  /// come after, inside the copy. The counterpart of the runtime's
+  /// `TransitionReport::copy_issued_at_ns`.
+  double copy_issue_seconds = 0;
   /// A load: the time the value's source takes to fill its storage
   /// (LinkModel::source_load_bytes_per_second), before its copy starts; 0
   /// for other steps. The loader's time, not a link's.
