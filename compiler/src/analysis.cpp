@@ -38,6 +38,8 @@ Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOv
     }
     expand_plan(module, p, plan);
     PlanExplanation explained{p, plan.name, model.explain(plan), {}};
+    for (LocationPrediction &location : explained.explanation.locations)
+      location.resident_logical_before = state.resident_logical_bytes(location.location);
     if (const SimulatedStep *failed = explained.explanation.first_failure();
         failed && failed->outcome.error == ErrorClass::InUse) {
       const ValueId value = plan.phase(step_kind(failed->phase)).actions[failed->index].value;

@@ -538,11 +538,21 @@ TEST_CASE("timeline, cold pools: fresh pageable pages and the device pool's grow
   CHECK(t2.cold_allocations[0].location == gpu0);
 }
 
-TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the backend's start the first") {
-  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+namespace {
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+
+/// allocating_model() with the H200 pool's 32 MiB granules and growth
+/// charged 0.1 ns per byte.
+LinkModel granular_model() {
   LinkModel model = allocating_model();
   model.device_growth_seconds_per_byte = 0.1e-9;
   model.device_pool_granule_bytes = 32 * kMiB;
+  return model;
+}
+} // namespace
+
+TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the backend's start the first") {
+  LinkModel model = granular_model();
   // As bench/pool_growth.cpp measured the H200's pool: 10 MiB fits in the
   // 32 MiB the backend's 2 MiB start reserved; 124 MiB beside it takes the
   // pool to 160 MiB, a growth of 128; 10 MiB more fits again.
@@ -566,10 +576,7 @@ TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the back
 
 TEST_CASE("timeline, cold pools: replicas resident before the steps fill the device pool; a warm-up reserves "
           "the most its growths held") {
-  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-  LinkModel model = allocating_model();
-  model.device_growth_seconds_per_byte = 0.1e-9;
-  model.device_pool_granule_bytes = 32 * kMiB;
+  const LinkModel model = granular_model();
   // inference.fhr's enter: the 15 MiB weight, the 120 MiB key, the 30 MiB
   // query. The weight fits the start's 32 MiB; the key grows the pool to
   // 160 MiB; the query (165 MiB in use) to 192.

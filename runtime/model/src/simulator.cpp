@@ -41,9 +41,9 @@ Explanation Simulator::explain(const PlanView &plan) {
   auto predict = [&](Location location) {
     const LocationAccount &live = state_.account(location);
     const LocationAccount simulated = overlay_.account(location);
-    out.locations.push_back(LocationPrediction{
-        location, live.budget_bytes, live.used_bytes, live.reserved_bytes, simulated.peak_charged_bytes,
-        simulated.peak_used_bytes, state_.resident_logical_bytes(location)});
+    out.locations.push_back(LocationPrediction{location, live.budget_bytes, live.used_bytes,
+                                               live.reserved_bytes, simulated.peak_charged_bytes,
+                                               simulated.peak_used_bytes});
   };
   for (Location location : state_.registry())
     predict(location);

@@ -33,6 +33,10 @@ struct LocationPrediction {
   std::uint64_t peak_used = 0;
   /// The logical bytes of the replicas there before (State::resident_logical_bytes):
   /// what the backend's pool at the location holds when the plan starts.
+  /// Filled where explanations go to the time predictor (fhr-plan's
+  /// analysis, ChargeWindow), not by explain() itself: the runtime's
+  /// preflight and scope entry explain too and have no use for it, and the
+  /// sum walks every value.
   std::uint64_t resident_logical_before = 0;
 };
 
