@@ -1,10 +1,12 @@
 // Timing a schedule (docs/planner.md, "Time"): an event simulation of the
-// copy queues and the steps, with the link model's costs and duplex rule.
+// copy queues and the steps, with the link model's costs, duplex rule and
+// host memory rule.
 #include "fhr/planner/schedule.hpp"
 
 #include "queue_key.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -12,46 +14,35 @@ namespace fhr::planner {
 
 namespace {
 
-/// A copy on a queue: when it streams, and at what rate alone.
+/// A copy on a queue: when it streams, at what rate alone, and the bytes
+/// of host memory it reads and writes per byte (host_memory_traffic).
 struct Interval {
   double begin, end;
   double bytes_per_second = 0;
+  unsigned host_traffic = 0;
 };
 
-/// One copy queue: first come first served; its busy times, for the
-/// duplex sharing of the other direction.
+/// One copy queue: first come first served; its busy times, in order, for
+/// the sharing of the copies issued after them.
 struct Queue {
   double free = 0;
   std::vector<Interval> busy;
 };
 
-/// When a copy of `bytes` at `rate` started at `start` ends, its rate
-/// shared by the model's duplex rule while the opposite queue streams.
-double finish(double start, double bytes, double rate, double duplex, const std::vector<Interval> &other) {
-  double t = start, remaining = bytes;
-  auto it = std::upper_bound(other.begin(), other.end(), start,
-                             [](double s, const Interval &i) { return s < i.end; });
-  for (; it != other.end() && remaining > 0; ++it) {
-    if (it->begin > t) {
-      const double alone = (it->begin - t) * rate;
-      if (alone >= remaining) return t + remaining / rate;
-      remaining -= alone;
-      t = it->begin;
-    }
-    const double shared = duplex_rate(rate, it->bytes_per_second, duplex);
-    const double together = (it->end - t) * shared;
-    if (together >= remaining) return t + remaining / shared;
-    remaining -= together;
-    t = it->end;
-  }
-  return t + remaining / rate;
-}
+/// The copies of other queues still streaming at or after a time, and
+/// whether each is the opposite direction of the same device (the duplex).
+struct Overlapping {
+  const Interval *copy;
+  bool opposite;
+};
 
 /// The copy queues of a schedule. The model's predictor
 /// (fhr/model/timeline.hpp) times the windows of one plan phase; a
 /// schedule also issues copies while steps compute (prefetch), which no
 /// plan phase expresses, so the planner keeps this clock, on the model's
-/// queues (engine_of), link costs (transfer_seconds) and duplex rule.
+/// queues (engine_of), link costs (transfer_seconds), duplex rule and host
+/// memory rule. A copy's rate is shared with the copies issued before it
+/// that are still streaming; theirs keep the times they were given.
 class Clock {
 public:
   Clock(const LinkModel &links) : links_(links) {}
@@ -61,26 +52,71 @@ public:
     const std::optional<CopyQueue> which = engine_of(x.from, x.to);
     const double nominal = links_.transfer_seconds(x.from, x.to, x.logical_bytes);
     if (!which || nominal <= 0) return issue;
-    Queue &queue = queues_[queue_key(*which)];
+    const int key = queue_key(*which);
+    Queue &queue = queues_[key];
     const double start = std::max(issue, queue.free);
-    const double rate = static_cast<double>(x.logical_bytes) / nominal;
-    double end = start + nominal;
-    if (which->kind != CopyQueue::Kind::HostThreads && links_.duplex_bytes_per_second > 0) {
-      CopyQueue opposite = *which;
-      opposite.kind =
-          which->kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
-      if (const auto it = queues_.find(queue_key(opposite)); it != queues_.end())
-        end = finish(start, static_cast<double>(x.logical_bytes), rate, links_.duplex_bytes_per_second,
-                     it->second.busy);
-    }
+    const Interval own{start, start, static_cast<double>(x.logical_bytes) / nominal,
+                       host_memory_traffic(x.from, x.to)};
+    const double end = finish(own, static_cast<double>(x.logical_bytes), overlapping(key, start));
     queue.free = end;
-    queue.busy.push_back({start, end, rate});
-    copies_.push_back({start, end, rate});
+    queue.busy.push_back({start, end, own.bytes_per_second, own.host_traffic});
+    copies_.push_back(queue.busy.back());
     return end;
   }
   const std::vector<Interval> &copies() const { return copies_; }
 
 private:
+  /// The other queues' copies that end after `start` (each queue's busy
+  /// times are in order and disjoint).
+  std::vector<Overlapping> overlapping(int key, double start) const {
+    std::vector<Overlapping> out;
+    for (const auto &[other_key, other] : queues_) {
+      if (other_key == key) continue;
+      // Device queues are 2d (inbound) and 2d + 1 (outbound): the duplex
+      // pairs them.
+      const bool opposite = key >= 0 && other_key >= 0 && (other_key ^ 1) == key;
+      auto it = std::upper_bound(other.busy.begin(), other.busy.end(), start,
+                                 [](double s, const Interval &i) { return s < i.end; });
+      for (; it != other.busy.end(); ++it)
+        out.push_back({&*it, opposite});
+    }
+    return out;
+  }
+
+  /// When a copy of `bytes` starting at `own.begin` ends, its rate at each
+  /// moment shared with the copies streaming then: the duplex rule with its
+  /// device's opposite direction, then the host memory rule with every
+  /// copy that touches the host.
+  double finish(const Interval &own, double bytes, const std::vector<Overlapping> &others) const {
+    double t = own.begin, remaining = bytes;
+    std::vector<double> rates;
+    std::vector<unsigned> traffic;
+    for (;;) {
+      double rate = own.bytes_per_second, next = std::numeric_limits<double>::infinity();
+      rates.assign(1, 0.0);
+      traffic.assign(1, own.host_traffic);
+      for (const Overlapping &other : others) {
+        const Interval &copy = *other.copy;
+        if (copy.begin > t) {
+          next = std::min(next, copy.begin);
+          continue;
+        }
+        if (copy.end <= t) continue;
+        next = std::min(next, copy.end);
+        if (other.opposite) rate = duplex_rate(rate, copy.bytes_per_second, links_.duplex_bytes_per_second);
+        rates.push_back(copy.bytes_per_second);
+        traffic.push_back(copy.host_traffic);
+      }
+      rates[0] = rate;
+      share_host_memory(rates, traffic, links_.host_memory_bytes_per_second);
+      rate = rates[0];
+      if (next == std::numeric_limits<double>::infinity() || (next - t) * rate >= remaining)
+        return t + remaining / rate;
+      remaining -= (next - t) * rate;
+      t = next;
+    }
+  }
+
   const LinkModel &links_;
   std::map<int, Queue> queues_;
   std::vector<Interval> copies_;

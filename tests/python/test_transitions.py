@@ -124,6 +124,21 @@ def spec(n, mode=fhr.ReplicaMode.REPLICABLE):
     return fhr.ResidencyValueSpec(np.ndarray, n, n, mode, fhr.Recoverability.RECONSTRUCTIBLE)
 
 
+def test_reports_time_the_host_before_the_copy_and_the_source(manager):
+    h = manager.adopt(array(16 * 1024), replica_mode=fhr.ReplicaMode.REPLICABLE)
+    rep = manager.ensure(h, fhr.PINNED_HOST)
+    # Issued once its destination was allocated, inside the span.
+    assert rep.started_at_ns <= rep.copy_issued_at_ns <= rep.completed_at_ns
+    assert rep.source_load_ns == 0
+    noop = manager.ensure(h, fhr.PINNED_HOST)
+    assert noop.no_op and noop.copy_issued_at_ns is None
+    assert manager.drop(h, fhr.PAGEABLE_HOST).copy_issued_at_ns is None  # a removal copies nothing
+    key = np.arange(8192, dtype=np.uint16)
+    loaded = manager.ensure(manager.register_source(spec(key.nbytes), Loader(key)), fhr.PINNED_HOST)
+    assert 0 < loaded.source_load_ns <= loaded.completed_at_ns - loaded.started_at_ns
+    assert loaded.started_at_ns + loaded.source_load_ns <= loaded.copy_issued_at_ns <= loaded.completed_at_ns
+
+
 def test_sources_load_on_demand_and_are_validated(manager):
     key = np.arange(512, dtype=np.uint16)
     loader = Loader(key)

@@ -256,3 +256,36 @@ TEST_CASE("link model: the device pool's granule round-trips, is optional, and m
   CHECK(without.find("\"device_pool_granule_bytes\":") == std::string::npos);
   CHECK(fhr::link_model_from_json(without).device_pool_granule_bytes == 0);
 }
+
+TEST_CASE("link model: the host memory figure round-trips, is optional, and is checked") {
+  LinkModel model = LinkModel::h200();
+  model.host_memory_bytes_per_second = 127.5e9;
+  const std::string text = fhr::link_model_to_json(model);
+  CHECK(fhr::link_model_from_json(text).host_memory_bytes_per_second == doctest::Approx(127.5e9));
+  auto replaced = [&](const std::string &value) {
+    std::string changed = text;
+    const std::size_t at = changed.find("\"host_memory_gbps\": ");
+    const std::size_t end = changed.find_first_of(",\n", at);
+    changed.replace(at, end - at, "\"host_memory_gbps\": " + value);
+    return changed;
+  };
+  CHECK(error_of(replaced("0")) == "links profile: $.host_memory_gbps: must be positive");
+  CHECK(error_of(replaced("-3")) == "links profile: $.host_memory_gbps: must be positive");
+  CHECK(error_of(replaced("\"fast\"")) == "links profile: $.host_memory_gbps: expected a number");
+  // Absent (profiles before it was measured): not shared, and not written.
+  model.host_memory_bytes_per_second = 0;
+  const std::string without = fhr::link_model_to_json(model);
+  CHECK(without.find("\"host_memory_gbps\"") == std::string::npos);
+  CHECK(fhr::link_model_from_json(without).host_memory_bytes_per_second == 0);
+}
+
+TEST_CASE("link model: the host memory each copy reads and writes per byte") {
+  const Location pinned = Location::pinned(), pageable = Location::pageable(), gpu0 = Location::cuda(0),
+                 gpu1 = Location::cuda(1);
+  CHECK(fhr::host_memory_traffic(pageable, pinned) == 2);
+  CHECK(fhr::host_memory_traffic(pinned, pageable) == 2);
+  CHECK(fhr::host_memory_traffic(pinned, gpu0) == 1);
+  CHECK(fhr::host_memory_traffic(gpu0, pageable) == 1); // a staged copy's DMA part
+  CHECK(fhr::host_memory_traffic(gpu0, gpu1) == 0);
+  CHECK(fhr::host_memory_traffic(pinned, pinned) == 0);
+}

@@ -76,6 +76,34 @@ TEST_CASE("solve: an infeasible workload is answered with its first step that ca
   CHECK(planner::solve_lru(w).failure.starts_with("step 5 's5'"));
 }
 
+TEST_CASE("solve: the schedule clock shares the host's memory as the model's predictor does") {
+  // One step whose enter evicts 2 MB from cuda:0 and copies 1 MB from
+  // pageable into pinned memory, both issued at once; every link 1 GB/s,
+  // the host memory 2 GB/s. The host copy (two bytes of host memory a
+  // byte) beside the DMA (one) would move 3 GB/s through it: it runs at
+  // 2/3 GB/s, 1.5 ms; the DMA, issued first, keeps its 2 ms.
+  const planner::Workload w =
+      workload(R"({"schema": "fhr-workload/1", "name": "host", "devices": 1, "budgets": [],
+    "values": [{"name": "v", "bytes": 1024, "mode": "replicable", "source": "pinned"}],
+    "steps": [{"name": "0", "needs": [], "compute_seconds": 0}]})");
+  planner::Verification v;
+  v.transfers = {
+      {0, planner::Transfer::Phase::Enter, 0, Location::cuda(0), Location::pinned(), 2'000'000, 2'000'000},
+      {0, planner::Transfer::Phase::Enter, 1, Location::pageable(), Location::pinned(), 1'000'000,
+       1'000'000}};
+  LinkModel links;
+  for (LinkCurve &curve : links.links)
+    curve.classes = {{std::nullopt, 0.0, 1e9}};
+  links.host_memory_bytes_per_second = 2e9;
+  planner::Timeline t = planner::time_schedule(w, v, links);
+  CHECK(t.total_seconds == doctest::Approx(2e-3).epsilon(1e-12));
+  CHECK(t.transfer_seconds == doctest::Approx(3.5e-3).epsilon(1e-12));
+  // Without the figure each runs at its own rate.
+  links.host_memory_bytes_per_second = 0;
+  t = planner::time_schedule(w, v, links);
+  CHECK(t.transfer_seconds == doctest::Approx(3e-3).epsilon(1e-12));
+}
+
 TEST_CASE("solve: prefetch issues a load while an earlier step computes; bytes stay the same") {
   // Four keys of 1 GiB in pinned memory, room for three on the device: the
   // load for step 2 can run while step 1 computes (10 ms each).

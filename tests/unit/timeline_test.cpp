@@ -574,6 +574,62 @@ TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the back
   CHECK(t.cold_allocations.size() == 3);
 }
 
+TEST_CASE("timeline: copies through the host's memory at once share its bandwidth by the bytes each moves "
+          "there") {
+  // A 2 MB eviction (1 GB/s, one byte of host memory a byte) and a 1 MB
+  // host copy after it in one window (1 GB/s, two bytes a byte: read and
+  // written), 2 GB/s of host memory: together they would move 3 GB/s
+  // through it, so each runs at 2/3 of its rate until the host copy ends.
+  LinkModel model = round_model();
+  model.host_memory_bytes_per_second = 2e9;
+  const std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, 2 * kMB, true),
+                                           copy(1, pageable, pinned, kMB, true)};
+  fhr::Timeline t = fhr::predict_timeline(steps, model);
+  // The host copy: 1 MB at 2/3 GB/s, 1.5 ms, while the eviction moves 1 MB;
+  // its other 1 MB alone at 1 GB/s.
+  CHECK(t.steps[1].end_seconds == doctest::Approx(1.5 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2.5 * kMs).epsilon(1e-12));
+  // A figure either alone exceeds is the larger one's own demand: a copy
+  // is never slower beside another than alone. 1.5 GB/s: the host copy's
+  // 2 GB/s of demand is the capacity, each at 2/3 as above.
+  model.host_memory_bytes_per_second = 1.5e9;
+  t = fhr::predict_timeline(steps, model);
+  CHECK(t.steps[1].end_seconds == doctest::Approx(1.5 * kMs).epsilon(1e-12));
+  // Without the figure (older profiles) both run at their own rates.
+  model.host_memory_bytes_per_second = 0;
+  t = fhr::predict_timeline(steps, model);
+  CHECK(t.steps[1].end_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  // A peer copy moves nothing through the host: beside a host copy, both
+  // at their own rates whatever the figure.
+  model.host_memory_bytes_per_second = 1e9;
+  const std::vector<TimelineStep> peer = {copy(0, gpu1, gpu0, 2 * kMB, true),
+                                          copy(1, pageable, pinned, kMB, true)};
+  t = fhr::predict_timeline(peer, model);
+  CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("share_host_memory: in proportion, never below alone, only between copies that touch the host") {
+  std::array<double, 3> rates = {1e9, 1e9, 5e9};
+  const std::array<unsigned, 3> traffic = {1, 2, 0};
+  fhr::share_host_memory(rates, traffic, 1.5e9); // demand 3 GB/s, capacity 2 (the larger alone)
+  CHECK(rates[0] == doctest::Approx(2.0 / 3 * 1e9).epsilon(1e-12));
+  CHECK(rates[1] == doctest::Approx(2.0 / 3 * 1e9).epsilon(1e-12));
+  CHECK(rates[2] == 5e9);
+  // One copy alone keeps its rate however little the figure.
+  std::array<double, 2> alone = {4e9, 3e9};
+  const std::array<unsigned, 2> one_touching = {2, 0};
+  fhr::share_host_memory(alone, one_touching, 1e9);
+  CHECK(alone[0] == 4e9);
+  // Under the figure: unchanged.
+  std::array<double, 2> under = {1e9, 1e9};
+  const std::array<unsigned, 2> both = {1, 2};
+  fhr::share_host_memory(under, both, 3e9);
+  CHECK(under[0] == 1e9);
+  CHECK(under[1] == 1e9);
+}
+
 TEST_CASE("timeline, cold pools: replicas resident before the steps fill the device pool; a warm-up reserves "
           "the most its growths held") {
   const LinkModel model = granular_model();

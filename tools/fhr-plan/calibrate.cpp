@@ -18,16 +18,36 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+namespace {
+
+/// A move of `bytes` as the predictor sees it, in one window with the others.
+TimelineStep window_move(ValueId value, Location from, Location to, std::uint64_t bytes) {
+  TimelineStep step;
+  step.transfer = StepTransfer::Copy;
+  step.frees_source = true;
+  step.value = value;
+  step.source = from;
+  step.destination = to;
+  step.storage_bytes = step.logical_bytes = bytes;
+  return step;
+}
+
+} // namespace
+
 double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
-  TimelineStep evict, prefetch;
-  evict.transfer = prefetch.transfer = StepTransfer::Copy;
-  evict.frees_source = prefetch.frees_source = true;
-  evict.value = 0;
-  prefetch.value = 1;
-  evict.source = prefetch.destination = device;
-  evict.destination = prefetch.source = Location::pinned();
-  evict.storage_bytes = prefetch.storage_bytes = evict.logical_bytes = prefetch.logical_bytes = bytes;
-  const std::vector<TimelineStep> steps = {evict, prefetch};
+  const std::vector<TimelineStep> steps = {window_move(0, device, Location::pinned(), bytes),
+                                           window_move(1, Location::pinned(), device, bytes)};
+  return predict_timeline(steps, links).total_seconds;
+}
+
+double predict_beside_host_copy(const LinkModel &links, Location device, std::uint64_t bytes,
+                                bool out_of_device) {
+  const Location pinned = Location::pinned(), pageable = Location::pageable();
+  const std::vector<TimelineStep> steps =
+      out_of_device ? std::vector<TimelineStep>{window_move(0, device, pinned, bytes),
+                                                window_move(1, pageable, pinned, bytes)}
+                    : std::vector<TimelineStep>{window_move(0, pinned, device, bytes),
+                                                window_move(1, pinned, pageable, bytes)};
   return predict_timeline(steps, links).total_seconds;
 }
 
@@ -44,6 +64,10 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
   case Operation::Kind::Copy:
     return stand_in_.transfer_seconds(operation.from, operation.to, operation.bytes);
   case Operation::Kind::Duplex: return predict_duplex(stand_in_, operation.from, operation.bytes);
+  case Operation::Kind::BesideHostCopy:
+    return operation.from.is_cuda()
+               ? predict_beside_host_copy(stand_in_, operation.from, operation.bytes, true)
+               : predict_beside_host_copy(stand_in_, operation.to, operation.bytes, false);
   case Operation::Kind::SourceLoad:
     return static_cast<double>(operation.bytes) / stand_in_.source_load_bytes_per_second;
   case Operation::Kind::LoadCopy:
@@ -56,9 +80,10 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
 }
 
 std::uint64_t host_pool_bytes(const Options &options, std::uint64_t backend_default) {
-  const std::uint64_t cap = std::numeric_limits<std::uint64_t>::max() / 4;
+  constexpr std::uint64_t kValues = 6; // below: loads and moves 2 each, the duplex and host windows 2
+  const std::uint64_t cap = std::numeric_limits<std::uint64_t>::max() / kValues;
   return std::max(backend_default, options.max_bytes > cap ? std::numeric_limits<std::uint64_t>::max()
-                                                           : 4 * options.max_bytes);
+                                                           : kValues * options.max_bytes);
 }
 
 Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
@@ -80,17 +105,20 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
     loads.round(round > 0);
   MoveSeries moves(manager, clock, sizes, options.devices);
   DuplexSeries duplex(manager, clock, options.max_bytes);
+  HostMemorySeries host_memory(manager, clock, options.max_bytes);
   SourceLoadSeries source_loads(manager, clock, options.max_bytes);
   for (unsigned round = 0; round <= options.repetitions; ++round) {
     moves.round(round > 0);
     duplex.round(round > 0);
+    host_memory.round(round > 0);
     source_loads.sample(round > 0);
   }
 
   Result result;
   result.model = defaults;
   moves.finish(result, raw, options.repetitions);
-  duplex.finish(result, defaults.duplex_bytes_per_second); // after the pinned <-> device curves
+  duplex.finish(result, defaults.duplex_bytes_per_second);           // after the pinned <-> device curves
+  host_memory.finish(result, defaults.host_memory_bytes_per_second); // after every curve and the duplex
   loads.finish(result);
   source_loads.finish(result);
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;
@@ -106,7 +134,7 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
 
 std::string result_text(const Result &result) {
   std::string out = "link profile of " + result.model.machine + " (" + result.model.measured + ")\n";
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line, "  %-20s %12s %14s %14s %8s %14s %8s\n", "copy", "bytes", "manager", "raw",
                 "ratio", "profile", "error");
   out += line;
@@ -138,6 +166,18 @@ std::string result_text(const Result &result) {
       2 * static_cast<double>(result.duplex_bytes) / result.duplex_seconds / 1e9,
       result.duplex_fastest_seconds * 1e6, result.duplex_slowest_seconds * 1e6,
       result.duplex_predicted_seconds * 1e6);
+  out += line;
+  const HostMemoryWindows &host = result.host_memory;
+  char shared[96] = "not shared at this size";
+  if (result.model.host_memory_bytes_per_second > 0)
+    std::snprintf(shared, sizeof shared, "%.2f GB/s%s", result.model.host_memory_bytes_per_second / 1e9,
+                  host.kept_default ? " (the default's: not shared at this size)" : "");
+  std::snprintf(
+      line, sizeof line,
+      "  a DMA beside a host copy, %llu B each: out of cuda:0 %.2f us measured, %.2f us predicted; into "
+      "it %.2f us, %.2f us; host memory %s\n",
+      static_cast<unsigned long long>(host.bytes), host.out_seconds * 1e6, host.out_predicted_seconds * 1e6,
+      host.in_seconds * 1e6, host.in_predicted_seconds * 1e6, shared);
   out += line;
   std::snprintf(line, sizeof line,
                 "  source loads %.2f GB/s (fresh pages +%.3f ns/B); device allocation %.2f us + %.4f ns per "

@@ -36,6 +36,10 @@ struct Operation {
     ColdSourceLoad,
     /// A load from a source at `from` into `to`: the copy after the fill.
     LoadCopy,
+    /// `bytes` from `from` to `to` (cuda:0 and pinned memory) while as many
+    /// go between pageable and pinned memory the same way on the host copy
+    /// threads (HostMemorySeries).
+    BesideHostCopy,
   } kind = Kind::Copy;
   Location from, to;
   std::uint64_t bytes = 0;
@@ -99,8 +103,8 @@ struct Options {
 /// The bytes each host pool of the calibration's backend must be allowed
 /// to keep so that no series finds its blocks gone: the loads' temporaries
 /// and the moves' replicas, one of every size (together below twice
-/// `max_bytes` each), the duplex window's two values and the source
-/// series' value with its fresh blocks. Never below the backend's default,
+/// `max_bytes` each), the duplex window's two values, the two of the DMA
+/// beside a host copy and the source series' value with its fresh blocks. Never below the backend's default,
 /// which the default `--max-bytes` fits in; beyond it a pool that keeps
 /// too little would have re-pinned or re-faulted blocks inside the timed
 /// moves.
@@ -116,6 +120,17 @@ struct Row {
   double predicted_seconds = 0; ///< what the fitted profile gives back
 };
 
+/// A DMA beside a host copy (HostMemorySeries): the medians of both
+/// windows, and what the fitted profile predicts for them.
+struct HostMemoryWindows {
+  std::uint64_t bytes = 0;
+  double out_seconds = 0, in_seconds = 0;
+  double out_predicted_seconds = 0, in_predicted_seconds = 0;
+  /// The windows did not share the host's memory at this size, and the
+  /// default profile's figure (binding only at larger sizes) was kept.
+  bool kept_default = false;
+};
+
 struct Result {
   LinkModel model;
   std::vector<Row> rows;
@@ -128,6 +143,7 @@ struct Result {
   double duplex_seconds = 0, duplex_predicted_seconds = 0;
   double duplex_fastest_seconds = 0, duplex_slowest_seconds = 0; ///< the samples' range
   std::uint64_t duplex_bytes = 0;
+  HostMemoryWindows host_memory;
 };
 
 /// Measures on `manager` (fresh: it adopts and frees its own values).
@@ -140,6 +156,12 @@ double median(std::vector<double> values);
 /// The window of an eviction (device -> pinned) beside a prefetch (pinned
 /// -> device) of `bytes` each, as the predictor sees it.
 double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes);
+
+/// The window of a DMA between `device` and pinned memory (out of the
+/// device, or into it) beside a host copy of as many bytes between pageable
+/// and pinned memory the same way, as the predictor sees it.
+double predict_beside_host_copy(const LinkModel &links, Location device, std::uint64_t bytes,
+                                bool out_of_device);
 
 /// The table `calibrate` prints: per link and size, the manager's median,
 /// the raw copy and their ratio, and the fitted profile's figure.

@@ -4,6 +4,7 @@
 #include "fhr/model/link_fit.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace fhr::calibrate {
@@ -188,6 +189,69 @@ void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
   result.model.duplex_bytes_per_second =
       streaming > 0 ? 2 * static_cast<double>(bytes_) / streaming : fallback_bytes_per_second;
   result.duplex_predicted_seconds = predict_duplex(result.model, kGpu0, bytes_);
+}
+
+// ---- a DMA beside a host copy -------------------------------------------
+
+HostMemorySeries::HostMemorySeries(Manager &manager, Clock &clock, std::uint64_t bytes)
+    : manager_(manager), clock_(clock), bytes_(bytes), dma_(adopt_value(manager, bytes, 4)),
+      host_(adopt_value(manager, bytes, 5)) {
+  manager_.move(dma_, kGpu0);
+}
+
+void HostMemorySeries::round(bool timed) {
+  // (ActionSpec: the destination, then the source.)
+  const std::vector<ActionSpec> out = {{ActionKind::Move, dma_, kPinned, kGpu0},
+                                       {ActionKind::Move, host_, kPinned, kPageable}};
+  const std::vector<ActionSpec> in = {{ActionKind::Move, dma_, kGpu0, kPinned},
+                                      {ActionKind::Move, host_, kPageable, kPinned}};
+  const double out_seconds = clock_.time([&] { manager_.execute_actions(out, "calibrate-host-memory-out"); },
+                                         Operation{Operation::Kind::BesideHostCopy, kGpu0, kPinned, bytes_});
+  const double in_seconds = clock_.time([&] { manager_.execute_actions(in, "calibrate-host-memory-in"); },
+                                        Operation{Operation::Kind::BesideHostCopy, kPinned, kGpu0, bytes_});
+  if (!timed) return;
+  out_seconds_.push_back(out_seconds);
+  in_seconds_.push_back(in_seconds);
+}
+
+void HostMemorySeries::finish(Result &result, double default_bytes_per_second) {
+  manager_.discard(dma_);
+  manager_.discard(host_);
+  HostMemoryWindows &windows = result.host_memory;
+  windows.bytes = bytes_;
+  windows.out_seconds = median(out_seconds_);
+  windows.in_seconds = median(in_seconds_);
+  LinkModel &model = result.model;
+  const double measured = windows.out_seconds + windows.in_seconds;
+  auto predicted_with = [&](double bytes_per_second) {
+    model.host_memory_bytes_per_second = bytes_per_second;
+    return predict_beside_host_copy(model, kGpu0, bytes_, true) +
+           predict_beside_host_copy(model, kGpu0, bytes_, false);
+  };
+  // What the windows take unshared, and shared as much as the rule can
+  // share (a capacity of one byte a second: the larger demand alone).
+  const double unshared = predicted_with(0), most_shared = predicted_with(1);
+  constexpr double kAgreement = 0.01;
+  if (measured <= unshared * (1 + kAgreement)) {
+    // Not shared at this size: keep the default's figure if it predicts
+    // these windows too (it binds only at larger sizes), else none.
+    windows.kept_default = default_bytes_per_second > 0 && std::abs(predicted_with(default_bytes_per_second) -
+                                                                    measured) <= kAgreement * measured;
+    model.host_memory_bytes_per_second = windows.kept_default ? default_bytes_per_second : 0;
+  } else if (measured >= most_shared) {
+    model.host_memory_bytes_per_second = 1;
+  } else {
+    // The predicted windows shorten as the figure grows: bisect it (on a
+    // log scale, between one byte a second and a figure that never binds).
+    double low = 1, high = 1e15;
+    for (int step = 0; step < 200 && high / low > 1 + 1e-9; ++step) {
+      const double middle = std::sqrt(low * high);
+      (predicted_with(middle) > measured ? low : high) = middle;
+    }
+    model.host_memory_bytes_per_second = high;
+  }
+  windows.out_predicted_seconds = predict_beside_host_copy(model, kGpu0, bytes_, true);
+  windows.in_predicted_seconds = predict_beside_host_copy(model, kGpu0, bytes_, false);
 }
 
 // ---- source loads ----------------------------------------------------------

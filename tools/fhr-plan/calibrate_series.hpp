@@ -83,6 +83,32 @@ private:
   std::vector<double> seconds_;
 };
 
+/// A DMA between cuda:0 and pinned memory beside a host copy between
+/// pageable and pinned memory, in one plan phase (one overlap window: the
+/// DMA issued first, the host copy on the copy threads while it runs), two
+/// values of `bytes`: out of the device beside a copy into pinned memory,
+/// then back in beside one out of it. Each alone is on a curve the moves
+/// measure; together they share the host's memory, and the figure that
+/// makes the predictor give back both windows is the profile's
+/// `host_memory_gbps`.
+class HostMemorySeries {
+public:
+  HostMemorySeries(Manager &manager, Clock &clock, std::uint64_t bytes);
+  /// Both windows, once each.
+  void round(bool timed);
+  /// The host memory figure, from the fitted curves (MoveSeries::finish
+  /// first); the default's where the windows did not share it at this size
+  /// and that figure gives them back too, none where it does not.
+  void finish(Result &result, double default_bytes_per_second);
+
+private:
+  Manager &manager_;
+  Clock &clock_;
+  std::uint64_t bytes_;
+  Handle dma_, host_; ///< on cuda:0 and in pageable memory between samples
+  std::vector<double> out_seconds_, in_seconds_;
+};
+
 /// A source filling pageable memory (the synthetic pattern of `fhr-plan
 /// run`), and after the rounds the same into fresh pages.
 class SourceLoadSeries {

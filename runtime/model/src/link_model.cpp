@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -71,6 +72,29 @@ double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
   const double together = own_bytes_per_second + other_bytes_per_second;
   if (duplex_bytes_per_second <= 0 || together <= duplex_bytes_per_second) return own_bytes_per_second;
   return own_bytes_per_second * duplex_bytes_per_second / together;
+}
+
+unsigned host_memory_traffic(Location from, Location to) {
+  if (from == to || (from.is_cuda() && to.is_cuda())) return 0;
+  return from.is_cuda() || to.is_cuda() ? 1 : 2;
+}
+
+void share_host_memory(std::span<double> rates, std::span<const unsigned> traffic,
+                       double host_memory_bytes_per_second) {
+  if (host_memory_bytes_per_second <= 0) return;
+  double demand = 0, largest = 0;
+  unsigned touching = 0;
+  for (std::size_t k = 0; k < rates.size(); ++k) {
+    const double own = rates[k] * traffic[k];
+    if (own <= 0) continue;
+    ++touching;
+    demand += own;
+    largest = std::max(largest, own);
+  }
+  const double capacity = std::max(host_memory_bytes_per_second, largest);
+  if (touching < 2 || demand <= capacity) return;
+  for (std::size_t k = 0; k < rates.size(); ++k)
+    if (traffic[k] > 0) rates[k] *= capacity / demand;
 }
 
 double LinkModel::transfer_seconds(Location from, Location to, std::uint64_t bytes) const {
@@ -200,6 +224,8 @@ std::string link_model_to_json(const LinkModel &model) {
       {"pinned_registration_ns_per_byte", figure(model.pinned_registration_seconds_per_byte / 1e-9)},
       {"device_growth_ns_per_byte", figure(model.device_growth_seconds_per_byte / 1e-9)},
       {"pageable_first_touch_ns_per_byte", figure(model.pageable_first_touch_seconds_per_byte / 1e-9)}};
+  if (model.host_memory_bytes_per_second > 0)
+    document["host_memory_gbps"] = figure(model.host_memory_bytes_per_second / kGiga);
   if (model.device_pool_granule_bytes > 0)
     document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
   if (model.small_pinned_allocation) {
@@ -257,6 +283,8 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("device_growth_ns_per_byte"))
     model.device_growth_seconds_per_byte =
         positive_number(document, "$", "device_growth_ns_per_byte", true) * 1e-9;
+  if (document.contains("host_memory_gbps"))
+    model.host_memory_bytes_per_second = positive_number(document, "$", "host_memory_gbps", false) * kGiga;
   if (document.contains("pageable_first_touch_ns_per_byte"))
     model.pageable_first_touch_seconds_per_byte =
         positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;

@@ -42,9 +42,15 @@ struct Flow {
   /// emptied). Its engine is free meanwhile, for the copies queued on it.
   double lead_left = 0;
   double tail_left = 0;
+  /// The host part's pace alone: its bytes over its seconds, a memcpy
+  /// between pageable memory and a bounce buffer (two bytes of host memory
+  /// a byte), slowed while it shares the host's memory.
+  double host_part_bytes_per_second = 0;
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
+  /// Bytes of host memory it reads and writes per byte (host_memory_traffic).
+  unsigned host_traffic = 0;
   bool synchronous = false; ///< runs inside its start: later copies start after it
   bool issued = false, started = false, done = false;
   double issued_at = 0, start = 0, end = 0;
@@ -86,6 +92,7 @@ void split_staged(Flow &flow, const TimelineStep &step, const LinkModel &links) 
   const double dma_seconds = dma_class.latency_seconds + flow.bytes_left / dma_class.bytes_per_second;
   if (dma_seconds >= staged_seconds) return; // no host part to spare: the engine carries it all
   (into_device ? flow.lead_left : flow.tail_left) = staged_seconds - dma_seconds;
+  flow.host_part_bytes_per_second = flow.bytes_left / (staged_seconds - dma_seconds);
   flow.latency_left = dma_class.latency_seconds;
   flow.bytes_per_second = dma_class.bytes_per_second;
 }
@@ -106,6 +113,13 @@ LocationAccount account_at_window_start(const TimelineStep &step, std::span<cons
   return account;
 }
 
+/// Whether `flow` moves bytes now: on its engine, past its fixed cost.
+bool streaming(const Flow &flow) { return flow.on_engine() && flow.latency_left <= 0; }
+
+/// Whether `flow` is in its host part after its engine (a staged copy out
+/// of a device emptying its last bounce buffer).
+bool tailing(const Flow &flow) { return flow.started && !flow.done && !flow.on_engine(); }
+
 /// Rate of a streaming flow: its link's bandwidth, scaled down while its
 /// device's other direction streams too and both exceed the duplex figure.
 double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_bytes_per_second) {
@@ -114,9 +128,8 @@ double rate_of(const Flow &flow, std::span<const Flow> flows, double duplex_byte
   const CopyQueue::Kind other_kind =
       flow.engine.kind == CopyQueue::Kind::Inbound ? CopyQueue::Kind::Outbound : CopyQueue::Kind::Inbound;
   for (const Flow &other : flows) {
-    // Streaming: on its engine, past its fixed cost (a staged copy's host
-    // part leaves the link to the other direction).
-    if (!other.on_engine() || other.latency_left > 0) continue;
+    // A staged copy's host part leaves the link to the other direction.
+    if (!streaming(other)) continue;
     if (other.engine.kind != other_kind || other.engine.device != flow.engine.device) continue;
     return duplex_rate(flow.bytes_per_second, other.bytes_per_second, duplex_bytes_per_second);
   }
@@ -161,6 +174,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.latency_left = size_class.latency_seconds;
     flow.bytes_left = static_cast<double>(step.logical_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
+    flow.host_traffic = host_memory_traffic(step.source, step.destination);
     const bool staged = is_staged(step, options);
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
@@ -204,38 +218,58 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       flow.started = true;
       flow.start = now;
     }
-    // The next event: an allocation, a host part or a fixed cost ends, or
-    // a copy's last byte arrives.
-    double step_seconds = std::numeric_limits<double>::infinity();
-    std::vector<double> rates(flows.size(), 0.0);
+    // The rates of what moves bytes now: the streaming copies (each link's,
+    // the duplex shared) and the staged copies' host parts, then the host
+    // memory shared between them all. A host part's seconds pass at its
+    // share of its own pace.
+    std::vector<double> rates(flows.size(), 0.0), pace(flows.size(), 1.0);
+    std::vector<unsigned> host_traffic(flows.size(), 0);
     std::vector<bool> leads(flows.size(), false);
     for (std::size_t k = 0; k < flows.size(); ++k) {
       const Flow &flow = flows[k];
-      if (flow.issued && flow.host_left > 0) step_seconds = std::min(step_seconds, flow.host_left);
       leads[k] = leading(flow, flows);
-      if (leads[k]) step_seconds = std::min(step_seconds, flow.lead_left);
-      if (!flow.started || flow.done) continue;
-      if (!flow.on_engine()) {
-        step_seconds = std::min(step_seconds, flow.tail_left);
-      } else if (flow.latency_left > 0) {
-        step_seconds = std::min(step_seconds, flow.latency_left);
-      } else {
+      if (streaming(flow)) {
         rates[k] = rate_of(flow, flows, links.duplex_bytes_per_second);
-        step_seconds = std::min(step_seconds, flow.bytes_left / rates[k]);
+        host_traffic[k] = flow.host_traffic;
+      } else if (leads[k] || tailing(flow)) {
+        rates[k] = flow.host_part_bytes_per_second;
+        host_traffic[k] = host_memory_traffic(Location::pageable(), Location::pinned());
       }
+    }
+    std::vector<double> alone = rates;
+    share_host_memory(rates, host_traffic, links.host_memory_bytes_per_second);
+    for (std::size_t k = 0; k < flows.size(); ++k)
+      if (!streaming(flows[k]) && alone[k] > 0) pace[k] = rates[k] / alone[k];
+    // The next event: an allocation, a host part or a fixed cost ends, or
+    // a copy's last byte arrives.
+    double step_seconds = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < flows.size(); ++k) {
+      const Flow &flow = flows[k];
+      if (flow.issued && flow.host_left > 0) step_seconds = std::min(step_seconds, flow.host_left);
+      if (leads[k]) step_seconds = std::min(step_seconds, flow.lead_left / pace[k]);
+      if (!flow.started || flow.done) continue;
+      if (!flow.on_engine())
+        step_seconds = std::min(step_seconds, flow.tail_left / pace[k]);
+      else if (flow.latency_left > 0)
+        step_seconds = std::min(step_seconds, flow.latency_left);
+      else
+        step_seconds = std::min(step_seconds, flow.bytes_left / rates[k]);
     }
     if (step_seconds == std::numeric_limits<double>::infinity()) break; // every copy done
     now += step_seconds;
-    auto count_down = [step_seconds](double &left) { left = left <= step_seconds ? 0 : left - step_seconds; };
+    auto count_down = [](double &left, double passed) {
+      // Within rounding of what passed: done.
+      left = left <= passed * (1 + 1e-12) ? 0 : left - passed;
+    };
     for (std::size_t k = 0; k < flows.size(); ++k) {
       Flow &flow = flows[k];
-      if (leads[k]) count_down(flow.lead_left);
-      if (flow.issued && flow.host_left > 0) count_down(flow.host_left);
+      if (leads[k]) count_down(flow.lead_left, step_seconds * pace[k]);
+      if (flow.issued && flow.host_left > 0) count_down(flow.host_left, step_seconds);
       if (!flow.started || flow.done) continue;
       if (!flow.on_engine()) {
-        count_down(flow.tail_left);
+        count_down(flow.tail_left, step_seconds * pace[k]);
       } else if (flow.latency_left > 0) {
-        count_down(flow.latency_left);
+        count_down(flow.latency_left, step_seconds);
       } else {
         const double moved = rates[k] * step_seconds;
         // A copy whose remainder is within rounding of what moved is done.

@@ -53,6 +53,8 @@ class ResidencyTransitionReport:
     storage_nbytes: int
     started_at_ns: int
     completed_at_ns: int
+    source_load_ns: int
+    copy_issued_at_ns: int | None
     allocator_device: str | None
     allocator_allocated_bytes_before: int | None
     allocator_reserved_bytes_before: int | None

@@ -181,6 +181,16 @@ void bind_records(py::module_ &m) {
       .def_property_readonly("storage_nbytes", [](const PyReport &r) { return r.report.storage_nbytes; })
       .def_property_readonly("started_at_ns", [](const PyReport &r) { return r.report.started_at_ns; })
       .def_property_readonly("completed_at_ns", [](const PyReport &r) { return r.report.completed_at_ns; })
+      // fhr's own: the time inside the value's Source.load, and when the
+      // copy into the destination was issued (None: no copy, or a small
+      // one stamped on the time-stamp counter).
+      .def_property_readonly("source_load_ns", [](const PyReport &r) { return r.report.source_load_ns; })
+      .def_property_readonly("copy_issued_at_ns",
+                             [](const PyReport &r) -> py::object {
+                               return r.report.copy_issued_at_ns
+                                          ? py::object(py::int_(r.report.copy_issued_at_ns))
+                                          : py::object(py::none());
+                             })
       .def_property_readonly("allocator_device",
                              [](const PyReport &r) -> py::object {
                                return r.allocator_device ? py::object(py::str(r.allocator_device->name()))

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +108,12 @@ struct LinkModel {
   /// running at once (less than twice one direction: they share PCIe and
   /// host memory).
   double duplex_bytes_per_second = 0;
+  /// The host memory's bandwidth shared by the copies that stream through
+  /// it at once (host_memory_rate): a host memcpy reads and writes it, a
+  /// DMA between the host and a device reads or writes it. 0: not shared,
+  /// as profiles made before it was measured (`calibrate`: a DMA out of a
+  /// device beside a host copy in one window, docs/links.md).
+  double host_memory_bytes_per_second = 0;
   /// Fixed costs the runtime pays beside copies.
   /// A fresh stream-ordered pool block, and per byte the pool grows by:
   /// the allocation and the extra time of the first copy into newly mapped
@@ -170,6 +177,23 @@ struct LinkModel {
 /// duplex rule of the time predictor and the planner's schedule clock.
 double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
                    double duplex_bytes_per_second);
+
+/// Bytes of host memory a copy from `from` to `to` reads and writes per byte
+/// it copies: 2 between two host locations (a memcpy), 1 between the host
+/// and a device (a DMA; of a staged copy, its DMA part: the time predictor
+/// counts its host part as a memcpy), 0 between two devices.
+unsigned host_memory_traffic(Location from, Location to);
+
+/// The rates of copies streaming at once, `rates[k]` at
+/// `traffic[k]` bytes of host memory per byte (host_memory_traffic), once
+/// they share `host_memory_bytes_per_second`: while two or more of them
+/// touch the host and together would move more through its memory, each
+/// is scaled down in proportion. A copy is never slowed below what it
+/// would get alone (the capacity is at least the largest single demand),
+/// and no limit applies when the figure is 0. The one host memory rule of
+/// the time predictor.
+void share_host_memory(std::span<double> rates, std::span<const unsigned> traffic,
+                       double host_memory_bytes_per_second);
 
 /// The JSON profile (schema "fhr-links/2"), and back. Parsing checks every
 /// field and throws std::invalid_argument naming the offending JSON path.

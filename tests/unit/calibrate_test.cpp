@@ -1,0 +1,84 @@
+// `fhr-plan calibrate`'s series and fit on the simulated device backend and
+// a simulated clock that charges what a stand-in profile predicts: the fit
+// must give the stand-in's figures back.
+#include "calibrate.hpp"
+
+#include "fhr/runtime/simulated_backend.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+
+using fhr::LinkKind;
+using fhr::LinkModel;
+using fhr::Location;
+
+namespace {
+
+constexpr std::uint64_t kBytes = std::uint64_t{1} << 20;
+
+/// The calibration of a two-device simulated backend up to 1 MiB, one
+/// timed round, on a clock charging `stand_in`'s predictions.
+fhr::calibrate::Result calibrate_against(const LinkModel &stand_in, const LinkModel &defaults) {
+  fhr::ManagerOptions options;
+  options.backend = std::make_shared<fhr::SimulatedBackend>(2, /*overlap_copies=*/true);
+  fhr::Manager manager(std::move(options));
+  fhr::calibrate::SimulatedClock clock(stand_in);
+  fhr::calibrate::Options measure;
+  measure.max_bytes = kBytes;
+  measure.repetitions = 1;
+  measure.devices = 2;
+  fhr::calibrate::FixedCosts fixed;
+  return fhr::calibrate::calibrate(manager, clock, measure, fixed, nullptr, defaults);
+}
+
+/// Bytes of host memory a second the copy from `from` to `to` of kBytes
+/// moves alone (its rate, by what it reads and writes there).
+double demand(const LinkModel &links, Location from, Location to) {
+  return links.curve(*fhr::link_between(from, to)).class_for(kBytes).bytes_per_second *
+         fhr::host_memory_traffic(from, to);
+}
+
+} // namespace
+
+TEST_CASE("calibrate: a DMA beside a host copy gives the host memory figure back") {
+  const Location gpu0 = Location::cuda(0), pinned = Location::pinned(), pageable = Location::pageable();
+  LinkModel stand_in = LinkModel::h200();
+  // A figure that binds in the window out of cuda:0: between the larger
+  // demand alone and both together.
+  const double dma = demand(stand_in, gpu0, pinned), host = demand(stand_in, pageable, pinned);
+  stand_in.host_memory_bytes_per_second = std::max(dma, host) + 0.5 * std::min(dma, host);
+  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const fhr::calibrate::HostMemoryWindows &windows = result.host_memory;
+  CHECK(windows.bytes == kBytes);
+  CHECK_FALSE(windows.kept_default);
+  // The fitted curves are exact at the measured sizes, so the fitted
+  // figure predicts both windows as the stand-in charged them.
+  CHECK(windows.out_predicted_seconds + windows.in_predicted_seconds ==
+        doctest::Approx(windows.out_seconds + windows.in_seconds).epsilon(1e-6));
+  CHECK(
+      windows.out_seconds ==
+      doctest::Approx(fhr::calibrate::predict_beside_host_copy(stand_in, gpu0, kBytes, true)).epsilon(1e-12));
+  CHECK(result.model.host_memory_bytes_per_second ==
+        doctest::Approx(stand_in.host_memory_bytes_per_second).epsilon(0.01));
+  // Shared, the window is longer than either copy alone.
+  CHECK(windows.out_seconds > stand_in.transfer_seconds(gpu0, pinned, kBytes));
+  CHECK(windows.out_seconds > stand_in.transfer_seconds(pageable, pinned, kBytes));
+}
+
+TEST_CASE("calibrate: windows that do not share the host's memory keep a default that predicts them, else "
+          "none") {
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.host_memory_bytes_per_second = 1e15; // binds at no size
+  LinkModel defaults = LinkModel::h200();
+  defaults.host_memory_bytes_per_second = 1e12; // binds only far above 1 MiB
+  fhr::calibrate::Result result = calibrate_against(stand_in, defaults);
+  CHECK(result.host_memory.kept_default);
+  CHECK(result.model.host_memory_bytes_per_second == 1e12);
+  // A default that would bind here contradicts the windows: none.
+  defaults.host_memory_bytes_per_second = 1e6;
+  result = calibrate_against(stand_in, defaults);
+  CHECK_FALSE(result.host_memory.kept_default);
+  CHECK(result.model.host_memory_bytes_per_second == 0);
+}
