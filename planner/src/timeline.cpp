@@ -42,7 +42,9 @@ struct Overlapping {
 /// plan phase expresses, so the planner keeps this clock, on the model's
 /// queues (engine_of), link costs (transfer_seconds), duplex rule and host
 /// memory rule. A copy's rate is shared with the copies issued before it
-/// that are still streaming; theirs keep the times they were given.
+/// that are still streaming, counted at their own rates alone; theirs keep
+/// the times they were given (the predictor, which times one window at a
+/// time, slows both).
 class Clock {
 public:
   Clock(const LinkModel &links) : links_(links) {}
@@ -56,8 +58,11 @@ public:
     Queue &queue = queues_[key];
     const double start = std::max(issue, queue.free);
     const Interval own{start, start, static_cast<double>(x.logical_bytes) / nominal,
-                       host_memory_traffic(x.from, x.to)};
-    const double end = finish(own, static_cast<double>(x.logical_bytes), overlapping(key, start));
+                       host_traffic(x.from, x.to)};
+    // A value of no bytes pays its link's fixed cost alone.
+    const double end = x.logical_bytes == 0
+                           ? start + nominal
+                           : finish(own, static_cast<double>(x.logical_bytes), overlapping(key, start));
     queue.free = end;
     queue.busy.push_back({start, end, own.bytes_per_second, own.host_traffic});
     copies_.push_back(queue.busy.back());
@@ -66,6 +71,17 @@ public:
   const std::vector<Interval> &copies() const { return copies_; }
 
 private:
+  /// The host memory a copy moves per byte at its own (average) rate: the
+  /// model's host_memory_traffic, and for a copy between pageable memory
+  /// and a device the memcpy through its bounce buffers too (which the
+  /// model's predictor times as the staged copy's host part).
+  static unsigned host_traffic(Location from, Location to) {
+    const bool staged =
+        (from == Location::pageable() && to.is_cuda()) || (from.is_cuda() && to == Location::pageable());
+    return host_memory_traffic(from, to) +
+           (staged ? host_memory_traffic(Location::pageable(), Location::pinned()) : 0);
+  }
+
   /// The other queues' copies that end after `start` (each queue's busy
   /// times are in order and disjoint).
   std::vector<Overlapping> overlapping(int key, double start) const {

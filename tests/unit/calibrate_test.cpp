@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 
 using fhr::LinkKind;
@@ -18,13 +19,30 @@ namespace {
 
 constexpr std::uint64_t kBytes = std::uint64_t{1} << 20;
 
+/// A simulated clock that charges the windows of a DMA beside a host copy
+/// `factor` times what the stand-in predicts.
+class SlowWindowsClock final : public fhr::calibrate::Clock {
+public:
+  SlowWindowsClock(const LinkModel &stand_in, double factor) : inner_(stand_in), factor_(factor) {}
+  double time(const std::function<void()> &call, const fhr::calibrate::Operation &operation) override {
+    const double seconds = inner_.time(call, operation);
+    return operation.kind == fhr::calibrate::Operation::Kind::BesideHostCopy ? seconds * factor_ : seconds;
+  }
+
+private:
+  fhr::calibrate::SimulatedClock inner_;
+  double factor_;
+};
+
 /// The calibration of a two-device simulated backend up to 1 MiB, one
-/// timed round, on a clock charging `stand_in`'s predictions.
-fhr::calibrate::Result calibrate_against(const LinkModel &stand_in, const LinkModel &defaults) {
+/// timed round, on a clock charging `stand_in`'s predictions (the windows
+/// of a DMA beside a host copy `window_factor` times them).
+fhr::calibrate::Result calibrate_against(const LinkModel &stand_in, const LinkModel &defaults,
+                                         double window_factor = 1) {
   fhr::ManagerOptions options;
   options.backend = std::make_shared<fhr::SimulatedBackend>(2, /*overlap_copies=*/true);
   fhr::Manager manager(std::move(options));
-  fhr::calibrate::SimulatedClock clock(stand_in);
+  SlowWindowsClock clock(stand_in, window_factor);
   fhr::calibrate::Options measure;
   measure.max_bytes = kBytes;
   measure.repetitions = 1;
@@ -81,4 +99,19 @@ TEST_CASE("calibrate: windows that do not share the host's memory keep a default
   result = calibrate_against(stand_in, defaults);
   CHECK_FALSE(result.host_memory.kept_default);
   CHECK(result.model.host_memory_bytes_per_second == 0);
+}
+
+TEST_CASE("calibrate: windows longer than any figure can make them get the most sharing the rule has") {
+  const Location gpu0 = Location::cuda(0), pinned = Location::pinned(), pageable = Location::pageable();
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.host_memory_bytes_per_second = 0;
+  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200(), 3.0);
+  CHECK(result.host_memory.beyond_rule);
+  CHECK_FALSE(result.host_memory.kept_default);
+  // The figure at which both windows share all they can: the smaller of
+  // the two windows' larger demands.
+  const double out_largest = std::max(demand(stand_in, gpu0, pinned), demand(stand_in, pageable, pinned));
+  const double in_largest = std::max(demand(stand_in, pinned, gpu0), demand(stand_in, pinned, pageable));
+  CHECK(result.model.host_memory_bytes_per_second == doctest::Approx(std::min(out_largest, in_largest)));
+  CHECK(result.host_memory.out_predicted_seconds < result.host_memory.out_seconds);
 }

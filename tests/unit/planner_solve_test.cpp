@@ -76,7 +76,7 @@ TEST_CASE("solve: an infeasible workload is answered with its first step that ca
   CHECK(planner::solve_lru(w).failure.starts_with("step 5 's5'"));
 }
 
-TEST_CASE("solve: the schedule clock shares the host's memory as the model's predictor does") {
+TEST_CASE("solve: the schedule clock slows a later copy by the model's host memory rule") {
   // One step whose enter evicts 2 MB from cuda:0 and copies 1 MB from
   // pageable into pinned memory, both issued at once; every link 1 GB/s,
   // the host memory 2 GB/s. The host copy (two bytes of host memory a
@@ -102,6 +102,20 @@ TEST_CASE("solve: the schedule clock shares the host's memory as the model's pre
   links.host_memory_bytes_per_second = 0;
   t = planner::time_schedule(w, v, links);
   CHECK(t.transfer_seconds == doctest::Approx(3e-3).epsilon(1e-12));
+  // A copy from pageable memory into cuda:0 beside the eviction: three
+  // bytes of host memory a byte (its DMA and the memcpy through its bounce
+  // buffers), 3 GB/s with the eviction's 1 over a capacity of 3 (its own
+  // demand): 0.75 GB/s, 1.3333 ms.
+  links.host_memory_bytes_per_second = 2e9;
+  v.transfers[1].from = Location::pageable();
+  v.transfers[1].to = Location::cuda(0);
+  t = planner::time_schedule(w, v, links);
+  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 1e-3 / 0.75).epsilon(1e-12));
+  // A value of no bytes pays its link's fixed cost (10 us), not a rate.
+  links.links[static_cast<std::size_t>(LinkKind::PageableToDevice)].classes = {{std::nullopt, 10e-6, 1e9}};
+  v.transfers[1].bytes = v.transfers[1].logical_bytes = 0;
+  t = planner::time_schedule(w, v, links);
+  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 10e-6).epsilon(1e-12));
 }
 
 TEST_CASE("solve: prefetch issues a load while an earlier step computes; bytes stay the same") {

@@ -84,6 +84,19 @@ TEST_CASE("warm-up: a plan's transfers to pinned memory find their blocks locked
   CHECK(m.warm_up(std::span(&again, 1)).reserved_bytes() == 0);
 }
 
+TEST_CASE("warm-up: blocks are requested per location, in the order the locations first appear") {
+  std::vector<PoolRequest> requests;
+  request_block(requests, pinned, 10);
+  request_block(requests, Location::cuda(0), 30);
+  request_block(requests, pinned, 10); // a size may repeat: one block per value
+  request_block(requests, pinned, 20);
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].location == pinned);
+  CHECK(requests[0].block_bytes == std::vector<std::size_t>{10, 10, 20});
+  CHECK(requests[1].location == Location::cuda(0));
+  CHECK(requests[1].block_bytes == std::vector<std::size_t>{30});
+}
+
 TEST_CASE("warm-up: a reload's storage at its source location is reserved too, once per size") {
   // Three values reloaded from sources at pinned memory into pageable
   // memory: each load fills a pinned block and frees it once copied on, so

@@ -80,7 +80,7 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
 }
 
 std::uint64_t host_pool_bytes(const Options &options, std::uint64_t backend_default) {
-  constexpr std::uint64_t kValues = 6; // below: loads and moves 2 each, the duplex and host windows 2
+  constexpr std::uint64_t kValues = 6; // per pool: calibrate.hpp
   const std::uint64_t cap = std::numeric_limits<std::uint64_t>::max() / kValues;
   return std::max(backend_default, options.max_bytes > cap ? std::numeric_limits<std::uint64_t>::max()
                                                            : kValues * options.max_bytes);
@@ -168,10 +168,12 @@ std::string result_text(const Result &result) {
       result.duplex_predicted_seconds * 1e6);
   out += line;
   const HostMemoryWindows &host = result.host_memory;
-  char shared[96] = "not shared at this size";
+  char shared[160] = "not shared at this size";
   if (result.model.host_memory_bytes_per_second > 0)
     std::snprintf(shared, sizeof shared, "%.2f GB/s%s", result.model.host_memory_bytes_per_second / 1e9,
-                  host.kept_default ? " (the default's: not shared at this size)" : "");
+                  host.kept_default  ? " (the default's: not shared at this size)"
+                  : host.beyond_rule ? " (the most sharing the model has: the windows took longer still)"
+                                     : "");
   std::snprintf(
       line, sizeof line,
       "  a DMA beside a host copy, %llu B each: out of cuda:0 %.2f us measured, %.2f us predicted; into "

@@ -101,10 +101,13 @@ struct Options {
 };
 
 /// The bytes each host pool of the calibration's backend must be allowed
-/// to keep so that no series finds its blocks gone: the loads' temporaries
-/// and the moves' replicas, one of every size (together below twice
-/// `max_bytes` each), the duplex window's two values, the two of the DMA
-/// beside a host copy and the source series' value with its fresh blocks. Never below the backend's default,
+/// to keep so that no series finds its blocks gone. Pinned: the moves'
+/// replicas, one of every size (below twice `max_bytes`), the duplex
+/// window's two values and the two of the DMA beside a host copy (`max_bytes`
+/// each): six times `max_bytes`. Pageable: the loads' temporaries and the
+/// moves' replicas (below twice `max_bytes` each), the host copy's value
+/// and the source series' value (`max_bytes` each): six again; the source
+/// series' fresh blocks are made to miss the pool. Never below the backend's default,
 /// which the default `--max-bytes` fits in; beyond it a pool that keeps
 /// too little would have re-pinned or re-faulted blocks inside the timed
 /// moves.
@@ -129,6 +132,9 @@ struct HostMemoryWindows {
   /// The windows did not share the host's memory at this size, and the
   /// default profile's figure (binding only at larger sizes) was kept.
   bool kept_default = false;
+  /// The windows took longer than the rule can predict with any figure:
+  /// the profile has the figure of the most sharing it can express.
+  bool beyond_rule = false;
 };
 
 struct Result {

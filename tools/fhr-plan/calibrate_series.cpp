@@ -228,18 +228,32 @@ void HostMemorySeries::finish(Result &result, double default_bytes_per_second) {
     return predict_beside_host_copy(model, kGpu0, bytes_, true) +
            predict_beside_host_copy(model, kGpu0, bytes_, false);
   };
-  // What the windows take unshared, and shared as much as the rule can
-  // share (a capacity of one byte a second: the larger demand alone).
-  const double unshared = predicted_with(0), most_shared = predicted_with(1);
+  // The most a window's larger copy alone moves through the host's memory:
+  // at or below it the rule shares that window all it can.
+  auto largest_demand = [&](Location dma_from, Location dma_to, Location host_from, Location host_to) {
+    auto demand = [&](Location from, Location to) {
+      return model.curve(*link_between(from, to)).class_for(bytes_).bytes_per_second *
+             host_memory_traffic(from, to);
+    };
+    return std::max(demand(dma_from, dma_to), demand(host_from, host_to));
+  };
+  const double most_sharing = std::min(largest_demand(kGpu0, kPinned, kPageable, kPinned),
+                                       largest_demand(kPinned, kGpu0, kPinned, kPageable));
+  // What the windows take unshared, and shared as much as the rule can.
+  const double unshared = predicted_with(0), most_shared = predicted_with(most_sharing);
   constexpr double kAgreement = 0.01;
   if (measured <= unshared * (1 + kAgreement)) {
     // Not shared at this size: keep the default's figure if it predicts
-    // these windows too (it binds only at larger sizes), else none.
-    windows.kept_default = default_bytes_per_second > 0 && std::abs(predicted_with(default_bytes_per_second) -
-                                                                    measured) <= kAgreement * measured;
+    // these windows no shorter than they took (it binds only at larger
+    // sizes), else none.
+    windows.kept_default =
+        default_bytes_per_second > 0 &&
+        predicted_with(default_bytes_per_second) <= std::max(measured, unshared) * (1 + kAgreement);
     model.host_memory_bytes_per_second = windows.kept_default ? default_bytes_per_second : 0;
   } else if (measured >= most_shared) {
-    model.host_memory_bytes_per_second = 1;
+    // Longer than the rule can make them: as much sharing as it has.
+    windows.beyond_rule = true;
+    model.host_memory_bytes_per_second = most_sharing;
   } else {
     // The predicted windows shorten as the figure grows: bisect it (on a
     // log scale, between one byte a second and a figure that never binds).

@@ -85,7 +85,7 @@ private:
 
 /// A DMA between cuda:0 and pinned memory beside a host copy between
 /// pageable and pinned memory, in one plan phase (one overlap window: the
-/// DMA issued first, the host copy on the copy threads while it runs), two
+/// DMA issued first, the host copy while it runs), two
 /// values of `bytes`: out of the device beside a copy into pinned memory,
 /// then back in beside one out of it. Each alone is on a curve the moves
 /// measure; together they share the host's memory, and the figure that

@@ -189,13 +189,8 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   cold = unit_timeline_options(memory, cold);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
   for (const WarmUpBlock &block :
-       warm_up_blocks(timeline.cold_allocations, cold.resident_before, cold.staged_min_bytes)) {
-    std::vector<PoolRequest> &requests = warm_up.requests;
-    auto request = std::find_if(requests.begin(), requests.end(),
-                                [&](const PoolRequest &r) { return r.location == block.location; });
-    if (request == requests.end()) request = requests.insert(requests.end(), PoolRequest{block.location, {}});
-    request->block_bytes.push_back(static_cast<std::size_t>(block.bytes));
-  }
+       warm_up_blocks(timeline.cold_allocations, cold.resident_before, cold.staged_min_bytes))
+    request_block(warm_up.requests, block.location, static_cast<std::size_t>(block.bytes));
   warm_up.predicted_us = timeline.allocation_seconds * 1e6;
   return warm_up;
 }

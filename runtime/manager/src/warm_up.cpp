@@ -25,17 +25,18 @@ WarmUpReport Manager::warm_up(std::span<const PoolRequest> requests) {
   return report;
 }
 
+void request_block(std::vector<PoolRequest> &requests, Location location, std::size_t bytes) {
+  auto it = std::find_if(requests.begin(), requests.end(),
+                         [&](const PoolRequest &r) { return r.location == location; });
+  if (it == requests.end()) it = requests.insert(requests.end(), PoolRequest{location, {}});
+  it->block_bytes.push_back(bytes);
+}
+
 std::vector<PoolRequest> Manager::pool_requests(const PlanSpec &plan) {
   // The explanation says which actions transfer and where to, from the
   // state as it is now: exactly the allocations the plan will make.
   const ExplainedPlan explained = explain(plan);
   std::vector<PoolRequest> requests;
-  auto blocks_at = [&](Location location) -> std::vector<std::size_t> & {
-    auto it = std::find_if(requests.begin(), requests.end(),
-                           [&](const PoolRequest &r) { return r.location == location; });
-    if (it == requests.end()) it = requests.insert(requests.end(), PoolRequest{location, {}});
-    return it->block_bytes;
-  };
   // The rows are the steps less the reservations, in the same order.
   std::size_t next_row = 0;
   std::set<std::pair<Location, std::size_t>> loaded; // (source location, size) of the loads' temporaries
@@ -47,13 +48,13 @@ std::vector<PoolRequest> Manager::pool_requests(const PlanSpec &plan) {
     if (!row.executable || row.no_op || !row.destination || row.logical_nbytes == 0) continue;
     if (kind != ActionKind::Ensure && kind != ActionKind::Copy && kind != ActionKind::Move) continue;
     const auto nbytes = static_cast<std::size_t>(row.logical_nbytes);
-    blocks_at(*row.destination).push_back(nbytes);
+    request_block(requests, *row.destination, nbytes);
     // A reload fills storage at its source location first (§4.5), freed
     // once copied on: its pages are as cold as a destination's, and one
     // block of each size serves every load of that size in turn.
     if (step.transfer == StepTransfer::Load && row.source && row.source != row.destination &&
         loaded.emplace(*row.source, nbytes).second)
-      blocks_at(*row.source).push_back(nbytes);
+      request_block(requests, *row.source, nbytes);
   }
   return requests;
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -81,7 +82,8 @@ unsigned host_memory_traffic(Location from, Location to) {
 
 void share_host_memory(std::span<double> rates, std::span<const unsigned> traffic,
                        double host_memory_bytes_per_second) {
-  if (host_memory_bytes_per_second <= 0) return;
+  assert(rates.size() == traffic.size());
+  if (!(host_memory_bytes_per_second > 0)) return; // 0 (not shared), and never NaN
   double demand = 0, largest = 0;
   unsigned touching = 0;
   for (std::size_t k = 0; k < rates.size(); ++k) {

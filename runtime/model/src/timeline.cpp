@@ -22,7 +22,8 @@ namespace {
 /// host, a staged copy's host part into a device (lead), its fixed cost
 /// and its bytes on its engine at its link's rate (shared while both
 /// directions of its device stream at once), a staged copy's host part out
-/// of a device (tail).
+/// of a device (tail). Its bytes and its host part share the host's memory
+/// with whatever else moves through it then.
 struct Flow {
   std::size_t step = 0;
   CopyQueue engine;
@@ -42,9 +43,10 @@ struct Flow {
   /// emptied). Its engine is free meanwhile, for the copies queued on it.
   double lead_left = 0;
   double tail_left = 0;
-  /// The host part's pace alone: its bytes over its seconds, a memcpy
-  /// between pageable memory and a bounce buffer (two bytes of host memory
-  /// a byte), slowed while it shares the host's memory.
+  /// The host part's pace alone: its bytes over its seconds (the staged
+  /// copy's calibrated time less its DMA's, not a memcpy curve's rate),
+  /// counted as a memcpy between pageable memory and a bounce buffer (two
+  /// bytes of host memory a byte) and slowed while it shares that memory.
   double host_part_bytes_per_second = 0;
   double latency_left = 0;
   double bytes_left = 0;
@@ -247,9 +249,10 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       const Flow &flow = flows[k];
       if (flow.issued && flow.host_left > 0) step_seconds = std::min(step_seconds, flow.host_left);
       if (leads[k]) step_seconds = std::min(step_seconds, flow.lead_left / pace[k]);
-      if (!flow.started || flow.done) continue;
-      if (!flow.on_engine())
+      if (tailing(flow))
         step_seconds = std::min(step_seconds, flow.tail_left / pace[k]);
+      else if (!flow.started || flow.done)
+        continue;
       else if (flow.latency_left > 0)
         step_seconds = std::min(step_seconds, flow.latency_left);
       else
@@ -266,7 +269,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       if (leads[k]) count_down(flow.lead_left, step_seconds * pace[k]);
       if (flow.issued && flow.host_left > 0) count_down(flow.host_left, step_seconds);
       if (!flow.started || flow.done) continue;
-      if (!flow.on_engine()) {
+      if (tailing(flow)) {
         count_down(flow.tail_left, step_seconds * pace[k]);
       } else if (flow.latency_left > 0) {
         count_down(flow.latency_left, step_seconds);

@@ -61,6 +61,10 @@ struct PoolRequest {
   std::vector<std::size_t> block_bytes;
 };
 
+/// Adds a block of `bytes` to the request for `location` in `requests`
+/// (one request per location, in the order they first appear).
+void request_block(std::vector<PoolRequest> &requests, Location location, std::size_t bytes);
+
 /// What a warm-up reserved and what it took: the cold cost that the first
 /// transfers of a plan would otherwise pay inside their own time.
 struct WarmUpReport {

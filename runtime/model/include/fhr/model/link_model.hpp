@@ -105,14 +105,13 @@ struct LinkModel {
   /// that a profile shows how well its fit holds.
   std::array<std::vector<LinkSample>, kLinkKindCount> samples;
   /// Aggregate bandwidth of one device's inbound and outbound engines
-  /// running at once (less than twice one direction: they share PCIe and
-  /// host memory).
+  /// running at once (less than twice one direction: they share PCIe, and
+  /// the host's memory, which this figure then already counts for them).
   double duplex_bytes_per_second = 0;
   /// The host memory's bandwidth shared by the copies that stream through
-  /// it at once (host_memory_rate): a host memcpy reads and writes it, a
-  /// DMA between the host and a device reads or writes it. 0: not shared,
-  /// as profiles made before it was measured (`calibrate`: a DMA out of a
-  /// device beside a host copy in one window, docs/links.md).
+  /// it at once (share_host_memory). 0: not shared, as profiles made before
+  /// it was measured (`calibrate`: a DMA beside a host copy, out of a
+  /// device and into it, docs/links.md).
   double host_memory_bytes_per_second = 0;
   /// Fixed costs the runtime pays beside copies.
   /// A fresh stream-ordered pool block, and per byte the pool grows by:
@@ -188,10 +187,10 @@ unsigned host_memory_traffic(Location from, Location to);
 /// `traffic[k]` bytes of host memory per byte (host_memory_traffic), once
 /// they share `host_memory_bytes_per_second`: while two or more of them
 /// touch the host and together would move more through its memory, each
-/// is scaled down in proportion. A copy is never slowed below what it
-/// would get alone (the capacity is at least the largest single demand),
-/// and no limit applies when the figure is 0. The one host memory rule of
-/// the time predictor.
+/// is scaled down in proportion. A figure below the largest single demand
+/// counts as that demand, so that a copy alone is never slowed; no limit
+/// applies when the figure is 0. The one host memory rule of the time
+/// predictor and the planner's schedule clock. \pre the spans' sizes agree.
 void share_host_memory(std::span<double> rates, std::span<const unsigned> traffic,
                        double host_memory_bytes_per_second);
 

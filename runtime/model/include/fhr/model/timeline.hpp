@@ -18,14 +18,12 @@
 /// device and after it out of one.
 /// While an inbound and an outbound copy of one device stream at once they
 /// share LinkModel::duplex_bytes_per_second in proportion to their own
-/// bandwidths. Copies that stream through the host's memory at once (a
-/// host copy, a DMA between the host and a device, a staged copy's DMA
-/// and its host part, a memcpy at the pace its calibrated time leaves it)
-/// share LinkModel::host_memory_bytes_per_second by the bytes each reads
-/// and writes there (share_host_memory). Every other step runs alone: a load fills storage at the
-/// value's source location (LinkModel::source_load_bytes_per_second) and
-/// copies it to the destination; drops, discards, no-ops, reservations and
-/// failures take no time.
+/// bandwidths. What moves through the host's memory at once shares
+/// LinkModel::host_memory_bytes_per_second by the bytes each reads and
+/// writes there (share_host_memory): a host copy, a DMA between the host
+/// and a device, and a staged copy's host part (docs/links.md). Every other step runs alone: a load fills
+/// storage at the value's source location (LinkModel::source_load_bytes_per_second) and copies it to the
+/// destination; drops, discards, no-ops, reservations and failures take no time.
 ///
 /// With TimelineOptions::pools the predictor also charges what the CUDA
 /// backend's cold pools cost (fhr/model/runtime_pools.hpp): a step's
