@@ -13,20 +13,31 @@
 # deployed evaluator warms them; the prediction's pools warm). Content is
 # checked at the end of each run (run's default on the CUDA backend: a
 # check between steps would slow the next one, docs/run.md).
-# OUT receives links.json and calibrate.txt (CALIBRATE=once), per example
-# NAME.run.json and NAME.warm.run.json (fhr-run/1), NAME.trace.json (Perfetto, the cold run),
-# NAME.err, exits.txt (each run's exit beside explain's, or why the example
-# was skipped: it declares more devices than the machine has), and the
-# tables prediction.txt (cold) and prediction-warm.txt. REPEAT=N in the
-# environment runs each example N times per setting (`run --repeat N`: the
-# steps' measured times are medians over the runs). CALIBRATE=each
-# calibrates again right before every example (NAME.links.json,
-# NAME.calibrate.txt) and runs it against that profile: the machine's host
-# copies drift by 10-20% over minutes (docs/benchmarks.md, fifteenth and
-# sixteenth waves), and a profile taken seconds before the runs describes
-# the state they meet; CALIBRATE=once (the default) takes one links.json
-# for all. Exit:
-# prediction_error.py's for the warm runs (1 when a step misses its
+# OUT receives links.json and calibrate.txt, per example and round
+# NAME.ROUND.run.json and NAME.ROUND.warm.run.json (fhr-run/1; ROUND r1,
+# r2, ...), NAME.trace.json (Perfetto, the first cold run), NAME.err,
+# exits.txt (each run's exit beside explain's, or why the example was
+# skipped: it declares more devices than the machine has), and the tables
+# prediction.txt (cold) and prediction-warm.txt. REPEAT=N runs each example
+# N times per setting and round (`run --repeat N`: the steps' measured
+# times are medians over the runs). ROUNDS=R (default 1) runs every example
+# in R rounds, one after another, so that each example's runs spread over
+# the whole session rather than one moment of it; prediction_error.py pools
+# the rounds (their predictions are the same).
+#
+# The machine's host copies drift by 10-40% within a minute, both ways
+# (docs/benchmarks.md, sixteenth to nineteenth waves), and one calibration
+# is a snapshot of one stretch. CALIBRATE says how the profile is taken:
+#   once    (the default) one calibration before the runs: links.json.
+#   each    one right before every example (NAME.links.json,
+#           NAME.calibrate.txt), its runs against that profile.
+#   spread  SPREAD=K (default 3) calibrations links-K.json, each followed by
+#           one round of every example against it (NAME.cK.run.json, tabled
+#           in prediction-single.txt and prediction-single-warm.txt: one
+#           calibration against the runs of the minute after it), then
+#           `calibrate --merge` of them all into links.json (merge.txt: how
+#           far they disagreed) and the ROUNDS rounds against that.
+# Exit: prediction_error.py's for the warm runs (1 when a step misses its
 # target), 2 when a run's exit differs from explain's.
 set -uo pipefail
 
@@ -54,54 +65,96 @@ calibrate() {
   echo "calibrated in $((SECONDS - started)) s: $1"
 }
 mode=${CALIBRATE:-once}
-case "$mode" in once | each) ;; *) echo "CALIBRATE must be once or each, not $mode"; exit 2 ;; esac
-if [ "$mode" = once ]; then
-  calibrate "$out/links.json" "$out/calibrate.txt"
-  tail -n 30 "$out/calibrate.txt"
-fi
-
+case "$mode" in once | each | spread) ;; *) echo "CALIBRATE must be once, each or spread, not $mode"; exit 2 ;; esac
 repeat=${REPEAT:-1}
+rounds=${ROUNDS:-1}
+spread=${SPREAD:-3}
 status=0
 : >"$out/exits.txt"
 # One line per GPU (`nvidia-smi -L` also lists MIG instances).
 devices=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
-runs=()
-warm_runs=()
-for example in examples/*.fhr; do
-  name=$(basename "$example" .fhr)
-  # `devices N`: an example for more GPUs than this machine has cannot run here.
-  needed=$(sed -n 's/^devices \([0-9]*\).*/\1/p' "$example" | head -n 1)
-  needed=${needed:-1}
-  if [ "$needed" -gt "$devices" ]; then
-    echo "$name: skipped (needs $needed devices, this machine has $devices)" | tee -a "$out/exits.txt"
-    continue
-  fi
-  "$tool" explain "$example" >/dev/null 2>&1
-  predicted=$?
-  profile=$out/links.json
-  if [ "$mode" = each ]; then
-    profile=$out/$name.links.json
-    calibrate "$profile" "$out/$name.calibrate.txt"
-  fi
-  "$tool" run --backend cuda --profile "$profile" --format json --repeat "$repeat" \
-    --trace "$out/$name.trace.json" "$example" >"$out/$name.run.json" 2>"$out/$name.err"
-  ran=$?
-  "$tool" run --backend cuda --profile "$profile" --format json --warm-up --repeat "$repeat" \
-    "$example" >"$out/$name.warm.run.json" 2>>"$out/$name.err"
-  warm=$?
-  echo "$name: run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"
-  [ "$ran" = "$predicted" ] && [ "$warm" = "$predicted" ] || status=2
-  runs+=("$out/$name.run.json")
-  warm_runs+=("$out/$name.warm.run.json")
+
+# run_round ROUND PROFILE: every example once cold and once with --warm-up
+# (REPEAT runs each) against PROFILE (CALIBRATE=each: its own, taken now).
+run_round() {
+  local round=$1 profile=$2 example name needed predicted ran warm
+  for example in examples/*.fhr; do
+    name=$(basename "$example" .fhr)
+    # `devices N`: an example for more GPUs than this machine has cannot run here.
+    needed=$(sed -n 's/^devices \([0-9]*\).*/\1/p' "$example" | head -n 1)
+    needed=${needed:-1}
+    if [ "$needed" -gt "$devices" ]; then
+      echo "$name: skipped (needs $needed devices, this machine has $devices)" | tee -a "$out/exits.txt"
+      continue
+    fi
+    "$tool" explain "$example" >/dev/null 2>&1
+    predicted=$?
+    if [ "$mode" = each ]; then
+      profile=$out/$name.links.json
+      calibrate "$profile" "$out/$name.calibrate.txt"
+    fi
+    local trace=()
+    [ -e "$out/$name.trace.json" ] || trace=(--trace "$out/$name.trace.json")
+    "$tool" run --backend cuda --profile "$profile" --format json --repeat "$repeat" "${trace[@]}" \
+      "$example" >"$out/$name.$round.run.json" 2>>"$out/$name.err"
+    ran=$?
+    "$tool" run --backend cuda --profile "$profile" --format json --warm-up --repeat "$repeat" \
+      "$example" >"$out/$name.$round.warm.run.json" 2>>"$out/$name.err"
+    warm=$?
+    echo "$name ($round): run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"
+    [ "$ran" = "$predicted" ] && [ "$warm" = "$predicted" ] || status=2
+  done
+}
+
+# documents PREFIX cold|warm: the run documents of the rounds PREFIX1,
+# PREFIX2, ... (r: against links.json; c: each against its own calibration).
+documents() {
+  local file
+  for file in "$out"/*."$1"[0-9]*.run.json; do
+    [ -e "$file" ] || continue
+    case "$file" in
+    *.warm.run.json) [ "$2" = warm ] && echo "$file" ;;
+    *) [ "$2" = cold ] && echo "$file" ;;
+    esac
+  done
+  return 0
+}
+
+if [ "$mode" = spread ]; then
+  profiles=()
+  for k in $(seq 1 "$spread"); do
+    calibrate "$out/links-$k.json" "$out/calibrate-$k.txt"
+    profiles+=("$out/links-$k.json")
+    run_round "c$k" "$out/links-$k.json"
+  done
+  "$tool" calibrate --merge "$(IFS=,; echo "${profiles[*]}")" -o "$out/links.json" >"$out/merge.txt" || {
+    echo "calibrate --merge failed"; exit 2; }
+  tail -n 1 "$out/merge.txt"
+  # shellcheck disable=SC2046  # one path a word
+  python3 bench/prediction_error.py $(documents c cold) >"$out/prediction-single.txt"
+  # shellcheck disable=SC2046
+  python3 bench/prediction_error.py $(documents c warm) >"$out/prediction-single-warm.txt"
+  echo "== one calibration each, cold pools"
+  tail -n 3 "$out/prediction-single.txt"
+  echo "== one calibration each, with --warm-up"
+  tail -n 3 "$out/prediction-single-warm.txt"
+elif [ "$mode" = once ]; then
+  calibrate "$out/links.json" "$out/calibrate.txt"
+  tail -n 30 "$out/calibrate.txt"
+fi
+for r in $(seq 1 "$rounds"); do
+  run_round "r$r" "$out/links.json"
 done
 
-if [ ${#runs[@]} -eq 0 ]; then
+if [ -z "$(documents r cold)" ]; then
   echo "no example ran on this machine ($devices GPUs)"; exit 2
 fi
 echo "== cold pools"
-python3 bench/prediction_error.py "${runs[@]}" | tee "$out/prediction.txt"
+# shellcheck disable=SC2046  # one path a word
+python3 bench/prediction_error.py $(documents r cold) | tee "$out/prediction.txt"
 echo "== with --warm-up"
-python3 bench/prediction_error.py "${warm_runs[@]}" | tee "$out/prediction-warm.txt"
+# shellcheck disable=SC2046
+python3 bench/prediction_error.py $(documents r warm) | tee "$out/prediction-warm.txt"
 table=${PIPESTATUS[0]}
 [ "$status" != 0 ] && exit "$status"
 exit "$table"

@@ -22,6 +22,12 @@ than the target's band (20% of their median at 16 MiB and more, 10 us
 below) is marked "MISS unsteady" and counted apart: the machine moved
 under that step by more than the target allows (docs/benchmarks.md,
 sixteenth wave).
+
+Documents that ran the same unit (file, kind and name) against the same
+predictions — `gpu_prediction.sh`'s rounds against one merged profile —
+are pooled: each step's measured time is then the median over every run
+of every such document, and its range theirs. Runs of one unit against
+different profiles stay apart.
 """
 import json
 import sys
@@ -29,14 +35,92 @@ import sys
 LARGE = 16 << 20
 
 
-def rows(document):
+def median(values):
+    """The median (the mean of the middle two for an even count), as
+    fhr::median takes it."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def predictions_of(run):
+    """What a run predicted, step by step: the key that pools its runs with
+    those of other documents."""
+    return tuple((step["action"], step["predicted"].get("transfer_us", step["predicted"].get("duration_us")))
+                 for step in run["steps"])
+
+
+def runs_of(measured):
+    """A step's measured runs as (duration, source load, before copy)
+    triples: its repetitions, or the one run."""
+    repeated = measured.get("repetitions")
+    if repeated:
+        before = repeated.get("before_copy_us") or [None] * len(repeated["duration_us"])
+        return list(zip(repeated["duration_us"], repeated["source_load_us"], before))
+    return [(measured.get("duration_us"), measured.get("source_load_us", 0.0), measured.get("before_copy_us"))]
+
+
+def pooled_step(steps):
+    """One step of a unit run by several documents: its measured times the
+    medians over all their runs, which its repetitions then list."""
+    first = steps[0]
+    if len(steps) == 1:
+        return first
+    runs = [run for step in steps for run in runs_of(step["measured"])]
+    if any(duration is None for duration, _, _ in runs):
+        return first  # a document stopped before this step: not pooled
+    durations = [duration for duration, _, _ in runs]
+    loads = [load or 0.0 for _, load, _ in runs]
+    measured = {"duration_us": median(durations), "source_load_us": median(loads),
+                "transfer_us": median([d - s for d, s in zip(durations, loads)]),
+                "repetitions": {"duration_us": durations, "source_load_us": loads}}
+    return dict(first, measured=measured)
+
+
+def pooled_totals(runs):
+    """A pooled unit's totals: the first document's prediction, the medians
+    of the measured ones."""
+    totals = dict(runs[0].get("totals") or {})
+    measured = [run["totals"]["measured_us"] for run in runs
+                if (run.get("totals") or {}).get("measured_us") is not None]
+    between = [run["totals"]["between_steps_us"] for run in runs
+               if (run.get("totals") or {}).get("between_steps_us") is not None]
+    if not measured or totals.get("predicted_us") is None:
+        return totals
+    totals["measured_us"] = median(measured)
+    totals["between_steps_us"] = median(between) if between else None
+    predicted = totals["predicted_us"]
+    totals["error_percent"] = (totals["measured_us"] - predicted) / predicted * 100 if predicted > 0 else None
+    return totals
+
+
+def pool(documents):
+    """The units of `documents`, those run against the same predictions by
+    several documents pooled into one (the others as they are), in the
+    order they first appear; and how many units were pooled."""
+    groups = {}
+    for document in documents:
+        for run in document["runs"]:
+            groups.setdefault((run["file"], run["kind"], run["name"], predictions_of(run)), []).append(run)
+    units, pooled = [], 0
+    for runs in groups.values():
+        if len(runs) == 1:
+            units.append(runs[0])
+            continue
+        pooled += 1
+        steps = [pooled_step([run["steps"][k] for run in runs]) for k in range(len(runs[0]["steps"]))]
+        units.append(dict(runs[0], steps=steps, totals=pooled_totals(runs), pooled_documents=len(runs)))
+    return units, pooled
+
+
+def rows(units):
     """Steps that move bytes, with their predicted and measured transfer time.
 
     A load's step also holds its source filling the value's storage (the
     loader's speed, not a link's): where the document has it apart
     (`transfer_us`, `source_load_us`), the transfer is compared without it
     and the fill is tabled on its own line (fills())."""
-    for run in document["runs"]:
+    for run in units:
         for step in run["steps"]:
             predicted = step["predicted"].get("transfer_us", step["predicted"].get("duration_us"))
             measured = step["measured"].get("transfer_us", step["measured"].get("duration_us"))
@@ -45,9 +129,9 @@ def rows(document):
             yield run, step, predicted, measured
 
 
-def fills(document):
+def fills(units):
     """Loads whose source's fill was predicted and measured apart."""
-    for run in document["runs"]:
+    for run in units:
         for step in run["steps"]:
             predicted = step["predicted"].get("source_load_us")
             measured = step["measured"].get("source_load_us")
@@ -112,7 +196,7 @@ def total_line(run):
 def main(paths):
     misses = unsteady_misses = checked = unreadable = 0
     fill_errors = []
-    print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
+    documents = []
     for path in paths:
         try:
             with open(path) as f:
@@ -127,7 +211,14 @@ def main(paths):
             print(f"{path}: not an fhr-run/1 document", file=sys.stderr)
             unreadable += 1
             continue
-        for run, step, predicted, measured in rows(document):
+        documents.append(document)
+    units, pooled = pool(documents)
+    print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
+    # By plan file, in the order they first appear: its steps, its loads'
+    # fills, its totals.
+    for file in dict.fromkeys(run["file"] for run in units):
+        of_file = [run for run in units if run["file"] == file]
+        for run, step, predicted, measured in rows(of_file):
             large = step["bytes"] >= LARGE
             error = (measured - predicted) / predicted * 100 if large and predicted > 0 else measured - predicted
             ok = abs(error) <= (10 if large else 5)
@@ -143,13 +234,13 @@ def main(paths):
             name = run["file"].split("/")[-1][:24]
             print(f"{name:24} {run['name'][:32]:32} {step['action'][:44]:44} {step['bytes']:11} "
                   f"{predicted:10.1f}us {measured:10.1f}us {shown:>10}{mark}{spread(step)}")
-        for run, step, predicted, measured in fills(document):
+        for run, step, predicted, measured in fills(of_file):
             error = (measured - predicted) / predicted * 100
             name = run["file"].split("/")[-1][:24]
             fill_errors.append(error)
             print(f"{name:24} {run['name'][:32]:32} {('source fill: ' + step['action'])[:44]:44} "
                   f"{step['bytes']:11} {predicted:10.1f}us {measured:10.1f}us {error:+9.1f}%  (loader)")
-        for run in document["runs"]:
+        for run in of_file:
             line = total_line(run)
             if line:
                 print(line)
@@ -158,6 +249,9 @@ def main(paths):
     if unsteady_misses:
         print(f"{unsteady_misses} of them unsteady (their runs spread wider than the target's band: "
               f"20% at 16 MiB and more, 10 us below), {misses - unsteady_misses} steady")
+    if pooled:
+        print(f"{pooled} units pooled from several documents run against the same predictions "
+              "(each step's measured time the median over all their runs)")
     if fill_errors:
         fill_errors.sort()
         print(f"{len(fill_errors)} source fills (the loader's time, outside the target): error "

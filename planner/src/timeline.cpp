@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 namespace fhr::planner {
@@ -15,7 +16,7 @@ namespace fhr::planner {
 namespace {
 
 /// A copy on a queue: when it streams, at what rate alone, and the bytes
-/// of host memory it reads and writes per byte (host_memory_traffic).
+/// of host memory it reads and writes per byte (Clock::host_traffic).
 struct Interval {
   double begin, end;
   double bytes_per_second = 0;
@@ -29,10 +30,14 @@ struct Queue {
   std::vector<Interval> busy;
 };
 
-/// The copies of other queues still streaming at or after a time, and
-/// whether each is the opposite direction of the same device (the duplex).
-struct Overlapping {
-  const Interval *copy;
+/// Another queue's copies, from the first one that ends after a given
+/// time, and whether that queue is the opposite direction of the same
+/// device (the duplex). Its busy times are in order and disjoint, so at any time at
+/// most its first copy not yet ended streams; finish() drops the ended
+/// ones as its time passes and never looks past the first that has not
+/// begun: a copy is shared with the copies it meets, not every later one.
+struct OtherQueue {
+  std::span<const Interval> busy;
   bool opposite;
 };
 
@@ -71,30 +76,27 @@ public:
   const std::vector<Interval> &copies() const { return copies_; }
 
 private:
-  /// The host memory a copy moves per byte at its own (average) rate: the
-  /// model's host_memory_traffic, and for a copy between pageable memory
-  /// and a device the memcpy through its bounce buffers too (which the
-  /// model's predictor times as the staged copy's host part).
+  /// The host memory a copy moves per byte at its own (average) rate: both
+  /// phases of the model's copy_host_traffic, which the predictor times
+  /// apart. The clock has no staging threshold and counts every pageable
+  /// <-> device copy as staged (the driver, too, copies pageable memory
+  /// through pinned buffers of its own).
   static unsigned host_traffic(Location from, Location to) {
-    const bool staged =
-        (from == Location::pageable() && to.is_cuda()) || (from.is_cuda() && to == Location::pageable());
-    return host_memory_traffic(from, to) +
-           (staged ? host_memory_traffic(Location::pageable(), Location::pinned()) : 0);
+    return copy_host_traffic(from, to, /*staged=*/true).total();
   }
 
-  /// The other queues' copies that end after `start` (each queue's busy
-  /// times are in order and disjoint).
-  std::vector<Overlapping> overlapping(int key, double start) const {
-    std::vector<Overlapping> out;
+  /// The other queues, each from its first copy that ends after `start`
+  /// (a binary search: each queue's busy times are in order and disjoint).
+  std::vector<OtherQueue> overlapping(int key, double start) const {
+    std::vector<OtherQueue> out;
     for (const auto &[other_key, other] : queues_) {
       if (other_key == key) continue;
       // Device queues are 2d (inbound) and 2d + 1 (outbound): the duplex
       // pairs them.
       const bool opposite = key >= 0 && other_key >= 0 && (other_key ^ 1) == key;
-      auto it = std::upper_bound(other.busy.begin(), other.busy.end(), start,
-                                 [](double s, const Interval &i) { return s < i.end; });
-      for (; it != other.busy.end(); ++it)
-        out.push_back({&*it, opposite});
+      const auto first = std::upper_bound(other.busy.begin(), other.busy.end(), start,
+                                          [](double s, const Interval &i) { return s < i.end; });
+      out.push_back({std::span<const Interval>(first, other.busy.end()), opposite});
     }
     return out;
   }
@@ -103,7 +105,7 @@ private:
   /// moment shared with the copies streaming then: the duplex rule with its
   /// device's opposite direction, then the host memory rule with every
   /// copy that touches the host.
-  double finish(const Interval &own, double bytes, const std::vector<Overlapping> &others) const {
+  double finish(const Interval &own, double bytes, std::vector<OtherQueue> others) const {
     double t = own.begin, remaining = bytes;
     std::vector<double> rates;
     std::vector<unsigned> traffic;
@@ -111,13 +113,17 @@ private:
       double rate = own.bytes_per_second, next = std::numeric_limits<double>::infinity();
       rates.assign(1, 0.0);
       traffic.assign(1, own.host_traffic);
-      for (const Overlapping &other : others) {
-        const Interval &copy = *other.copy;
+      for (OtherQueue &other : others) {
+        while (!other.busy.empty() && other.busy.front().end <= t)
+          other.busy = other.busy.subspan(1);
+        if (other.busy.empty()) continue;
+        // The queue's later copies begin once this one has ended: its
+        // beginning or its end is the queue's next event.
+        const Interval &copy = other.busy.front();
         if (copy.begin > t) {
           next = std::min(next, copy.begin);
           continue;
         }
-        if (copy.end <= t) continue;
         next = std::min(next, copy.end);
         if (other.opposite) rate = duplex_rate(rate, copy.bytes_per_second, links_.duplex_bytes_per_second);
         rates.push_back(copy.bytes_per_second);

@@ -150,3 +150,35 @@ def test_one_run_is_never_unsteady():
     del step["measured"]["repetitions"]
     assert not script.unsteady(step, large=True)
     assert script.spread(step) == ""
+
+
+def test_rounds_against_one_profile_are_pooled(tmp_path, capsys):
+    # gpu_prediction.sh's rounds: one unit run by three documents against
+    # the same predictions, in a slow, a fast and a typical stretch. Pooled,
+    # the step's measured time is the median of all five runs (within 10%);
+    # alone, the slow and the fast document would each miss. A fourth
+    # document ran the unit against another profile: it stays apart.
+    def document(predicted, transfers):
+        step = repeated_step("ensure bsk[0] from pageable to cuda:0", 125829120, predicted, transfers)
+        if len(transfers) == 1:
+            del step["measured"]["repetitions"]
+        run = {"file": "examples/bootstrapping.fhr", "kind": "program", "name": "bootstrap", "steps": [step],
+               "totals": {"predicted_us": predicted, "measured_us": step["measured"]["duration_us"],
+                          "between_steps_us": 10.0}}
+        return {"schema": "fhr-run/1", "runs": [run]}
+
+    paths = []
+    for k, (predicted, transfers) in enumerate([(4000.0, [5200.0, 5000.0]), (4000.0, [3000.0, 3100.0]),
+                                                 (4000.0, [4100.0]), (4600.0, [4700.0])]):
+        path = tmp_path / f"round{k}.run.json"
+        path.write_text(json.dumps(document(predicted, transfers)))
+        paths.append(str(path))
+    assert load_script().main(paths) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("4000.0us     4100.0us      +2.5%  (5 runs: 3000.0-5200.0 us)")
+    assert out[2].endswith("4600.0us     4700.0us      +2.2%")
+    assert out[3] == ("  total program bootstrap: predicted 4000.0 us, measured in steps 4100.0 us (+2.5%); "
+                      "10.0 us between steps")
+    assert out[-2] == "2 transfers compared, 0 outside the target (10% at 16 MiB and more, 5 us below)"
+    assert out[-1] == ("1 units pooled from several documents run against the same predictions "
+                       "(each step's measured time the median over all their runs)")

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using fhr::CopyQueue;
@@ -83,7 +84,7 @@ TEST_CASE("link model: the JSON profile round-trips and names what is wrong") {
   no_links.replace(no_links.find("\"device-device\""), 15, "\"device-devise\"");
   CHECK(error_of(no_links) == "links profile: $.links.device-device: missing");
   std::string negative = text;
-  negative.replace(negative.find("\"bandwidth_gbps\": ") + 18, 1, "-");
+  negative.insert(negative.find("\"bandwidth_gbps\": ") + 18, "-");
   CHECK(error_of(negative) == "links profile: $.links.pageable-pinned[0].bandwidth_gbps: must be positive");
 }
 
@@ -116,14 +117,21 @@ TEST_CASE("link model: a version-1 profile loads, its one host-host link serving
   CHECK(written.find("\"host-host\"") == std::string::npos);
 }
 
-TEST_CASE(
-    "link model: the shipped host directions are the fit of their measured medians, 3x apart at 1 GiB") {
+TEST_CASE("link model: the shipped curves are the fit of their measured medians") {
+  // runtime/model/profiles/h200.json: the merge of three calibrations
+  // (`calibrate --merge`), every measured link 4 KiB .. 1 GiB doubling.
   const LinkModel &shipped = LinkModel::h200();
-  for (const LinkKind host : {LinkKind::PageableToPinned, LinkKind::PinnedToPageable}) {
-    const std::vector<fhr::LinkSample> &samples = shipped.samples[static_cast<std::size_t>(host)];
-    REQUIRE(samples.size() == 12); // 4 KiB .. 1 MiB doubling, 16 MiB, 256 MiB, 1 GiB
+  for (std::size_t link = 0; link < fhr::kLinkKindCount; ++link) {
+    const std::vector<fhr::LinkSample> &samples = shipped.samples[link];
+    if (static_cast<LinkKind>(link) == LinkKind::DeviceToDevice) {
+      CHECK(samples.empty()); // one GPU: kept from the earlier default
+      continue;
+    }
+    REQUIRE(samples.size() == 19);
+    CHECK(samples.front().bytes == 4096u);
+    CHECK(samples.back().bytes == std::uint64_t{1} << 30);
     const fhr::LinkCurve fitted = fhr::fit_link_curve(samples);
-    const fhr::LinkCurve &curve = shipped.curve(host);
+    const fhr::LinkCurve &curve = shipped.links[link];
     REQUIRE(fitted.classes.size() == curve.classes.size());
     for (std::size_t c = 0; c < curve.classes.size(); ++c) {
       CHECK(curve.classes[c].max_bytes == fitted.classes[c].max_bytes);
@@ -132,12 +140,12 @@ TEST_CASE(
       CHECK(curve.classes[c].bytes_per_second ==
             doctest::Approx(fitted.classes[c].bytes_per_second).epsilon(1e-5));
     }
+    for (const fhr::LinkSample &sample : samples)
+      CHECK(curve.seconds(sample.bytes) == doctest::Approx(sample.seconds).epsilon(1e-4));
   }
-  // docs/benchmarks.md: 134 ms pageable -> pinned, 388 ms pinned -> pageable at 1 GiB.
-  CHECK(shipped.transfer_seconds(Location::pageable(), Location::pinned(), 1 << 30) ==
-        doctest::Approx(0.134).epsilon(1e-4));
-  CHECK(shipped.transfer_seconds(Location::pinned(), Location::pageable(), 1 << 30) ==
-        doctest::Approx(0.388).epsilon(1e-4));
+  REQUIRE(shipped.load_samples.size() == 19);
+  CHECK(shipped.load_pageable_to_device.seconds(std::uint64_t{1} << 30) ==
+        doctest::Approx(shipped.load_samples.back().seconds).epsilon(1e-4));
 }
 
 TEST_CASE("link fit: piecewise linear through the medians, exact at every measured size") {
@@ -181,7 +189,9 @@ TEST_CASE("link model: a load's copy takes the load curve when one was measured,
   LinkModel model = LinkModel::h200();
   const Location pageable = Location::pageable(), gpu0 = Location::cuda(0);
   const std::uint64_t bytes = std::uint64_t{124} << 20;
-  REQUIRE(model.load_pageable_to_device.classes.empty()); // the shipped profile has none
+  // A profile without loads measured (hand-written, or older than them).
+  model.load_pageable_to_device = {};
+  model.load_samples.clear();
   CHECK(model.load_transfer_seconds(pageable, gpu0, bytes) == model.transfer_seconds(pageable, gpu0, bytes));
   // Measured: 3 ms at 64 MiB, 5 ms at 128 MiB (the line through them: 1 ms
   // plus 2 ms per 64 MiB).
@@ -288,4 +298,17 @@ TEST_CASE("link model: the host memory each copy reads and writes per byte") {
   CHECK(fhr::host_memory_traffic(gpu0, pageable) == 1); // a staged copy's DMA part
   CHECK(fhr::host_memory_traffic(gpu0, gpu1) == 0);
   CHECK(fhr::host_memory_traffic(pinned, pinned) == 0);
+  // A copy's phases: a staged pageable <-> device copy adds its host part,
+  // a memcpy through a bounce buffer; no other copy has one.
+  auto phases = [](Location from, Location to, bool staged) {
+    const fhr::CopyHostTraffic traffic = fhr::copy_host_traffic(from, to, staged);
+    return std::pair{traffic.transfer, traffic.host_part};
+  };
+  CHECK(phases(pageable, gpu0, true) == std::pair{1u, 2u});
+  CHECK(phases(gpu0, pageable, true) == std::pair{1u, 2u});
+  CHECK(fhr::copy_host_traffic(gpu0, pageable, true).total() == 3);
+  CHECK(phases(pageable, gpu0, false) == std::pair{1u, 0u}); // below the staging threshold
+  CHECK(phases(pinned, gpu0, true) == std::pair{1u, 0u});
+  CHECK(phases(pageable, pinned, true) == std::pair{2u, 0u});
+  CHECK(phases(gpu0, gpu1, true) == std::pair{0u, 0u});
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <vector>
 
+using fhr::copy_step;
 using fhr::CopyQueue;
 using fhr::LinkKind;
 using fhr::LinkModel;
@@ -34,23 +35,10 @@ LinkModel round_model(double duplex = 1.5e9) {
   return model;
 }
 
-TimelineStep copy(fhr::ValueId value, Location from, Location to, std::uint64_t bytes, bool move = false,
-                  std::uint32_t group = 0) {
-  TimelineStep step;
-  step.group = group;
-  step.transfer = StepTransfer::Copy;
-  step.frees_source = move;
-  step.value = value;
-  step.source = from;
-  step.destination = to;
-  step.storage_bytes = step.logical_bytes = bytes;
-  return step;
-}
-
 /// `value` reloaded from its source at `source` into `destination`.
 TimelineStep loaded(fhr::ValueId value, Location source, Location destination, std::uint64_t bytes,
                     std::uint32_t group = 0) {
-  TimelineStep step = copy(value, source, destination, bytes, false, group);
+  TimelineStep step = copy_step(value, source, destination, bytes, false, group);
   step.transfer = StepTransfer::Load;
   return step;
 }
@@ -86,7 +74,7 @@ TEST_CASE("overlap window: distinct values, at most 32 copies, budgets with the 
 }
 
 TEST_CASE("timeline: copies on one engine queue; each pays its latency") {
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(1, pinned, gpu0, kMB)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, kMB), copy_step(1, pinned, gpu0, kMB)};
   const fhr::Timeline t = fhr::predict_timeline(steps, round_model());
   REQUIRE(t.steps.size() == 2);
   CHECK(t.windows == 1);
@@ -107,7 +95,8 @@ TEST_CASE("timeline: an eviction beside a prefetch shares the device's duplex ba
   // Outbound 2 MB and inbound 1 MB (no latency on device -> pinned): both
   // stream at 0.75 GB/s (1.5 GB/s together) until the prefetch's 10 us and
   // 1 MB are done; then the eviction's last bytes go at 1 GB/s alone.
-  std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, 2 * kMB, true), copy(1, pinned, gpu0, kMB)};
+  std::vector<TimelineStep> steps = {copy_step(0, gpu0, pinned, 2 * kMB, true),
+                                     copy_step(1, pinned, gpu0, kMB)};
   fhr::Timeline t = fhr::predict_timeline(steps, round_model());
   // 0..10 us: the eviction alone at 1 GB/s moves 10 kB. Then both at
   // 0.75 GB/s: the prefetch needs 1 MB / 0.75 GB/s = 1.3333 ms, while the
@@ -133,7 +122,7 @@ TEST_CASE("timeline: an eviction beside a prefetch shares the device's duplex ba
 
 TEST_CASE(
     "timeline: a prefetch that fits only once the eviction freed its source waits for the next window") {
-  std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, kMB, true), copy(1, pinned, gpu0, kMB)};
+  std::vector<TimelineStep> steps = {copy_step(0, gpu0, pinned, kMB, true), copy_step(1, pinned, gpu0, kMB)};
   // cuda:0: 1.5 MB budget, the evicted value's 1 MB used before the plan.
   steps[0].destination_account = LocationAccount{};
   steps[1].destination_account = LocationAccount{1'500'000, 0, 0, 0, 0}; // after the move, sequentially
@@ -150,15 +139,15 @@ TEST_CASE(
 }
 
 TEST_CASE("timeline: a second action on a value, another phase, a load or a drop ends the window") {
-  std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(0, pinned, gpu1, kMB),
-                                     copy(1, pinned, gpu1, kMB, false, 1)};
+  std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, kMB), copy_step(0, pinned, gpu1, kMB),
+                                     copy_step(1, pinned, gpu1, kMB, false, 1)};
   const TimelineStep load = loaded(2, pageable, gpu0, 2 * kMB, 1);
   TimelineStep drop;
   drop.value = 0;
   drop.group = 1;
   steps.push_back(load);
   steps.push_back(drop);
-  steps.push_back(copy(3, pinned, gpu1, kMB, false, 1));
+  steps.push_back(copy_step(3, pinned, gpu1, kMB, false, 1));
   const fhr::Timeline t = fhr::predict_timeline(steps, round_model());
   CHECK(t.windows == 4);
   CHECK(t.steps[1].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12)); // same value: next window
@@ -174,7 +163,8 @@ TEST_CASE("timeline: a second action on a value, another phase, a load or a drop
 TEST_CASE("timeline: a staged pageable copy holds back the copies after it; at most 32 copies a window") {
   // 8 MB pageable -> cuda:0 is staged (synchronous): the eviction after it
   // starts only when it finished, although it uses the other engine.
-  std::vector<TimelineStep> steps = {copy(0, pageable, gpu0, 8 * kMB), copy(1, gpu0, pinned, kMB, true)};
+  std::vector<TimelineStep> steps = {copy_step(0, pageable, gpu0, 8 * kMB),
+                                     copy_step(1, gpu0, pinned, kMB, true)};
   fhr::Timeline t = fhr::predict_timeline(steps, round_model());
   CHECK(t.windows == 1);
   CHECK(t.steps[1].start_seconds == doctest::Approx(8 * kMs).epsilon(1e-12));
@@ -187,7 +177,7 @@ TEST_CASE("timeline: a staged pageable copy holds back the copies after it; at m
 
   std::vector<TimelineStep> many;
   for (fhr::ValueId v = 0; v < 33; ++v)
-    many.push_back(copy(v, pinned, Location::cuda(v % 4), kMB));
+    many.push_back(copy_step(v, pinned, Location::cuda(v % 4), kMB));
   t = fhr::predict_timeline(many, round_model());
   CHECK(t.windows == 2);
   CHECK(t.steps[31].window == 0u);
@@ -203,7 +193,8 @@ TEST_CASE("timeline: a copy between host locations runs inside its start; the co
   // The runtime copies host to host (a memcpy, on the copy threads from
   // 4 MiB) before it starts the window's next copy: the DMA after the 2 MB
   // host copy starts at 2 ms, although it uses a device engine.
-  std::vector<TimelineStep> steps = {copy(0, pinned, pageable, 2 * kMB, true), copy(1, pinned, gpu0, kMB)};
+  std::vector<TimelineStep> steps = {copy_step(0, pinned, pageable, 2 * kMB, true),
+                                     copy_step(1, pinned, gpu0, kMB)};
   fhr::Timeline t = fhr::predict_timeline(steps, round_model());
   CHECK(t.windows == 1);
   CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::HostThreads, 0});
@@ -235,7 +226,8 @@ TEST_CASE("timeline: a staged copy into a device fills its bounce buffer while a
   // host fills the bounce buffer meanwhile (7.99 ms), and the staged DMA
   // takes the engine when the first DMA is done: 10.01 + 8.01 ms, where
   // queueing the whole staged copy would end at 26.01 ms.
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 10 * kMB), copy(1, pageable, gpu0, 8 * kMB)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, 10 * kMB),
+                                           copy_step(1, pageable, gpu0, 8 * kMB)};
   fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
   CHECK(t.windows == 1);
   CHECK(t.steps[1].start_seconds == 0);
@@ -244,8 +236,8 @@ TEST_CASE("timeline: a staged copy into a device fills its bounce buffer while a
   CHECK(t.total_seconds == doctest::Approx(18.02 * kMs).epsilon(1e-12));
   // After a 1 MB DMA the host's part is the longer: the staged copy takes
   // its calibrated 16 ms, its DMA on the engine from 7.99 ms.
-  const std::vector<TimelineStep> short_first = {copy(0, pinned, gpu0, kMB),
-                                                 copy(1, pageable, gpu0, 8 * kMB)};
+  const std::vector<TimelineStep> short_first = {copy_step(0, pinned, gpu0, kMB),
+                                                 copy_step(1, pageable, gpu0, 8 * kMB)};
   t = fhr::predict_timeline(short_first, slow_staging_model());
   CHECK(t.steps[1].copy_start_seconds == doctest::Approx(7.99 * kMs).epsilon(1e-12));
   CHECK(t.total_seconds == doctest::Approx(16 * kMs).epsilon(1e-12));
@@ -256,8 +248,8 @@ TEST_CASE("timeline: a staged copy out of a device shares the duplex bandwidth o
   // start together. The eviction's DMA (8 MB at 1 GB/s) and the prefetch
   // share 1.5 GB/s once the prefetch's 10 us are paid: 0.75 GB/s each for
   // 4 MB / 0.75 GB/s; the DMA's last 3.99 MB at 1 GB/s; then 8 ms on the host.
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 4 * kMB),
-                                           copy(1, gpu0, pageable, 8 * kMB, true)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, 4 * kMB),
+                                           copy_step(1, gpu0, pageable, 8 * kMB, true)};
   fhr::Timeline t = fhr::predict_timeline(steps, slow_staging_model());
   const double prefetch_end = 10e-6 + 4.0 / 0.75 * kMs;
   CHECK(t.steps[0].end_seconds == doctest::Approx(prefetch_end).epsilon(1e-12));
@@ -266,8 +258,8 @@ TEST_CASE("timeline: a staged copy out of a device shares the duplex bandwidth o
   // A 20 MB prefetch outlives the eviction's DMA (7.99 MB at 0.75 GB/s
   // after its first 10 us alone): through the eviction's host part it has
   // the link alone again, its last 12.01 MB at 1 GB/s.
-  const std::vector<TimelineStep> longer = {copy(0, pinned, gpu0, 20 * kMB),
-                                            copy(1, gpu0, pageable, 8 * kMB, true)};
+  const std::vector<TimelineStep> longer = {copy_step(0, pinned, gpu0, 20 * kMB),
+                                            copy_step(1, gpu0, pageable, 8 * kMB, true)};
   t = fhr::predict_timeline(longer, slow_staging_model());
   const double dma_end = 10e-6 + 7.99 / 0.75 * kMs;
   CHECK(t.steps[1].end_seconds == doctest::Approx(dma_end + 8 * kMs).epsilon(1e-12));
@@ -290,15 +282,14 @@ fhr::TimelineOptions cold_pools(fhr::PoolOptions pools = {}) {
   return options;
 }
 
+/// A move: copy_step records its freed source for the pools.
 TimelineStep moved(fhr::ValueId value, Location from, Location to, std::uint64_t bytes, std::uint32_t group) {
-  TimelineStep step = copy(value, from, to, bytes, true, group);
-  step.freed.insert(from);
-  return step;
+  return copy_step(value, from, to, bytes, true, group);
 }
 } // namespace
 
 TEST_CASE("timeline, cold pools: a window allocates each destination before its copy, one after another") {
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, kMB), copy(1, pinned, gpu0, kMB)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, kMB), copy_step(1, pinned, gpu0, kMB)};
   const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
   REQUIRE(t.windows == 1);
   // The first grows cuda:0's pool (50 us), then copies: 10 us + 1 ms.
@@ -404,8 +395,8 @@ TEST_CASE("timeline, cold pools: pinned blocks under a huge page cost their own 
 TEST_CASE("timeline, cold pools: the first staged copy makes the staging buffers; a load allocates twice") {
   fhr::PoolOptions small_chunks;
   small_chunks.staging_chunk_bytes = kMB; // two bounce buffers of 1 MB: 2 ms
-  std::vector<TimelineStep> steps = {copy(0, pageable, gpu0, 8 * kMB),
-                                     copy(1, pageable, gpu0, 8 * kMB, false, 1)};
+  std::vector<TimelineStep> steps = {copy_step(0, pageable, gpu0, 8 * kMB),
+                                     copy_step(1, pageable, gpu0, 8 * kMB, false, 1)};
   fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools(small_chunks));
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(2.05 * kMs).epsilon(1e-12));
   // The runtime issues the copy once the device block is allocated; the
@@ -438,8 +429,8 @@ TEST_CASE("timeline, cold pools: a device pool's growth waits for the copies on 
   // not wait for the first prefetch, whose copy ran on its own stream.
   const std::vector<TimelineStep> steps = {
       moved(9, pinned, gpu1, 2 * kMB, 0), // phase 0 frees a 2 MB pinned block
-      moved(0, gpu0, pinned, 2 * kMB, 1), copy(1, pinned, gpu0, kMB, false, 1),
-      copy(2, pinned, gpu0, kMB, false, 1), copy(3, gpu1, pageable, kMB, false, 1)};
+      moved(0, gpu0, pinned, 2 * kMB, 1), copy_step(1, pinned, gpu0, kMB, false, 1),
+      copy_step(2, pinned, gpu0, kMB, false, 1), copy_step(3, gpu1, pageable, kMB, false, 1)};
   const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
   REQUIRE(t.windows == 2);
   const double begin = t.steps[0].commit_seconds;
@@ -474,8 +465,8 @@ TEST_CASE("timeline, cold pools: a growth waits for nothing but the copies on it
   // peer copy into cuda:0 and a prefetch into cuda:0 that grow its pool:
   // neither growth waits for the first copy, nor the prefetch's for the
   // peer copy on its own engine.
-  const std::vector<TimelineStep> steps = {copy(0, gpu0, gpu1, 2 * kMB), copy(1, gpu1, gpu0, 2 * kMB),
-                                           copy(2, pinned, gpu0, kMB)};
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, gpu0, gpu1, 2 * kMB), copy_step(1, gpu1, gpu0, 2 * kMB), copy_step(2, pinned, gpu0, kMB)};
   const fhr::Timeline t = fhr::predict_timeline(steps, allocating_model(), cold_pools());
   REQUIRE(t.windows == 1);
   CHECK(t.steps[0].engine == CopyQueue{CopyQueue::Kind::Inbound, 1});
@@ -556,9 +547,9 @@ TEST_CASE("timeline, cold pools: a device pool reserves whole granules, the back
   // As bench/pool_growth.cpp measured the H200's pool: 10 MiB fits in the
   // 32 MiB the backend's 2 MiB start reserved; 124 MiB beside it takes the
   // pool to 160 MiB, a growth of 128; 10 MiB more fits again.
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 10 * kMiB, false, 0),
-                                           copy(1, pinned, gpu0, 124 * kMiB, false, 1),
-                                           copy(2, pinned, gpu0, 10 * kMiB, false, 2)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, 10 * kMiB, false, 0),
+                                           copy_step(1, pinned, gpu0, 124 * kMiB, false, 1),
+                                           copy_step(2, pinned, gpu0, 10 * kMiB, false, 2)};
   fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
   CHECK(t.steps[0].allocation_seconds == 0);
   CHECK(t.steps[1].allocation_seconds == doctest::Approx(50e-6 + 128 * kMiB * 0.1e-9).epsilon(1e-12));
@@ -582,8 +573,8 @@ TEST_CASE("timeline: copies through the host's memory at once share its bandwidt
   // through it, so each runs at 2/3 of its rate until the host copy ends.
   LinkModel model = round_model();
   model.host_memory_bytes_per_second = 2e9;
-  const std::vector<TimelineStep> steps = {copy(0, gpu0, pinned, 2 * kMB, true),
-                                           copy(1, pageable, pinned, kMB, true)};
+  const std::vector<TimelineStep> steps = {copy_step(0, gpu0, pinned, 2 * kMB, true),
+                                           copy_step(1, pageable, pinned, kMB, true)};
   fhr::Timeline t = fhr::predict_timeline(steps, model);
   // The host copy: 1 MB at 2/3 GB/s, 1.5 ms, while the eviction moves 1 MB;
   // its other 1 MB alone at 1 GB/s.
@@ -603,8 +594,8 @@ TEST_CASE("timeline: copies through the host's memory at once share its bandwidt
   // A peer copy moves nothing through the host: beside a host copy, both
   // at their own rates whatever the figure.
   model.host_memory_bytes_per_second = 1e9;
-  const std::vector<TimelineStep> peer = {copy(0, gpu1, gpu0, 2 * kMB, true),
-                                          copy(1, pageable, pinned, kMB, true)};
+  const std::vector<TimelineStep> peer = {copy_step(0, gpu1, gpu0, 2 * kMB, true),
+                                          copy_step(1, pageable, pinned, kMB, true)};
   t = fhr::predict_timeline(peer, model);
   CHECK(t.steps[0].end_seconds == doctest::Approx(2 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].end_seconds == doctest::Approx(1 * kMs).epsilon(1e-12));
@@ -636,9 +627,9 @@ TEST_CASE("timeline, cold pools: replicas resident before the steps fill the dev
   // inference.fhr's enter: the 15 MiB weight, the 120 MiB key, the 30 MiB
   // query. The weight fits the start's 32 MiB; the key grows the pool to
   // 160 MiB; the query (165 MiB in use) to 192.
-  const std::vector<TimelineStep> steps = {copy(0, pinned, gpu0, 15 * kMiB, false, 0),
-                                           copy(1, pinned, gpu0, 120 * kMiB, false, 1),
-                                           copy(2, pinned, gpu0, 30 * kMiB, false, 2)};
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, 15 * kMiB, false, 0),
+                                           copy_step(1, pinned, gpu0, 120 * kMiB, false, 1),
+                                           copy_step(2, pinned, gpu0, 30 * kMiB, false, 2)};
   fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
   REQUIRE(t.cold_allocations.size() == 2);
   CHECK(t.cold_allocations[0].pool_in_use == 135 * kMiB);
@@ -653,7 +644,7 @@ TEST_CASE("timeline, cold pools: replicas resident before the steps fill the dev
   // the start's granule: the 15 MiB weight alone now grows the pool.
   fhr::TimelineOptions options = cold_pools();
   options.resident_before[gpu0.index()] = 30 * kMiB;
-  const std::vector<TimelineStep> weight = {copy(0, pinned, gpu0, 15 * kMiB)};
+  const std::vector<TimelineStep> weight = {copy_step(0, pinned, gpu0, 15 * kMiB)};
   t = fhr::predict_timeline(weight, model, options);
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6 + 32 * kMiB * 0.1e-9).epsilon(1e-12));
   REQUIRE(t.cold_allocations.size() == 1);
@@ -701,7 +692,7 @@ TEST_CASE(
   CHECK(t.cold_allocations[2].staging);
 
   // A plain copy of such a value: 120 MB at pinned -> cuda:0's rate.
-  TimelineStep copied = copy(1, pinned, gpu0, 120 * kMB);
+  TimelineStep copied = copy_step(1, pinned, gpu0, 120 * kMB);
   copied.storage_bytes = 124 * kMB;
   const fhr::Timeline c = fhr::predict_timeline(std::vector<TimelineStep>{copied}, model);
   CHECK(c.total_seconds == doctest::Approx(model.transfer_seconds(pinned, gpu0, 120 * kMB)).epsilon(1e-12));

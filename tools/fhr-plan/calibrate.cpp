@@ -12,31 +12,15 @@
 
 namespace fhr::calibrate {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 namespace {
-
-/// A move of `bytes` as the predictor sees it, in one window with the others.
-TimelineStep window_move(ValueId value, Location from, Location to, std::uint64_t bytes) {
-  TimelineStep step;
-  step.transfer = StepTransfer::Copy;
-  step.frees_source = true;
-  step.value = value;
-  step.source = from;
-  step.destination = to;
-  step.storage_bytes = step.logical_bytes = bytes;
-  return step;
-}
-
+/// copy_step's `frees_source`: the calibration's windows are moves.
+constexpr bool kMove = true;
 } // namespace
 
 double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes) {
-  const std::vector<TimelineStep> steps = {window_move(0, device, Location::pinned(), bytes),
-                                           window_move(1, Location::pinned(), device, bytes)};
+  // Two moves in one window, as a plan phase issues them.
+  const std::vector<TimelineStep> steps = {copy_step(0, device, Location::pinned(), bytes, kMove),
+                                           copy_step(1, Location::pinned(), device, bytes, kMove)};
   return predict_timeline(steps, links).total_seconds;
 }
 
@@ -44,10 +28,10 @@ double predict_beside_host_copy(const LinkModel &links, Location device, std::ui
                                 bool out_of_device) {
   const Location pinned = Location::pinned(), pageable = Location::pageable();
   const std::vector<TimelineStep> steps =
-      out_of_device ? std::vector<TimelineStep>{window_move(0, device, pinned, bytes),
-                                                window_move(1, pageable, pinned, bytes)}
-                    : std::vector<TimelineStep>{window_move(0, pinned, device, bytes),
-                                                window_move(1, pinned, pageable, bytes)};
+      out_of_device ? std::vector<TimelineStep>{copy_step(0, device, pinned, bytes, kMove),
+                                                copy_step(1, pageable, pinned, bytes, kMove)}
+                    : std::vector<TimelineStep>{copy_step(0, pinned, device, bytes, kMove),
+                                                copy_step(1, pinned, pageable, bytes, kMove)};
   return predict_timeline(steps, links).total_seconds;
 }
 

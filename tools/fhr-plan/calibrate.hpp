@@ -156,9 +156,6 @@ struct Result {
 Result calibrate(Manager &manager, Clock &clock, const Options &options, const FixedCosts &fixed,
                  RawCopies *raw, const LinkModel &defaults);
 
-/// The median of `values` (the mean of the middle two for an even count).
-double median(std::vector<double> values);
-
 /// The window of an eviction (device -> pinned) beside a prefetch (pinned
 /// -> device) of `bytes` each, as the predictor sees it.
 double predict_duplex(const LinkModel &links, Location device, std::uint64_t bytes);

@@ -1,7 +1,9 @@
-// fhr-plan calibrate --backend cuda|sim -o links.json (docs/links.md).
+// fhr-plan calibrate --backend cuda|sim -o links.json, and --merge
+// a.json,b.json,... -o links.json (docs/links.md).
 #include "calibrate.hpp"
 #include "time_commands.hpp"
 
+#include "fhr/model/link_merge.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 #ifdef FHR_HAVE_CUDA
 #include "calibrate_cuda.hpp"
@@ -11,6 +13,9 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 
 namespace fhr::cli {
@@ -29,9 +34,79 @@ std::string utc_now() {
 }
 #endif
 
+/// Where the printed table goes: standard output, unless the profile does.
+llvm::raw_ostream &table_stream(const std::string &output) {
+  return output.empty() || output == "-" ? llvm::errs() : llvm::outs();
+}
+
+/// The merge's table: every figure's median, its range over the profiles
+/// and that range as a share of the median (how far the calibrations
+/// disagreed), then the widest such spread among copies of 16 MiB and more.
+std::string merge_text(const MergedLinkModel &merged, std::size_t profiles) {
+  std::string out = "merged " + std::to_string(profiles) + " link profiles of " + merged.model.machine + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-36s %12s %14s %14s %14s %8s\n", "figure", "bytes", "median", "lowest",
+                "highest", "spread");
+  out += line;
+  // A copy's sample is in seconds (shown in us); a scalar in its key's unit.
+  auto shown = [](const MergedFigure &figure, double value) {
+    char text[32];
+    if (std::isinf(value))
+      std::snprintf(text, sizeof text, "no limit");
+    else if (figure.bytes > 0)
+      std::snprintf(text, sizeof text, "%.2f us", value * 1e6);
+    else
+      std::snprintf(text, sizeof text, "%.4g", value);
+    return std::string(text);
+  };
+  const MergedFigure *widest = nullptr;
+  auto spread_of = [](const MergedFigure &figure) {
+    return figure.median > 0 && !std::isinf(figure.highest) ? (figure.highest - figure.lowest) / figure.median
+                                                            : 0.0;
+  };
+  for (const MergedFigure &figure : merged.figures) {
+    char bytes[24] = "-";
+    if (figure.bytes > 0) std::snprintf(bytes, sizeof bytes, "%" PRIu64, figure.bytes);
+    std::snprintf(line, sizeof line, "  %-36s %12s %14s %14s %14s %7.1f%%", figure.name.c_str(), bytes,
+                  shown(figure, figure.median).c_str(), shown(figure, figure.lowest).c_str(),
+                  shown(figure, figure.highest).c_str(), spread_of(figure) * 100);
+    out += line;
+    if (figure.profiles < profiles) out += "  (" + std::to_string(figure.profiles) + " profiles had it)";
+    out += "\n";
+    if (figure.bytes >= (std::uint64_t{16} << 20) && (!widest || spread_of(figure) > spread_of(*widest)))
+      widest = &figure;
+  }
+  if (widest) {
+    std::snprintf(line, sizeof line, "widest spread at 16 MiB and more: %s at %" PRIu64 " B, %.1f%%\n",
+                  widest->name.c_str(), widest->bytes, spread_of(*widest) * 100);
+    out += line;
+  }
+  return out;
+}
+
+/// calibrate --merge: reads every profile, merges them, writes the result.
+int run_merge(const CalibrateOptions &options) {
+  std::vector<LinkModel> profiles;
+  for (const std::string &path : options.merge) {
+    std::optional<LinkModel> profile = load_profile(path);
+    if (!profile) return kBadInput; // load_profile named the file and the fault
+    profiles.push_back(std::move(*profile));
+  }
+  try {
+    const MergedLinkModel merged = merge_link_models(profiles, options.merge);
+    table_stream(options.output) << merge_text(merged, profiles.size());
+    table_stream(options.output).flush();
+    return write_output(options.output, link_model_to_json(merged.model)) ? kFeasible : kBadInput;
+  } catch (const std::invalid_argument &error) {
+    report_error(llvm::createStringError(std::errc::invalid_argument, "calibrate --merge: %s", error.what()));
+    return kBadInput;
+  }
+}
+
 } // namespace
 
 int run_calibrate(const CalibrateOptions &options) {
+  if (!options.merge.empty()) return run_merge(options);
   if (options.repetitions == 0 || options.max_bytes < 4096) {
     report_error(llvm::createStringError(
         std::errc::invalid_argument,
@@ -63,8 +138,8 @@ int run_calibrate(const CalibrateOptions &options) {
       calibrate::Result result = calibrate::calibrate(manager, clock, measure, fixed, nullptr, stand_in);
       result.model.machine = "simulated device backend, 2 devices (stand-in: " + stand_in.machine + ")";
       result.model.measured = "simulated clock";
-      llvm::outs() << calibrate::result_text(result);
-      llvm::outs().flush();
+      table_stream(options.output) << calibrate::result_text(result);
+      table_stream(options.output).flush();
       return write_output(options.output, link_model_to_json(result.model)) ? kFeasible : kBadInput;
     }
 #ifdef FHR_HAVE_CUDA
@@ -92,8 +167,8 @@ int run_calibrate(const CalibrateOptions &options) {
     result.model.measured = utc_now() + ", fhr-plan calibrate --max-bytes " +
                             std::to_string(options.max_bytes) + " --repetitions " +
                             std::to_string(options.repetitions);
-    llvm::outs() << calibrate::result_text(result);
-    llvm::outs().flush();
+    table_stream(options.output) << calibrate::result_text(result);
+    table_stream(options.output).flush();
     return write_output(options.output, link_model_to_json(result.model)) ? kFeasible : kBadInput;
 #else
     report_error(llvm::createStringError(std::errc::not_supported,

@@ -3,6 +3,8 @@
 // costs, and the machine's name.
 #include "calibrate_cuda.hpp"
 
+#include "fhr/model/link_fit.hpp"
+
 #include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/cuda/host_blocks.hpp"
 

@@ -152,30 +152,46 @@ void MoveSeries::finish(Result &result, RawCopies *raw, unsigned repetitions) {
   }
 }
 
+// ---- windows of two values ------------------------------------------------
+
+WindowSeries::WindowSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint32_t first_pattern,
+                           std::uint32_t second_pattern, Location second_at)
+    : manager_(manager), clock_(clock), bytes_(bytes), first_(adopt_value(manager, bytes, first_pattern)),
+      second_(adopt_value(manager, bytes, second_pattern)) {
+  manager_.move(first_, kGpu0);
+  if (second_at != kPageable) manager_.move(second_, second_at); // adopted in pageable memory
+}
+
+void WindowSeries::sample_window(Move first, Move second, const char *name, const Operation &operation,
+                                 bool timed, std::vector<double> &seconds) {
+  // (ActionSpec: the destination, then the source.)
+  const std::vector<ActionSpec> phase = {{ActionKind::Move, first.value, first.to, first.from},
+                                         {ActionKind::Move, second.value, second.to, second.from}};
+  const double taken = clock_.time([&] { manager_.execute_actions(phase, name); }, operation);
+  if (timed) seconds.push_back(taken);
+}
+
+void WindowSeries::discard_values() {
+  manager_.discard(first_);
+  manager_.discard(second_);
+}
+
 // ---- an eviction beside a prefetch -------------------------------------
 
 DuplexSeries::DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes)
-    : manager_(manager), clock_(clock), bytes_(bytes), out_(adopt_value(manager, bytes, 2)),
-      in_(adopt_value(manager, bytes, 3)) {
-  manager_.move(out_, kGpu0);
-  manager_.move(in_, kPinned);
-}
+    : WindowSeries(manager, clock, bytes, 2, 3, kPinned) {}
 
 void DuplexSeries::round(bool timed) {
   for (unsigned k = 0; k < kSamplesPerRound; ++k) {
     const bool forward = samples_taken_++ % 2 == 0;
-    const Handle &leaving = forward ? out_ : in_, &arriving = forward ? in_ : out_;
-    const std::vector<ActionSpec> phase = {{ActionKind::Move, leaving, kPinned, kGpu0},
-                                           {ActionKind::Move, arriving, kGpu0, kPinned}};
-    const double seconds = clock_.time([&] { manager_.execute_actions(phase, "calibrate-duplex"); },
-                                       Operation{Operation::Kind::Duplex, kGpu0, kPinned, bytes_});
-    if (timed) seconds_.push_back(seconds);
+    const Handle &leaving = forward ? first_ : second_, &arriving = forward ? second_ : first_;
+    sample_window({leaving, kGpu0, kPinned}, {arriving, kPinned, kGpu0}, "calibrate-duplex",
+                  Operation{Operation::Kind::Duplex, kGpu0, kPinned, bytes_}, timed, seconds_);
   }
 }
 
 void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
-  manager_.discard(out_);
-  manager_.discard(in_);
+  discard_values();
   result.duplex_bytes = bytes_;
   result.duplex_seconds = median(seconds_);
   result.duplex_fastest_seconds = *std::min_element(seconds_.begin(), seconds_.end());
@@ -194,29 +210,18 @@ void DuplexSeries::finish(Result &result, double fallback_bytes_per_second) {
 // ---- a DMA beside a host copy -------------------------------------------
 
 HostMemorySeries::HostMemorySeries(Manager &manager, Clock &clock, std::uint64_t bytes)
-    : manager_(manager), clock_(clock), bytes_(bytes), dma_(adopt_value(manager, bytes, 4)),
-      host_(adopt_value(manager, bytes, 5)) {
-  manager_.move(dma_, kGpu0);
-}
+    : WindowSeries(manager, clock, bytes, 4, 5, kPageable) {}
 
 void HostMemorySeries::round(bool timed) {
-  // (ActionSpec: the destination, then the source.)
-  const std::vector<ActionSpec> out = {{ActionKind::Move, dma_, kPinned, kGpu0},
-                                       {ActionKind::Move, host_, kPinned, kPageable}};
-  const std::vector<ActionSpec> in = {{ActionKind::Move, dma_, kGpu0, kPinned},
-                                      {ActionKind::Move, host_, kPageable, kPinned}};
-  const double out_seconds = clock_.time([&] { manager_.execute_actions(out, "calibrate-host-memory-out"); },
-                                         Operation{Operation::Kind::BesideHostCopy, kGpu0, kPinned, bytes_});
-  const double in_seconds = clock_.time([&] { manager_.execute_actions(in, "calibrate-host-memory-in"); },
-                                        Operation{Operation::Kind::BesideHostCopy, kPinned, kGpu0, bytes_});
-  if (!timed) return;
-  out_seconds_.push_back(out_seconds);
-  in_seconds_.push_back(in_seconds);
+  // Out of cuda:0 beside a copy into pinned memory, then back.
+  sample_window({first_, kGpu0, kPinned}, {second_, kPageable, kPinned}, "calibrate-host-memory-out",
+                Operation{Operation::Kind::BesideHostCopy, kGpu0, kPinned, bytes_}, timed, out_seconds_);
+  sample_window({first_, kPinned, kGpu0}, {second_, kPinned, kPageable}, "calibrate-host-memory-in",
+                Operation{Operation::Kind::BesideHostCopy, kPinned, kGpu0, bytes_}, timed, in_seconds_);
 }
 
 void HostMemorySeries::finish(Result &result, double default_bytes_per_second) {
-  manager_.discard(dma_);
-  manager_.discard(host_);
+  discard_values();
   HostMemoryWindows &windows = result.host_memory;
   windows.bytes = bytes_;
   windows.out_seconds = median(out_seconds_);

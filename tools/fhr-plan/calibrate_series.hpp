@@ -58,12 +58,41 @@ private:
   std::map<std::pair<std::pair<Location, Location>, std::uint64_t>, std::vector<double>> seconds_;
 };
 
+/// What the two window series below share: two values of `bytes` the
+/// calibration owns (the first put on cuda:0 at the start), moved together
+/// in one plan phase (one overlap window, both copies issued at once, the
+/// first move's first) and timed as a whole.
+class WindowSeries {
+protected:
+  /// Adopts the two values (patterns `first_pattern` and `second_pattern`)
+  /// and puts the first on cuda:0, the second at `second_at`.
+  WindowSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint32_t first_pattern,
+               std::uint32_t second_pattern, Location second_at);
+
+  /// One move of a window.
+  struct Move {
+    Handle value;
+    Location from, to;
+  };
+  /// Runs the phase `name` of `first` and `second`, charged as `operation`;
+  /// its seconds go to `seconds` when `timed`.
+  void sample_window(Move first, Move second, const char *name, const Operation &operation, bool timed,
+                     std::vector<double> &seconds);
+  /// Discards both values (a series' finish, first).
+  void discard_values();
+
+  Manager &manager_;
+  Clock &clock_;
+  std::uint64_t bytes_;
+  Handle first_, second_;
+};
+
 /// An eviction of cuda:0 to pinned beside a prefetch of pinned to cuda:0
 /// in one plan phase (one overlap window, both copy engines), two values
 /// of `bytes` trading places every sample. The one figure the window's
 /// rate comes from: three samples a round (kSamplesPerRound), where the
 /// curves have one a size, so that its median does not rest on five.
-class DuplexSeries {
+class DuplexSeries : private WindowSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
   DuplexSeries(Manager &manager, Clock &clock, std::uint64_t bytes);
@@ -75,10 +104,8 @@ public:
   void finish(Result &result, double fallback_bytes_per_second);
 
 private:
-  Manager &manager_;
-  Clock &clock_;
-  std::uint64_t bytes_;
-  Handle out_, in_;
+  // first_: the value the even samples evict (on cuda:0 at the start);
+  // second_: the one they prefetch (in pinned memory).
   unsigned samples_taken_ = 0; ///< its parity says which way the next sample moves
   std::vector<double> seconds_;
 };
@@ -91,7 +118,7 @@ private:
 /// measure; together they share the host's memory, and the figure that
 /// makes the predictor give back both windows is the profile's
 /// `host_memory_gbps`.
-class HostMemorySeries {
+class HostMemorySeries : private WindowSeries {
 public:
   HostMemorySeries(Manager &manager, Clock &clock, std::uint64_t bytes);
   /// Both windows, once each.
@@ -102,10 +129,8 @@ public:
   void finish(Result &result, double default_bytes_per_second);
 
 private:
-  Manager &manager_;
-  Clock &clock_;
-  std::uint64_t bytes_;
-  Handle dma_, host_; ///< on cuda:0 and in pageable memory between samples
+  // first_: the DMA's value (on cuda:0 between samples); second_: the host
+  // copy's (in pageable memory between samples).
   std::vector<double> out_seconds_, in_seconds_;
 };
 

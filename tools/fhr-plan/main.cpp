@@ -11,6 +11,7 @@
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <initializer_list>
 #include <memory>
 
 namespace cl = llvm::cl;
@@ -190,6 +191,11 @@ cl::opt<unsigned> calibrate_repetitions("repetitions", cl::desc("Copies timed pe
 cl::opt<std::string> calibrate_max_bytes("max-bytes", cl::desc("Largest copy measured (default 1GiB)"),
                                          cl::value_desc("SIZE"), cl::init("1GiB"),
                                          cl::sub(calibrate_command));
+cl::list<std::string> calibrate_merge("merge",
+                                      cl::desc("Measure nothing: merge these profiles of one machine, each "
+                                               "figure their median (calibrations spread over time)"),
+                                      cl::value_desc("a.json,b.json,..."), cl::CommaSeparated,
+                                      cl::sub(calibrate_command));
 enum class CheckFormat { Text, Github, Sarif };
 cl::opt<CheckFormat>
     check_format("format", cl::desc("Output format"), cl::init(CheckFormat::Text),
@@ -297,6 +303,19 @@ int main(int argc, char **argv) {
     calibrate.backend = calibrate_backend == CalibrateBackend::Simulated ? "sim" : "cuda";
     calibrate.output = calibrate_output;
     calibrate.repetitions = calibrate_repetitions;
+    calibrate.merge.assign(calibrate_merge.begin(), calibrate_merge.end());
+    // A merge measures nothing: options that say how to measure have no
+    // meaning beside it, and silently ignoring one would hide a mistake.
+    if (!calibrate.merge.empty())
+      for (const cl::Option *measuring : std::initializer_list<const cl::Option *>{
+               &calibrate_backend, &calibrate_repetitions, &calibrate_max_bytes})
+        if (measuring->getNumOccurrences() > 0) {
+          fhr::cli::report_error(
+              llvm::createStringError(std::errc::invalid_argument,
+                                      "calibrate --merge measures nothing: --%s has no meaning beside it",
+                                      measuring->ArgStr.str().c_str()));
+          return fhr::cli::kBadInput;
+        }
     if (!fhr::cli::parse_size_option("--max-bytes", calibrate_max_bytes, calibrate.max_bytes))
       return fhr::cli::kBadInput;
     return fhr::cli::run_calibrate(calibrate);

@@ -1,6 +1,6 @@
 #include "run_report.hpp"
 
-#include "calibrate.hpp"
+#include "fhr/model/link_fit.hpp"
 
 #include "fhr/compiler/explain_time.hpp"
 #include "fhr/compiler/report.hpp"
@@ -106,7 +106,7 @@ std::optional<double> AnalyzedStep::predicted_duration_us() const {
 }
 
 std::optional<double> AnalyzedStep::measured_duration_us() const {
-  if (!repeated_durations_us.empty()) return calibrate::median(repeated_durations_us);
+  if (!repeated_durations_us.empty()) return fhr::median(repeated_durations_us);
   if (!measured_start_us || !measured_end_us) return std::nullopt;
   return *measured_end_us - *measured_start_us;
 }
@@ -129,7 +129,7 @@ std::optional<double> AnalyzedStep::measured_transfer_us() const {
     std::vector<double> transfers;
     for (std::size_t r = 0; r < repeated_durations_us.size(); ++r)
       transfers.push_back(repeated_durations_us[r] - repeated_source_loads_us[r]);
-    return calibrate::median(std::move(transfers));
+    return fhr::median(std::move(transfers));
   }
   const std::optional<double> duration = measured_duration_us();
   if (!duration) return std::nullopt;
@@ -256,9 +256,9 @@ AnalyzedRun combine_repetitions(std::vector<AnalyzedRun> repetitions) {
         if (same.measured_before_copy_us) before_copy.push_back(*same.measured_before_copy_us);
       }
     }
-    step.measured_source_load_us = calibrate::median(source_loads);
+    step.measured_source_load_us = fhr::median(source_loads);
     step.measured_before_copy_us =
-        before_copy.empty() ? std::nullopt : std::optional<double>(calibrate::median(before_copy));
+        before_copy.empty() ? std::nullopt : std::optional<double>(fhr::median(before_copy));
     step.repeated_before_copy_us = std::move(before_copy);
     step.repeated_durations_us = std::move(durations);
     step.repeated_source_loads_us = std::move(source_loads);

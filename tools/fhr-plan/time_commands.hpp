@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fhr::cli {
 
@@ -59,6 +60,9 @@ struct CalibrateOptions {
   /// Largest copy measured; repetitions per size.
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
   unsigned repetitions = 5;
+  /// Profiles to merge instead of measuring (`--merge`): each figure their
+  /// median (fhr/model/link_merge.hpp).
+  std::vector<std::string> merge;
 };
 int run_calibrate(const CalibrateOptions &options);
 

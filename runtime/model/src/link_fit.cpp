@@ -18,6 +18,12 @@ SizeClass through(const LinkSample &lower, const LinkSample &upper, std::optiona
 }
 } // namespace
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 LinkCurve fit_link_curve(std::span<const LinkSample> samples) {
   LinkCurve curve;
   if (samples.size() == 1) {

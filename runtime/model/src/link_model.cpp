@@ -80,6 +80,15 @@ unsigned host_memory_traffic(Location from, Location to) {
   return from.is_cuda() || to.is_cuda() ? 1 : 2;
 }
 
+CopyHostTraffic copy_host_traffic(Location from, Location to, bool staged) {
+  const std::optional<LinkKind> link = link_between(from, to);
+  const bool stages =
+      staged && link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable);
+  // The host part is a memcpy between pageable memory and a bounce buffer.
+  return {host_memory_traffic(from, to),
+          stages ? host_memory_traffic(Location::pageable(), Location::pinned()) : 0};
+}
+
 void share_host_memory(std::span<double> rates, std::span<const unsigned> traffic,
                        double host_memory_bytes_per_second) {
   assert(rates.size() == traffic.size());

@@ -16,6 +16,20 @@ std::string engine_name(const CopyQueue &engine) {
   return "?";
 }
 
+TimelineStep copy_step(ValueId value, Location from, Location to, std::uint64_t bytes, bool frees_source,
+                       std::uint32_t group) {
+  TimelineStep step;
+  step.group = group;
+  step.transfer = StepTransfer::Copy;
+  step.frees_source = frees_source;
+  step.value = value;
+  step.source = from;
+  step.destination = to;
+  step.storage_bytes = step.logical_bytes = bytes;
+  if (frees_source) step.freed.insert(from);
+  return step;
+}
+
 namespace {
 
 /// One copy of a window in the fluid simulation: its allocation on the
@@ -45,14 +59,14 @@ struct Flow {
   double tail_left = 0;
   /// The host part's pace alone: its bytes over its seconds (the staged
   /// copy's calibrated time less its DMA's, not a memcpy curve's rate),
-  /// counted as a memcpy between pageable memory and a bounce buffer (two
-  /// bytes of host memory a byte) and slowed while it shares that memory.
+  /// slowed while it shares the host's memory.
   double host_part_bytes_per_second = 0;
   double latency_left = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
-  /// Bytes of host memory it reads and writes per byte (host_memory_traffic).
-  unsigned host_traffic = 0;
+  /// Bytes of host memory its DMA (or memcpy) and its host part read and
+  /// write per byte (the link model's copy_host_traffic).
+  CopyHostTraffic host_traffic;
   bool synchronous = false; ///< runs inside its start: later copies start after it
   bool issued = false, started = false, done = false;
   double issued_at = 0, start = 0, end = 0;
@@ -176,8 +190,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.latency_left = size_class.latency_seconds;
     flow.bytes_left = static_cast<double>(step.logical_bytes);
     flow.bytes_per_second = size_class.bytes_per_second;
-    flow.host_traffic = host_memory_traffic(step.source, step.destination);
     const bool staged = is_staged(step, options);
+    flow.host_traffic = copy_host_traffic(step.source, step.destination, staged);
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
     // The runtime allocates every destination of the window, in plan
@@ -232,10 +246,10 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
       leads[k] = leading(flow, flows);
       if (streaming(flow)) {
         rates[k] = rate_of(flow, flows, links.duplex_bytes_per_second);
-        host_traffic[k] = flow.host_traffic;
+        host_traffic[k] = flow.host_traffic.transfer;
       } else if (leads[k] || tailing(flow)) {
         rates[k] = flow.host_part_bytes_per_second;
-        host_traffic[k] = host_memory_traffic(Location::pageable(), Location::pinned());
+        host_traffic[k] = flow.host_traffic.host_part;
       }
     }
     std::vector<double> alone = rates;

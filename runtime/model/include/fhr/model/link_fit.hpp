@@ -15,8 +15,14 @@
 #include "fhr/model/link_model.hpp"
 
 #include <span>
+#include <vector>
 
 namespace fhr {
+
+/// The median of `values` (the mean of the middle two for an even count):
+/// the figure a calibration keeps of repeated measurements, and a merge of
+/// calibrations of theirs. \pre !values.empty().
+double median(std::vector<double> values);
 
 /// \pre at least one sample, sizes strictly ascending, times positive.
 LinkCurve fit_link_curve(std::span<const LinkSample> samples);

@@ -179,13 +179,34 @@ double duplex_rate(double own_bytes_per_second, double other_bytes_per_second,
 
 /// Bytes of host memory a copy from `from` to `to` reads and writes per byte
 /// it copies: 2 between two host locations (a memcpy), 1 between the host
-/// and a device (a DMA; of a staged copy, its DMA part: the time predictor
-/// counts its host part as a memcpy), 0 between two devices.
+/// and a device (a DMA; of a staged copy, its DMA part: copy_host_traffic
+/// adds its host part), 0 between two devices.
 unsigned host_memory_traffic(Location from, Location to);
 
-/// The rates of copies streaming at once, `rates[k]` at
-/// `traffic[k]` bytes of host memory per byte (host_memory_traffic), once
-/// they share `host_memory_bytes_per_second`: while two or more of them
+/// The phases of a copy that move bytes through the host's memory, as bytes
+/// of it read and written per byte copied: the one description the time
+/// predictor and the planner's schedule clock count a copy's host memory by.
+struct CopyHostTraffic {
+  /// The copy its engine carries: its DMA, or its memcpy between two host
+  /// locations (host_memory_traffic).
+  unsigned transfer = 0;
+  /// A staged copy's host part: the memcpy between pageable memory and a
+  /// pinned bounce buffer, before its DMA into a device or after it out of
+  /// one; 0 for a copy that is not staged.
+  unsigned host_part = 0;
+  /// Both phases, for a clock that runs the copy at one average rate.
+  unsigned total() const { return transfer + host_part; }
+};
+
+/// The host memory traffic of a copy from `from` to `to`. `staged`: whether
+/// the runtime stages a pageable <-> device copy of its size through pinned
+/// bounce buffers (the CUDA backend, from TimelineOptions::staged_min_bytes
+/// up); a copy over any other link has no host part whatever it says.
+CopyHostTraffic copy_host_traffic(Location from, Location to, bool staged);
+
+/// The rates of copies streaming at once, `rates[k]` at `traffic[k]` bytes
+/// of host memory per byte (a phase of copy_host_traffic), once they share
+/// `host_memory_bytes_per_second`: while two or more of them
 /// touch the host and together would move more through its memory, each
 /// is scaled down in proportion. A figure below the largest single demand
 /// counts as that demand, so that a copy alone is never slowed; no limit

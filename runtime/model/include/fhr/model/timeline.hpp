@@ -72,6 +72,14 @@ struct TimelineStep {
   LocationSet freed;
 };
 
+/// A plain copy of `bytes` (charged and copied alike) of `value` from `from`
+/// to `to`, in window group `group`: a move when `frees_source` (its source
+/// replica freed, and its block back to the pools), else a copy that keeps
+/// it. The one way the tools and tests write such a step by hand; the
+/// explained steps of a plan come from the explain report instead.
+TimelineStep copy_step(ValueId value, Location from, Location to, std::uint64_t bytes,
+                       bool frees_source = false, std::uint32_t group = 0);
+
 struct TimelineOptions {
   /// The backend has separate copy engines (the CUDA backend): windows
   /// overlap. Without, every step runs after the previous one finished.

@@ -1,0 +1,137 @@
+// Merging calibrations of one machine (`fhr-plan calibrate --merge`): every
+// figure the median over the profiles, the curves fitted again through the
+// merged samples, and the profiles that cannot be merged refused.
+#include "fhr/model/link_fit.hpp"
+#include "fhr/model/link_merge.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using fhr::LinkKind;
+using fhr::LinkModel;
+using fhr::LinkSample;
+
+namespace {
+
+constexpr std::size_t kPinnedToDevice = static_cast<std::size_t>(LinkKind::PinnedToDevice);
+constexpr std::size_t kDeviceToDevice = static_cast<std::size_t>(LinkKind::DeviceToDevice);
+
+constexpr std::size_t kPageableToDevice = static_cast<std::size_t>(LinkKind::PageableToDevice);
+
+/// The shipped profile, with a load curve: its staged copies' samples a
+/// tenth longer (a calibration's loads; the shipped profile has none).
+LinkModel with_loads() {
+  LinkModel model = LinkModel::h200();
+  model.load_samples = model.samples[kPageableToDevice];
+  for (LinkSample &sample : model.load_samples)
+    sample.seconds *= 1.1;
+  model.load_pageable_to_device = fhr::fit_link_curve(model.load_samples);
+  return model;
+}
+
+/// with_loads() with every sample `factor` times as long and the duplex
+/// and host memory figures as given.
+LinkModel scaled(double factor, double duplex, double host_memory) {
+  LinkModel model = with_loads();
+  for (std::vector<LinkSample> &samples : model.samples)
+    for (LinkSample &sample : samples)
+      sample.seconds *= factor;
+  for (LinkSample &sample : model.load_samples)
+    sample.seconds *= factor;
+  model.event_record_seconds *= factor;
+  model.duplex_bytes_per_second = duplex;
+  model.host_memory_bytes_per_second = host_memory;
+  return model;
+}
+
+/// What merging `profiles` throws, or "no error".
+std::string error_of(const std::vector<LinkModel> &profiles) {
+  const std::vector<std::string> sources(profiles.size(), "p.json");
+  try {
+    fhr::merge_link_models(profiles, sources);
+  } catch (const std::invalid_argument &error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+} // namespace
+
+TEST_CASE("link merge: each figure is the median of the profiles, the curves fitted through it") {
+  const LinkModel base = with_loads();
+  REQUIRE_FALSE(base.samples[kPinnedToDevice].empty());
+  // A slow, a typical and a fast calibration, given out of order.
+  const std::vector<LinkModel> profiles = {scaled(1.3, 90e9, 0), scaled(1.0, 80e9, 150e9),
+                                           scaled(0.8, 0, 140e9)};
+  const std::vector<std::string> sources = {"slow.json", "typical.json", "fast.json"};
+  const fhr::MergedLinkModel merged = fhr::merge_link_models(profiles, sources);
+
+  const std::vector<LinkSample> &samples = merged.model.samples[kPinnedToDevice];
+  REQUIRE(samples.size() == base.samples[kPinnedToDevice].size());
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    CHECK(samples[k].bytes == base.samples[kPinnedToDevice][k].bytes);
+    CHECK(samples[k].seconds == doctest::Approx(base.samples[kPinnedToDevice][k].seconds));
+  }
+  const fhr::LinkCurve refit = fhr::fit_link_curve(samples);
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  CHECK(merged.model.curve(LinkKind::PinnedToDevice).seconds(gib) == doctest::Approx(refit.seconds(gib)));
+  REQUIRE(merged.model.load_samples.size() == base.load_samples.size());
+  CHECK(merged.model.load_samples.back().seconds == doctest::Approx(base.load_samples.back().seconds));
+  CHECK(merged.model.event_record_seconds == doctest::Approx(base.event_record_seconds));
+  // A bandwidth of 0 is no limit, the largest: the median of 80, 90 and
+  // unlimited is 90; of 140, 150 and unlimited, 150.
+  CHECK(merged.model.duplex_bytes_per_second == doctest::Approx(90e9));
+  CHECK(merged.model.host_memory_bytes_per_second == doctest::Approx(150e9));
+  // The curve no profile measured (one GPU: no peer copies) is theirs.
+  CHECK(merged.model.samples[kDeviceToDevice].empty());
+  CHECK(merged.model.curve(LinkKind::DeviceToDevice).seconds(gib) ==
+        doctest::Approx(base.curve(LinkKind::DeviceToDevice).seconds(gib)));
+  CHECK(merged.model.measured.find("median of 3 calibrations: slow.json (") == 0);
+
+  // The figures record each one's range: the 1 GiB DMA's slowest is the
+  // slow profile's, its fastest the fast one's.
+  const fhr::MergedFigure *dma = nullptr;
+  for (const fhr::MergedFigure &figure : merged.figures)
+    if (figure.name == "pinned-device" && figure.bytes == base.samples[kPinnedToDevice].back().bytes)
+      dma = &figure;
+  REQUIRE(dma);
+  CHECK(dma->profiles == 3);
+  CHECK(dma->highest == doctest::Approx(1.3 * base.samples[kPinnedToDevice].back().seconds));
+  CHECK(dma->lowest == doctest::Approx(0.8 * base.samples[kPinnedToDevice].back().seconds));
+}
+
+TEST_CASE("link merge: sizes some profiles lack are merged over those that have them") {
+  LinkModel short_one = LinkModel::h200(), long_one = LinkModel::h200();
+  short_one.samples[kPinnedToDevice] = {{4096, 10e-6}, {1 << 20, 30e-6}};
+  long_one.samples[kPinnedToDevice] = {{4096, 20e-6}, {1 << 20, 40e-6}, {1 << 30, 25e-3}};
+  const std::vector<LinkModel> profiles = {short_one, long_one};
+  const std::vector<std::string> sources = {"a.json", "b.json"};
+  const fhr::MergedLinkModel merged = fhr::merge_link_models(profiles, sources);
+  const std::vector<LinkSample> &samples = merged.model.samples[kPinnedToDevice];
+  REQUIRE(samples.size() == 3);
+  CHECK(samples[0].seconds == doctest::Approx(15e-6)); // the mean of an even count's middle two
+  CHECK(samples[1].seconds == doctest::Approx(35e-6));
+  CHECK(samples[2].seconds == doctest::Approx(25e-3));
+  unsigned at_1_gib = 0;
+  for (const fhr::MergedFigure &figure : merged.figures)
+    if (figure.name == "pinned-device" && figure.bytes == (1u << 30)) at_1_gib = figure.profiles;
+  CHECK(at_1_gib == 1);
+}
+
+TEST_CASE("link merge: profiles that describe different things are refused") {
+  CHECK(error_of({}) == "no profile to merge");
+  LinkModel other = LinkModel::h200();
+  other.machine = "NVIDIA A100";
+  CHECK(error_of({LinkModel::h200(), other}).find("profiles of different machines") == 0);
+  LinkModel granule = LinkModel::h200();
+  granule.device_pool_granule_bytes = 2 << 20;
+  CHECK(error_of({LinkModel::h200(), granule}).find("the device pool's granule differs") == 0);
+  // A link without samples can only be taken as it is, from all alike.
+  LinkModel peer = LinkModel::h200();
+  peer.links[kDeviceToDevice].classes.back().bytes_per_second *= 2;
+  CHECK(error_of({LinkModel::h200(), peer}) ==
+        "the profiles' device-device curves differ and none has the samples to merge them by");
+}
