@@ -37,6 +37,8 @@
 #           calibration against the runs of the minute after it), then
 #           `calibrate --merge` of them all into links.json (merge.txt: how
 #           far they disagreed) and the ROUNDS rounds against that.
+#   none    no calibration: the runs against PROFILE (default h200, the
+#           shipped merge), copied to links.json.
 # Exit: prediction_error.py's for the warm runs (1 when a step misses its
 # target), 2 when a run's exit differs from explain's.
 set -uo pipefail
@@ -65,7 +67,7 @@ calibrate() {
   echo "calibrated in $((SECONDS - started)) s: $1"
 }
 mode=${CALIBRATE:-once}
-case "$mode" in once | each | spread) ;; *) echo "CALIBRATE must be once, each or spread, not $mode"; exit 2 ;; esac
+case "$mode" in once | each | spread | none) ;; *) echo "CALIBRATE must be once, each, spread or none, not $mode"; exit 2 ;; esac
 repeat=${REPEAT:-1}
 rounds=${ROUNDS:-1}
 spread=${SPREAD:-3}
@@ -138,6 +140,12 @@ if [ "$mode" = spread ]; then
   tail -n 3 "$out/prediction-single.txt"
   echo "== one calibration each, with --warm-up"
   tail -n 3 "$out/prediction-single-warm.txt"
+elif [ "$mode" = none ]; then
+  if [ "${PROFILE:-h200}" = h200 ]; then
+    cp runtime/model/profiles/h200.json "$out/links.json"
+  else
+    cp "$PROFILE" "$out/links.json"
+  fi
 elif [ "$mode" = once ]; then
   calibrate "$out/links.json" "$out/calibrate.txt"
   tail -n 30 "$out/calibrate.txt"
