@@ -71,8 +71,15 @@ case "$mode" in once | each | spread | none) ;; *) echo "CALIBRATE must be once,
 repeat=${REPEAT:-1}
 rounds=${ROUNDS:-1}
 spread=${SPREAD:-3}
+case "$rounds" in '' | *[!0-9]* | 0) echo "ROUNDS must be a whole number from 1, not $rounds"; exit 2 ;; esac
+case "$spread" in '' | *[!0-9]* | 0 | 1) echo "SPREAD must be a whole number from 2, not $spread"; exit 2 ;; esac
 status=0
+# The documents of this session only: what an earlier one left in OUT
+# would be tabled (and pooled) with them.
+rm -f "$out"/*.run.json "$out"/*.trace.json "$out"/*.err
 : >"$out/exits.txt"
+# Run documents: each calibration's round (CALIBRATE=spread), and the rounds.
+single_cold=() single_warm=() cold=() warm_runs=()
 # One line per GPU (`nvidia-smi -L` also lists MIG instances).
 devices=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 
@@ -95,31 +102,22 @@ run_round() {
       profile=$out/$name.links.json
       calibrate "$profile" "$out/$name.calibrate.txt"
     fi
-    local trace=()
-    [ -e "$out/$name.trace.json" ] || trace=(--trace "$out/$name.trace.json")
-    "$tool" run --backend cuda --profile "$profile" --format json --repeat "$repeat" "${trace[@]}" \
+    # The first round's cold run writes the trace.
+    local trace=(--format json)
+    [ -e "$out/$name.trace.json" ] || trace+=(--trace "$out/$name.trace.json")
+    "$tool" run --backend cuda --profile "$profile" "${trace[@]}" --repeat "$repeat" \
       "$example" >"$out/$name.$round.run.json" 2>>"$out/$name.err"
     ran=$?
     "$tool" run --backend cuda --profile "$profile" --format json --warm-up --repeat "$repeat" \
       "$example" >"$out/$name.$round.warm.run.json" 2>>"$out/$name.err"
     warm=$?
+    case "$round" in
+    c*) single_cold+=("$out/$name.$round.run.json") single_warm+=("$out/$name.$round.warm.run.json") ;;
+    *) cold+=("$out/$name.$round.run.json") warm_runs+=("$out/$name.$round.warm.run.json") ;;
+    esac
     echo "$name ($round): run exit $ran, with --warm-up $warm, explain exit $predicted" | tee -a "$out/exits.txt"
     [ "$ran" = "$predicted" ] && [ "$warm" = "$predicted" ] || status=2
   done
-}
-
-# documents PREFIX cold|warm: the run documents of the rounds PREFIX1,
-# PREFIX2, ... (r: against links.json; c: each against its own calibration).
-documents() {
-  local file
-  for file in "$out"/*."$1"[0-9]*.run.json; do
-    [ -e "$file" ] || continue
-    case "$file" in
-    *.warm.run.json) [ "$2" = warm ] && echo "$file" ;;
-    *) [ "$2" = cold ] && echo "$file" ;;
-    esac
-  done
-  return 0
 }
 
 if [ "$mode" = spread ]; then
@@ -132,20 +130,16 @@ if [ "$mode" = spread ]; then
   "$tool" calibrate --merge "$(IFS=,; echo "${profiles[*]}")" -o "$out/links.json" >"$out/merge.txt" || {
     echo "calibrate --merge failed"; exit 2; }
   tail -n 1 "$out/merge.txt"
-  # shellcheck disable=SC2046  # one path a word
-  python3 bench/prediction_error.py $(documents c cold) >"$out/prediction-single.txt"
-  # shellcheck disable=SC2046
-  python3 bench/prediction_error.py $(documents c warm) >"$out/prediction-single-warm.txt"
+  python3 bench/prediction_error.py "${single_cold[@]}" >"$out/prediction-single.txt"
+  python3 bench/prediction_error.py "${single_warm[@]}" >"$out/prediction-single-warm.txt"
   echo "== one calibration each, cold pools"
   tail -n 3 "$out/prediction-single.txt"
   echo "== one calibration each, with --warm-up"
   tail -n 3 "$out/prediction-single-warm.txt"
 elif [ "$mode" = none ]; then
-  if [ "${PROFILE:-h200}" = h200 ]; then
-    cp runtime/model/profiles/h200.json "$out/links.json"
-  else
-    cp "$PROFILE" "$out/links.json"
-  fi
+  given=${PROFILE:-h200}
+  [ "$given" = h200 ] && given=runtime/model/profiles/h200.json
+  cp "$given" "$out/links.json" || { echo "no profile $given"; exit 2; }
 elif [ "$mode" = once ]; then
   calibrate "$out/links.json" "$out/calibrate.txt"
   tail -n 30 "$out/calibrate.txt"
@@ -154,15 +148,13 @@ for r in $(seq 1 "$rounds"); do
   run_round "r$r" "$out/links.json"
 done
 
-if [ -z "$(documents r cold)" ]; then
+if [ ${#cold[@]} -eq 0 ]; then
   echo "no example ran on this machine ($devices GPUs)"; exit 2
 fi
 echo "== cold pools"
-# shellcheck disable=SC2046  # one path a word
-python3 bench/prediction_error.py $(documents r cold) | tee "$out/prediction.txt"
+python3 bench/prediction_error.py "${cold[@]}" | tee "$out/prediction.txt"
 echo "== with --warm-up"
-# shellcheck disable=SC2046
-python3 bench/prediction_error.py $(documents r warm) | tee "$out/prediction-warm.txt"
+python3 bench/prediction_error.py "${warm_runs[@]}" | tee "$out/prediction-warm.txt"
 table=${PIPESTATUS[0]}
 [ "$status" != 0 ] && exit "$status"
 exit "$table"

@@ -51,40 +51,47 @@ def predictions_of(run):
 
 
 def runs_of(measured):
-    """A step's measured runs as (duration, source load, before copy)
-    triples: its repetitions, or the one run."""
+    """A step's measured runs as (duration, source load) pairs: its
+    repetitions, or the one run; none where the run stopped before it."""
     repeated = measured.get("repetitions")
     if repeated:
-        before = repeated.get("before_copy_us") or [None] * len(repeated["duration_us"])
-        return list(zip(repeated["duration_us"], repeated["source_load_us"], before))
-    return [(measured.get("duration_us"), measured.get("source_load_us", 0.0), measured.get("before_copy_us"))]
+        return list(zip(repeated["duration_us"], repeated["source_load_us"]))
+    if measured.get("duration_us") is None:
+        return []
+    return [(measured["duration_us"], measured.get("source_load_us") or 0.0)]
 
 
 def pooled_step(steps):
     """One step of a unit run by several documents: its measured times the
-    medians over all their runs, which its repetitions then list."""
-    first = steps[0]
+    medians over all their runs that reached it, which its repetitions then
+    list."""
     if len(steps) == 1:
-        return first
+        return steps[0]
     runs = [run for step in steps for run in runs_of(step["measured"])]
-    if any(duration is None for duration, _, _ in runs):
-        return first  # a document stopped before this step: not pooled
-    durations = [duration for duration, _, _ in runs]
-    loads = [load or 0.0 for _, load, _ in runs]
+    if not runs:
+        return steps[0]  # no document reached it
+    durations = [duration for duration, _ in runs]
+    loads = [load or 0.0 for _, load in runs]
     measured = {"duration_us": median(durations), "source_load_us": median(loads),
                 "transfer_us": median([d - s for d, s in zip(durations, loads)]),
                 "repetitions": {"duration_us": durations, "source_load_us": loads}}
-    return dict(first, measured=measured)
+    return dict(steps[0], measured=measured)
+
+
+def completed(run):
+    """Whether a run reached its end: a stopped run's total is shorter than
+    any whole run's, so it stays out of a pooled total."""
+    return not run.get("stopped") and all(step["measured"].get("duration_us") is not None
+                                          for step in run["steps"])
 
 
 def pooled_totals(runs):
     """A pooled unit's totals: the first document's prediction, the medians
-    of the measured ones."""
+    of the measured ones of the runs that reached their end."""
     totals = dict(runs[0].get("totals") or {})
-    measured = [run["totals"]["measured_us"] for run in runs
-                if (run.get("totals") or {}).get("measured_us") is not None]
-    between = [run["totals"]["between_steps_us"] for run in runs
-               if (run.get("totals") or {}).get("between_steps_us") is not None]
+    whole = [run.get("totals") or {} for run in runs if completed(run)]
+    measured = [t["measured_us"] for t in whole if t.get("measured_us") is not None]
+    between = [t["between_steps_us"] for t in whole if t.get("between_steps_us") is not None]
     if not measured or totals.get("predicted_us") is None:
         return totals
     totals["measured_us"] = median(measured)

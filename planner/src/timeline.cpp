@@ -35,7 +35,7 @@ struct Queue {
 /// device (the duplex). Its busy times are in order and disjoint, so at any time at
 /// most its first copy not yet ended streams; finish() drops the ended
 /// ones as its time passes and never looks past the first that has not
-/// begun: a copy is shared with the copies it meets, not every later one.
+/// begun (the same sharing as a walk over every later copy, found faster).
 struct OtherQueue {
   std::span<const Interval> busy;
   bool opposite;

@@ -182,3 +182,32 @@ def test_rounds_against_one_profile_are_pooled(tmp_path, capsys):
     assert out[-2] == "2 transfers compared, 0 outside the target (10% at 16 MiB and more, 5 us below)"
     assert out[-1] == ("1 units pooled from several documents run against the same predictions "
                        "(each step's measured time the median over all their runs)")
+
+
+def test_a_document_that_stopped_early_pools_only_what_it_ran(tmp_path, capsys):
+    # Three rounds of one unit; the first stopped before its second step
+    # (measured null there). That step is the median of the two rounds
+    # that ran it, and the total leaves the stopped run out.
+    def document(transfers, stopped):
+        steps = [repeated_step(f"move {name} from pinned to cuda:0", 31457280, 600.0, [t])
+                 for name, t in zip("ab", transfers)]
+        for step in steps:
+            del step["measured"]["repetitions"]
+        if stopped:
+            steps[1]["measured"] = {"duration_us": None, "source_load_us": None, "transfer_us": None}
+        run = {"file": "examples/x.fhr", "kind": "plan", "name": "p", "steps": steps,
+               "stopped": {"step": 1} if stopped else None,
+               "totals": {"predicted_us": 1200.0, "measured_us": sum(t for t in transfers if t)}}
+        return {"schema": "fhr-run/1", "runs": [run]}
+
+    paths = []
+    for k, (transfers, stopped) in enumerate([((610.0, None), True), ((590.0, 640.0), False),
+                                              ((600.0, 620.0), False)]):
+        path = tmp_path / f"round{k}.run.json"
+        path.write_text(json.dumps(document(transfers, stopped)))
+        paths.append(str(path))
+    assert load_script().main(paths) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("600.0us      600.0us      +0.0%  (3 runs: 590.0-610.0 us)")
+    assert out[2].endswith("600.0us      630.0us      +5.0%  (2 runs: 620.0-640.0 us)")
+    assert out[3] == "  total plan p: predicted 1200.0 us, measured in steps 1225.0 us (+2.1%)"

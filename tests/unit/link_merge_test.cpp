@@ -21,8 +21,8 @@ constexpr std::size_t kDeviceToDevice = static_cast<std::size_t>(LinkKind::Devic
 
 constexpr std::size_t kPageableToDevice = static_cast<std::size_t>(LinkKind::PageableToDevice);
 
-/// The shipped profile, with a load curve: its staged copies' samples a
-/// tenth longer (a calibration's loads; the shipped profile has none).
+/// The shipped profile, its load curve made from its staged copies'
+/// samples a tenth longer: loads whose figures the test knows.
 LinkModel with_loads() {
   LinkModel model = LinkModel::h200();
   model.load_samples = model.samples[kPageableToDevice];
@@ -47,9 +47,11 @@ LinkModel scaled(double factor, double duplex, double host_memory) {
   return model;
 }
 
-/// What merging `profiles` throws, or "no error".
+/// What merging `profiles` (named a.json, b.json, ...) throws, or "no error".
 std::string error_of(const std::vector<LinkModel> &profiles) {
-  const std::vector<std::string> sources(profiles.size(), "p.json");
+  std::vector<std::string> sources;
+  for (std::size_t k = 0; k < profiles.size(); ++k)
+    sources.push_back(std::string(1, static_cast<char>('a' + k)) + ".json");
   try {
     fhr::merge_link_models(profiles, sources);
   } catch (const std::invalid_argument &error) {
@@ -121,17 +123,54 @@ TEST_CASE("link merge: sizes some profiles lack are merged over those that have 
   CHECK(at_1_gib == 1);
 }
 
+TEST_CASE("link merge: no limit, a missing load curve and the small pinned blocks") {
+  // Two profiles, one measured a host memory figure and one did not (0,
+  // no limit): the measured figure, not the mean of it and no limit.
+  LinkModel measured = with_loads(), unmeasured = LinkModel::h200();
+  measured.host_memory_bytes_per_second = 146e9;
+  unmeasured.host_memory_bytes_per_second = 0;
+  // The older profile has no loads and no small-block figures: the merge
+  // takes the other's, over the one profile that has them.
+  unmeasured.load_pageable_to_device = {};
+  unmeasured.load_samples.clear();
+  unmeasured.small_pinned_allocation.reset();
+  measured.small_pinned_allocation = fhr::AllocationCost{8e-6, 0.5e-9};
+  const std::vector<LinkModel> profiles = {measured, unmeasured};
+  const std::vector<std::string> sources = {"new.json", "old.json"};
+  const fhr::MergedLinkModel merged = fhr::merge_link_models(profiles, sources);
+  CHECK(merged.model.host_memory_bytes_per_second == doctest::Approx(146e9));
+  REQUIRE(merged.model.load_samples.size() == measured.load_samples.size());
+  CHECK(merged.model.load_pageable_to_device.seconds(std::uint64_t{1} << 30) ==
+        doctest::Approx(measured.load_pageable_to_device.seconds(std::uint64_t{1} << 30)).epsilon(1e-9));
+  REQUIRE(merged.model.small_pinned_allocation);
+  CHECK(merged.model.small_pinned_allocation->seconds == doctest::Approx(8e-6));
+  // Three small-block figures: their median, each part apart.
+  LinkModel third = measured, fourth = measured;
+  third.small_pinned_allocation = fhr::AllocationCost{12e-6, 0.3e-9};
+  fourth.small_pinned_allocation = fhr::AllocationCost{6e-6, 0.4e-9};
+  const std::vector<LinkModel> three = {measured, third, fourth};
+  const std::vector<std::string> names = {"a.json", "b.json", "c.json"};
+  const fhr::MergedLinkModel small = fhr::merge_link_models(three, names);
+  REQUIRE(small.model.small_pinned_allocation);
+  CHECK(small.model.small_pinned_allocation->seconds == doctest::Approx(8e-6));
+  CHECK(small.model.small_pinned_allocation->seconds_per_byte == doctest::Approx(0.4e-9));
+}
+
 TEST_CASE("link merge: profiles that describe different things are refused") {
-  CHECK(error_of({}) == "no profile to merge");
+  CHECK(error_of({}) == "a merge needs two profiles or more");
+  CHECK(error_of({LinkModel::h200()}) == "a merge needs two profiles or more");
   LinkModel other = LinkModel::h200();
   other.machine = "NVIDIA A100";
-  CHECK(error_of({LinkModel::h200(), other}).find("profiles of different machines") == 0);
+  CHECK(error_of({LinkModel::h200(), other}) == "profiles of different machines: a.json is \"" +
+                                                    LinkModel::h200().machine + "\", b.json \"NVIDIA A100\"");
   LinkModel granule = LinkModel::h200();
   granule.device_pool_granule_bytes = 2 << 20;
-  CHECK(error_of({LinkModel::h200(), granule}).find("the device pool's granule differs") == 0);
+  CHECK(error_of({LinkModel::h200(), LinkModel::h200(), granule}) ==
+        "the device pool's granule differs: " + std::to_string(LinkModel::h200().device_pool_granule_bytes) +
+            " B in a.json, 2097152 B in c.json");
   // A link without samples can only be taken as it is, from all alike.
   LinkModel peer = LinkModel::h200();
   peer.links[kDeviceToDevice].classes.back().bytes_per_second *= 2;
   CHECK(error_of({LinkModel::h200(), peer}) ==
-        "the profiles' device-device curves differ and none has the samples to merge them by");
+        "the device-device curves of a.json and b.json differ and neither has the samples to merge them by");
 }

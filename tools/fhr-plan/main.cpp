@@ -192,8 +192,8 @@ cl::opt<std::string> calibrate_max_bytes("max-bytes", cl::desc("Largest copy mea
                                          cl::value_desc("SIZE"), cl::init("1GiB"),
                                          cl::sub(calibrate_command));
 cl::list<std::string> calibrate_merge("merge",
-                                      cl::desc("Measure nothing: merge these profiles of one machine, each "
-                                               "figure their median (calibrations spread over time)"),
+                                      cl::desc("Measure nothing: merge these profiles of one machine (two or "
+                                               "more; h200 is the shipped one), each figure their median"),
                                       cl::value_desc("a.json,b.json,..."), cl::CommaSeparated,
                                       cl::sub(calibrate_command));
 enum class CheckFormat { Text, Github, Sarif };

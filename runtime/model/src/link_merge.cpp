@@ -35,12 +35,17 @@ constexpr Scalar kScalars[] = {
     {"source_load_gbps", 1e9, &LinkModel::source_load_bytes_per_second},
 };
 
-/// The median of `values`, recorded under `name` (in units of `unit`).
+/// The median of `values`, recorded under `name` (in units of `unit`). Of
+/// an even count whose upper middle is "no limit" the lower middle: the
+/// mean of a figure and no limit would be no limit, and discard a measured
+/// figure for one that was not measured.
 double merge_figure(std::vector<double> values, std::string name, std::uint64_t bytes, double unit,
                     std::vector<MergedFigure> &figures) {
-  const auto [lowest, highest] = std::minmax_element(values.begin(), values.end());
-  figures.push_back(MergedFigure{std::move(name), bytes, median(values) / unit, *lowest / unit,
-                                 *highest / unit, static_cast<unsigned>(values.size())});
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const double middle = n % 2 == 0 && values[n / 2] == kUnlimited ? values[n / 2 - 1] : median(values);
+  figures.push_back(MergedFigure{std::move(name), bytes, middle / unit, values.front() / unit,
+                                 values.back() / unit, static_cast<unsigned>(n)});
   return figures.back().median * unit;
 }
 
@@ -75,24 +80,25 @@ struct CurveOfProfile {
 /// The merged curve of one link (or the loads'): fitted through the
 /// merged samples, or, where no profile measured it, the one curve they
 /// all have.
-LinkCurve merge_curve(const std::vector<CurveOfProfile> &profiles, const std::string &name,
-                      std::vector<LinkSample> &samples, std::vector<MergedFigure> &figures) {
+LinkCurve merge_curve(const std::vector<CurveOfProfile> &profiles, std::span<const std::string> sources,
+                      const std::string &name, std::vector<LinkSample> &samples,
+                      std::vector<MergedFigure> &figures) {
   std::vector<const std::vector<LinkSample> *> lists;
   for (const CurveOfProfile &profile : profiles)
     lists.push_back(profile.samples);
   samples = merge_samples(lists, name, figures);
   if (!samples.empty()) return fit_link_curve(samples);
-  for (const CurveOfProfile &profile : profiles)
-    if (!same_curve(*profile.curve, *profiles.front().curve))
-      throw std::invalid_argument("the profiles' " + name +
-                                  " curves differ and none has the samples to merge them by");
+  for (std::size_t k = 1; k < profiles.size(); ++k)
+    if (!same_curve(*profiles[k].curve, *profiles.front().curve))
+      throw std::invalid_argument("the " + name + " curves of " + sources.front() + " and " + sources[k] +
+                                  " differ and neither has the samples to merge them by");
   return *profiles.front().curve;
 }
 
 } // namespace
 
 MergedLinkModel merge_link_models(std::span<const LinkModel> profiles, std::span<const std::string> sources) {
-  if (profiles.empty()) throw std::invalid_argument("no profile to merge");
+  if (profiles.size() < 2) throw std::invalid_argument("a merge needs two profiles or more");
   const LinkModel &first = profiles.front();
   for (std::size_t k = 1; k < profiles.size(); ++k) {
     if (profiles[k].machine != first.machine)
@@ -115,14 +121,14 @@ MergedLinkModel merge_link_models(std::span<const LinkModel> profiles, std::span
     std::vector<CurveOfProfile> link;
     for (const LinkModel &profile : profiles)
       link.push_back({&profile.links[i], &profile.samples[i]});
-    model.links[i] = merge_curve(link, std::string(link_kind_name(static_cast<LinkKind>(i))),
+    model.links[i] = merge_curve(link, sources, std::string(link_kind_name(static_cast<LinkKind>(i))),
                                  model.samples[i], merged.figures);
   }
   std::vector<CurveOfProfile> loads;
   for (const LinkModel &profile : profiles)
     loads.push_back({&profile.load_pageable_to_device, &profile.load_samples});
   model.load_pageable_to_device =
-      merge_curve(loads, "load pageable-device", model.load_samples, merged.figures);
+      merge_curve(loads, sources, "load pageable-device", model.load_samples, merged.figures);
 
   for (const Scalar &scalar : kScalars) {
     std::vector<double> values;

@@ -12,8 +12,11 @@
 /// link's samples size by size (its classes fitted again through them,
 /// fhr/model/link_fit.hpp), the load curve's likewise, and every scalar
 /// figure. A bandwidth of 0 (duplex, host memory) means "no limit" and
-/// counts as the largest. A link that no profile measured keeps its curve,
-/// which must then be the same in every profile.
+/// counts as the largest (of an even count whose upper middle it is, the
+/// lower middle is taken). A figure a profile lacks (one older than its
+/// key) counts as that key's default, as the profile loads it. A link that
+/// no profile measured keeps its curve, which must then be the same in
+/// every profile.
 
 #include "fhr/model/link_model.hpp"
 
@@ -41,7 +44,7 @@ struct MergedLinkModel {
 };
 
 /// Merges `profiles` of one machine (their `machine` fields equal).
-/// Throws std::invalid_argument for none, for profiles of different
+/// Throws std::invalid_argument for fewer than two, for profiles of different
 /// machines, for different device pool granules, and for a link without
 /// samples whose curves differ. `sources` names each profile in
 /// `measured` (its file); \pre sources.size() == profiles.size().

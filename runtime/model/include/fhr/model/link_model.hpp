@@ -28,8 +28,9 @@ namespace fhr {
 
 /// The copy paths of the runtime, by the kinds of their endpoints. The two
 /// host directions are apart: a memcpy into fresh pageable pages faults
-/// them in and runs at a fraction of one into the pinned pool (a third at
-/// 1 GiB on the H200 machine, docs/benchmarks.md).
+/// them in, and before the host copier's streaming stores ran at a third of
+/// one into the pinned pool at 1 GiB on the H200 machine (docs/benchmarks.md;
+/// within 3% of each other in the shipped merge of 2026-12-04).
 enum class LinkKind : std::uint8_t {
   PageableToPinned, ///< memcpy on host copy threads into the pinned pool
   PinnedToPageable, ///< memcpy on host copy threads into pageable pages
