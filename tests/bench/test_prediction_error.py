@@ -115,6 +115,16 @@ def repeated_step(action, size, predicted, transfers):
     }
 
 
+def write_rounds(tmp_path, documents):
+    """Each document as roundK.run.json; their paths in order."""
+    paths = []
+    for k, document in enumerate(documents):
+        path = tmp_path / f"round{k}.run.json"
+        path.write_text(json.dumps(document))
+        paths.append(str(path))
+    return paths
+
+
 def test_misses_whose_runs_spread_wider_than_the_band_are_counted_apart(tmp_path, capsys):
     steps = [
         # 30 MiB, runs within 3% of each other, all 40% over: a steady miss.
@@ -167,13 +177,9 @@ def test_rounds_against_one_profile_are_pooled(tmp_path, capsys):
                           "between_steps_us": 10.0}}
         return {"schema": "fhr-run/1", "runs": [run]}
 
-    paths = []
-    for k, (predicted, transfers) in enumerate([(4000.0, [5200.0, 5000.0]), (4000.0, [3000.0, 3100.0]),
-                                                 (4000.0, [4100.0]), (4600.0, [4700.0])]):
-        path = tmp_path / f"round{k}.run.json"
-        path.write_text(json.dumps(document(predicted, transfers)))
-        paths.append(str(path))
-    assert load_script().main(paths) == 0
+    rounds = [document(predicted, transfers) for predicted, transfers in
+              [(4000.0, [5200.0, 5000.0]), (4000.0, [3000.0, 3100.0]), (4000.0, [4100.0]), (4600.0, [4700.0])]]
+    assert load_script().main(write_rounds(tmp_path, rounds)) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].endswith("4000.0us     4100.0us      +2.5%  (5 runs: 3000.0-5200.0 us)")
     assert out[2].endswith("4600.0us     4700.0us      +2.2%")
@@ -200,13 +206,9 @@ def test_a_document_that_stopped_early_pools_only_what_it_ran(tmp_path, capsys):
                "totals": {"predicted_us": 1200.0, "measured_us": sum(t for t in transfers if t)}}
         return {"schema": "fhr-run/1", "runs": [run]}
 
-    paths = []
-    for k, (transfers, stopped) in enumerate([((610.0, None), True), ((590.0, 640.0), False),
-                                              ((600.0, 620.0), False)]):
-        path = tmp_path / f"round{k}.run.json"
-        path.write_text(json.dumps(document(transfers, stopped)))
-        paths.append(str(path))
-    assert load_script().main(paths) == 0
+    rounds = [document(transfers, stopped) for transfers, stopped in
+              [((610.0, None), True), ((590.0, 640.0), False), ((600.0, 620.0), False)]]
+    assert load_script().main(write_rounds(tmp_path, rounds)) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].endswith("600.0us      600.0us      +0.0%  (3 runs: 590.0-610.0 us)")
     assert out[2].endswith("600.0us      630.0us      +5.0%  (2 runs: 620.0-640.0 us)")
