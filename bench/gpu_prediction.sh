@@ -25,9 +25,16 @@
 # the whole session rather than one moment of it; prediction_error.py pools
 # the rounds (their predictions are the same).
 #
-# The machine's host copies drift by 10-40% within a minute, both ways
-# (docs/benchmarks.md, sixteenth to nineteenth waves), and one calibration
-# is a snapshot of one stretch. CALIBRATE says how the profile is taken:
+# TOUCH_HOST=1 (the default) first writes most of the machine's free host
+# memory once (bench/touch_host_memory.py, about 15 s on the H200 machine):
+# on a virtual machine whose memory the host backs lazily, as the H200's,
+# host copies and page faults in memory never touched ran 10-40% slower and
+# unsteadily until then (docs/benchmarks.md, twentieth wave: 94 of 127
+# steps outside the target untouched, 6 touched). TOUCH_HOST=0 skips it.
+#
+# Host copies still drift a little within a minute (docs/benchmarks.md,
+# sixteenth to twentieth waves), and one calibration is a snapshot of one
+# stretch. CALIBRATE says how the profile is taken:
 #   once    (the default) one calibration before the runs: links.json.
 #   each    one right before every example (NAME.links.json,
 #           NAME.calibrate.txt), its runs against that profile.
@@ -73,6 +80,13 @@ rounds=${ROUNDS:-1}
 spread=${SPREAD:-3}
 case "$rounds" in '' | *[!0-9]* | 0) echo "ROUNDS must be a whole number from 1, not $rounds"; exit 2 ;; esac
 case "$spread" in '' | *[!0-9]* | 0 | 1) echo "SPREAD must be a whole number from 2, not $spread"; exit 2 ;; esac
+touch_host=${TOUCH_HOST:-1}
+case "$touch_host" in 0 | 1) ;; *) echo "TOUCH_HOST must be 0 or 1, not $touch_host"; exit 2 ;; esac
+if [ "$touch_host" = 1 ]; then
+  python3 "$(dirname "$0")/touch_host_memory.py" --rounds 1 >"$out/touch.txt" 2>&1 || {
+    echo "touching host memory failed"; cat "$out/touch.txt"; exit 2; }
+  cat "$out/touch.txt"
+fi
 status=0
 # The documents of this session only: what an earlier one left in OUT
 # would be tabled (and pooled) with them.

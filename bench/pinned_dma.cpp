@@ -4,7 +4,8 @@
 // miss the link model, which is calibrated on blocks the device has just
 // written, by 5-65 us).
 //
-//   pinned_dma [SAMPLES [MIB]]      (defaults: 15 samples, 10 MiB)
+//   pinned_dma [SAMPLES [MIB [making]]]   (defaults: 15 samples, 10 MiB;
+//                                         making: the last table alone)
 //
 // Backings: the pinned pool's two (fhr::make_pinned_block): cudaHostAlloc
 // (4 KiB pages), and pageable memory on 2 MiB boundaries advised to huge
@@ -23,10 +24,12 @@
 //   - after 0.3 s idle: DMA'd, then nothing for 0.3 s.
 // Prints a Markdown table: per state and direction, the median (p10-p90)
 // per backing, and each backing's huge-page coverage (/proc/self/smaps);
-// then what making a block costs each backing (the allocation, its faults
-// and its registration) and its first copy from the device beyond the
-// next one, as `calibrate` charges a cold pinned block.
+// then what making a block costs each backing (the allocation, of it the
+// faults on one thread and on the backend's fault threads) and its first
+// copy from the device beyond the next one, as `calibrate` charges a cold
+// pinned block.
 #include "cuda_probe.hpp"
+#include "fhr/cuda/cuda_backend.hpp"
 #include "fhr/cuda/host_blocks.hpp"
 
 #include <cuda_runtime.h>
@@ -57,7 +60,8 @@ struct Block {
   std::byte *data = nullptr;
   std::size_t bytes = 0;
   bool huge_pages = false;
-  Block(std::size_t n, bool huge) : data(fhr::make_pinned_block(n, huge)), bytes(n), huge_pages(huge) {}
+  Block(std::size_t n, bool huge, unsigned fault_threads = 1)
+      : data(fhr::make_pinned_block(n, huge, fault_threads)), bytes(n), huge_pages(huge) {}
   Block(const Block &) = delete;
   Block &operator=(const Block &) = delete;
   ~Block() { fhr::free_pinned_block(data, bytes, huge_pages); }
@@ -129,6 +133,50 @@ struct State {
   bool fresh = false; ///< the timed copy goes to a new block the processor filled
 };
 
+/// What making a block costs each way the pinned pool can (the allocation,
+/// and its first copy from the device beyond the next one, as `calibrate`
+/// charges a cold pinned block); for huge pages, also their faults alone
+/// on one thread and on the backend's fault threads.
+void print_making(Rig &rig, std::size_t bytes, int samples) {
+  const unsigned threads = fhr::pinned_fault_threads(fhr::resolved({}));
+  struct Way {
+    std::string name;
+    bool huge;
+    unsigned fault_threads;
+  };
+  const Way ways[] = {{"cudaHostAlloc", false, 1},
+                      {"huge pages + cudaHostRegister, faulted on 1 thread", true, 1},
+                      {"the same on " + std::to_string(threads) + " threads (the backend's)", true, threads}};
+  std::printf("\n| making a %zu MiB block, µs: median (p10–p90) | %s | %s | %s |\n|---|---|---|---|\n",
+              bytes / kMiB, ways[0].name.c_str(), ways[1].name.c_str(), ways[2].name.c_str());
+  std::vector<double> made[3], first_extra[3], faults[3];
+  for (int k = 0; k < samples; ++k)
+    for (int way = 0; way < 3; ++way) {
+      const Way &w = ways[way];
+      Clock::time_point start = Clock::now();
+      {
+        Block block(bytes, w.huge, w.fault_threads);
+        made[way].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        const double first = rig.dma(block, false);
+        first_extra[way].push_back(first - rig.dma(block, false));
+      }
+      if (!w.huge) continue;
+      const std::size_t rounded = fhr::huge_page_multiple(bytes);
+      std::byte *mapped = fhr::map_huge_pages(rounded);
+      start = Clock::now();
+      fhr::fault_in_huge_pages(mapped, rounded, w.fault_threads);
+      faults[way].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      fhr::unmap_huge_pages(mapped, rounded);
+    }
+  std::printf("| the allocation | %s | %s | %s |\n", summary(made[0]).c_str(), summary(made[1]).c_str(),
+              summary(made[2]).c_str());
+  std::printf("| of it, the faults alone | - | %s | %s |\n", summary(faults[1]).c_str(),
+              summary(faults[2]).c_str());
+  std::printf("| its first copy from cuda:0, beyond the next | %s | %s | %s |\n",
+              summary(first_extra[0]).c_str(), summary(first_extra[1]).c_str(),
+              summary(first_extra[2]).c_str());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -136,6 +184,10 @@ int main(int argc, char **argv) {
   const std::size_t bytes = (argc > 2 ? std::max(1, std::atoi(argv[2])) : 10) * kMiB;
   check(cudaSetDevice(0), "cudaSetDevice");
   Rig rig(bytes);
+  if (argc > 3 && std::string(argv[3]) == "making") {
+    print_making(rig, bytes, samples);
+    return 0;
+  }
   const std::vector<State> states = {
       {"warm: DMA'd just before", [](Rig &r, Block &b, int) { r.dma(b, true); }},
       {"fresh: a new block the processor filled", nullptr, true},
@@ -191,19 +243,6 @@ int main(int argc, char **argv) {
                   summary(times[0]).c_str(), summary(times[1]).c_str());
       std::fflush(stdout);
     }
-  std::printf("\n| making a %zu MiB block | %s, µs: median (p10–p90) | %s |\n|---|---|---|\n", bytes / kMiB,
-              backing_names[0], backing_names[1]);
-  std::vector<double> made[2], first_extra[2];
-  for (int k = 0; k < samples; ++k)
-    for (int backing = 0; backing < 2; ++backing) {
-      const Clock::time_point start = Clock::now();
-      Block block(bytes, backing == 1);
-      made[backing].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-      const double first = rig.dma(block, false);
-      first_extra[backing].push_back(first - rig.dma(block, false));
-    }
-  std::printf("| the allocation | %s | %s |\n", summary(made[0]).c_str(), summary(made[1]).c_str());
-  std::printf("| its first copy from cuda:0, beyond the next | %s | %s |\n", summary(first_extra[0]).c_str(),
-              summary(first_extra[1]).c_str());
+  print_making(rig, bytes, samples);
   return 0;
 }

@@ -61,7 +61,7 @@ grep -q 'result: completed as predicted; 9 content checks passed' "$work/bytes.o
 grep -Eq '^ +27  enter 1 +ensure rotkey from pageable to cuda:0 ' "$work/bytes.out" || fail "ensure row"
 grep -Eq '^ +32  exit 1 +drop rotkey at cuda:0 ' "$work/bytes.out" || fail "drop row: not 'drop ... at'"
 # The shipped H200 profile's prediction (runtime/model/profiles/h200.json).
-grep -q 'time: .* measured, 23.3 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
+grep -q 'time: .* measured, 22.5 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
 grep -Eq '; 195\.0 MiB moved: .*pinned-device 30\.0 MiB in [0-9.]+ (us|ms) \([0-9.]+ GB/s\)' "$work/bytes.out" ||
   fail "inference: bytes and bandwidth per link"
 

@@ -20,7 +20,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <sys/mman.h>
 #include <thread>
+#include <vector>
 
 using namespace fhr;
 using namespace fhr::test;
@@ -699,6 +701,33 @@ TEST_CASE("cuda host blocks: huge-page mappings are fresh, aligned and whole") {
   }
 }
 
+// Host code alone too. Residency is read with mincore: a fresh mapping has
+// no page in memory, and after the faults the first page of every huge
+// page is (the whole huge page where the kernel gave one).
+TEST_CASE("cuda host blocks: the huge pages are faulted in on any number of threads") {
+  constexpr std::size_t kPages = 16, kRounded = kPages * kHugePageBytes, kSmallPage = 4096;
+  auto resident_pages = [](std::byte *block) {
+    std::vector<unsigned char> in_memory(kRounded / kSmallPage);
+    REQUIRE(::mincore(block, kRounded, in_memory.data()) == 0);
+    std::size_t huge = 0;
+    for (std::size_t page = 0; page < kPages; ++page)
+      huge += in_memory[page * (kHugePageBytes / kSmallPage)] & 1;
+    return huge;
+  };
+  for (unsigned threads : {0u, 1u, 3u, 16u, 64u}) { // 16: one a page; 64: more threads than pages
+    CAPTURE(threads);
+    std::byte *block = map_huge_pages(kRounded);
+    CHECK(resident_pages(block) == 0);
+    fault_in_huge_pages(block, kRounded, threads);
+    CHECK(resident_pages(block) == kPages);
+    bool zero = true;
+    for (std::size_t offset = 0; offset < kRounded; offset += kHugePageBytes)
+      zero = zero && block[offset] == std::byte{0};
+    CHECK(zero);
+    unmap_huge_pages(block, kRounded);
+  }
+}
+
 TEST_CASE("cuda options: the environment's tuning overrides, the automatic choices") {
   struct Variable { // sets an environment variable for the test, then unsets it
     const char *name;
@@ -721,6 +750,7 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
   chosen.staging_chunk_bytes = std::size_t{16} << 20;
   CHECK(resolved(chosen).host_copy_threads == 5);
   CHECK(resolved(chosen).staging_chunk_bytes == std::size_t{16} << 20);
+  CHECK(pinned_fault_threads(resolved(chosen)) == 6); // the copy threads and their caller
   {
     Variable threads("FHR_HOST_COPY_THREADS", "3"), chunk("FHR_STAGING_CHUNK_MIB", "8");
     CHECK(resolved(chosen).host_copy_threads == 3);

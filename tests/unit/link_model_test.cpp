@@ -213,6 +213,7 @@ TEST_CASE("link model: a load's copy takes the load curve when one was measured,
 TEST_CASE(
     "link model: a cold pinned block under a huge page costs its own figures, when a profile has them") {
   LinkModel model = LinkModel::h200();
+  model.pinned_allocation_fixed_seconds = 0;
   model.pinned_allocation_seconds_per_byte = 0.1e-9;
   model.small_pinned_allocation.reset();
   // Without them (profiles older than the fourteenth wave): the large rate for every size.
@@ -243,6 +244,37 @@ TEST_CASE(
   CHECK(error_of(renamed("\"small_pinned_allocation_us\"")) ==
         "links profile: $.small_pinned_allocation_ns_per_byte: needs \"small_pinned_allocation_us\" and "
         "\"small_pinned_allocation_ns_per_byte\" together");
+}
+
+TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed part and a rate; the "
+          "fixed part is optional") {
+  LinkModel model = LinkModel::h200();
+  model.pinned_allocation_fixed_seconds = 1.2e-3;
+  model.pinned_allocation_seconds_per_byte = 0.04e-9;
+  model.small_pinned_allocation = fhr::AllocationCost{20e-6, 0.5e-9};
+  constexpr std::uint64_t kStagingBuffer = std::uint64_t{32} << 20;
+  CHECK(model.pinned_allocation_seconds(kStagingBuffer) ==
+        doctest::Approx(1.2e-3 + 0.04e-9 * static_cast<double>(kStagingBuffer)));
+  // Under a huge page the small blocks' figures, the fixed part not among them.
+  CHECK(model.pinned_allocation_seconds(1 << 20) == doctest::Approx(20e-6 + 0.5e-9 * (1 << 20)));
+
+  const std::string text = fhr::link_model_to_json(model);
+  CHECK(text.find("\"pinned_allocation_us\": 1200.0") != std::string::npos);
+  const LinkModel back = fhr::link_model_from_json(text);
+  CHECK(back.pinned_allocation_fixed_seconds == doctest::Approx(1.2e-3));
+  CHECK(fhr::link_model_to_json(back) == text);
+  // Profiles made before it was measured have none: the rate alone.
+  std::string older = text;
+  const std::size_t key = older.find("  \"pinned_allocation_us\": 1200.0,\n");
+  REQUIRE(key != std::string::npos);
+  older.erase(key, std::string("  \"pinned_allocation_us\": 1200.0,\n").size());
+  const LinkModel old_profile = fhr::link_model_from_json(older);
+  CHECK(old_profile.pinned_allocation_fixed_seconds == 0);
+  CHECK(old_profile.pinned_allocation_seconds(kStagingBuffer) ==
+        doctest::Approx(0.04e-9 * static_cast<double>(kStagingBuffer)));
+  std::string negative = text;
+  negative.replace(negative.find("1200.0"), 6, "-1.0");
+  CHECK(error_of(negative) == "links profile: $.pinned_allocation_us: must be positive");
 }
 
 TEST_CASE("link model: the device pool's granule round-trips, is optional, and must be a whole positive "

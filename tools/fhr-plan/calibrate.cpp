@@ -108,7 +108,8 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   result.model.device_allocation_seconds = fixed.device_allocation_seconds;
   result.model.device_growth_seconds_per_byte = fixed.device_growth_seconds_per_byte;
   result.model.device_pool_granule_bytes = fixed.device_pool_granule_bytes;
-  result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation_seconds_per_byte;
+  result.model.pinned_allocation_fixed_seconds = fixed.pinned_allocation.seconds;
+  result.model.pinned_allocation_seconds_per_byte = fixed.pinned_allocation.seconds_per_byte;
   result.model.small_pinned_allocation = fixed.small_pinned_allocation;
   result.model.pinned_registration_seconds_per_byte = fixed.pinned_registration_seconds_per_byte;
   result.model.event_record_seconds = fixed.event_record_seconds;
@@ -175,7 +176,8 @@ std::string result_text(const Result &result) {
                 static_cast<unsigned long long>(result.model.device_pool_granule_bytes >> 20),
                 result.model.event_record_seconds * 1e6, result.model.event_query_seconds * 1e6);
   out += line;
-  std::snprintf(line, sizeof line, "  cold pinned blocks: %.4f ns/B",
+  std::snprintf(line, sizeof line, "  cold pinned blocks: %.2f us + %.4f ns/B",
+                result.model.pinned_allocation_fixed_seconds * 1e6,
                 result.model.pinned_allocation_seconds_per_byte * 1e9);
   out += line;
   if (const std::optional<AllocationCost> &small = result.model.small_pinned_allocation) {

@@ -86,7 +86,7 @@ struct FixedCosts {
   double device_allocation_seconds = 0;
   double device_growth_seconds_per_byte = 0;
   std::uint64_t device_pool_granule_bytes = 0;
-  double pinned_allocation_seconds_per_byte = 0;
+  AllocationCost pinned_allocation; ///< blocks of a huge page or more
   double pinned_registration_seconds_per_byte = 0;
   double event_record_seconds = 0;
   double event_query_seconds = 0;

@@ -137,14 +137,15 @@ int run_calibrate(const CalibrateOptions &options) {
       Manager manager(std::move(manager_options));
       measure.devices = 2;
       calibrate::SimulatedClock clock(stand_in);
-      const calibrate::FixedCosts fixed{stand_in.device_allocation_seconds,
-                                        stand_in.device_growth_seconds_per_byte,
-                                        stand_in.device_pool_granule_bytes,
-                                        stand_in.pinned_allocation_seconds_per_byte,
-                                        stand_in.pinned_registration_seconds_per_byte,
-                                        stand_in.event_record_seconds,
-                                        stand_in.event_query_seconds,
-                                        stand_in.small_pinned_allocation};
+      const calibrate::FixedCosts fixed{
+          stand_in.device_allocation_seconds,
+          stand_in.device_growth_seconds_per_byte,
+          stand_in.device_pool_granule_bytes,
+          {stand_in.pinned_allocation_fixed_seconds, stand_in.pinned_allocation_seconds_per_byte},
+          stand_in.pinned_registration_seconds_per_byte,
+          stand_in.event_record_seconds,
+          stand_in.event_query_seconds,
+          stand_in.small_pinned_allocation};
       calibrate::Result result = calibrate::calibrate(manager, clock, measure, fixed, nullptr, stand_in);
       result.model.machine = "simulated device backend, 2 devices (stand-in: " + stand_in.machine + ")";
       result.model.measured = "simulated clock";

@@ -160,10 +160,15 @@ FixedCosts measure_cuda_fixed_costs() {
   costs.device_allocation_seconds =
       std::max(0.0, small - costs.device_growth_seconds_per_byte * static_cast<double>(kSmall));
   // Cold pinned blocks as the backend's pinned pool makes them (the
-  // environment's FHR_PINNED_HUGE_PAGES and the devices' support included):
+  // environment's FHR_PINNED_HUGE_PAGES and FHR_HOST_COPY_THREADS and the
+  // devices' support included):
   // each made, with its first copy from the device, less the same copy
-  // again, as above.
+  // again, as above; at two sizes, a fixed part and a rate, as the
+  // faults run on several threads (a staging buffer's few pages take one
+  // round of faults, as a large block's many take a few).
+  const CudaBackendOptions backend = resolved({});
   constexpr std::size_t kPinned = std::size_t{256} << 20;
+  const std::size_t staging_block = std::min(backend.staging_chunk_bytes, kPinned / 2);
   void *device_source = nullptr;
   check(cudaMalloc(&device_source, kPinned), "cudaMalloc");
   check(cudaMemset(device_source, 1, kPinned), "cudaMemset");
@@ -171,10 +176,11 @@ FixedCosts measure_cuda_fixed_costs() {
     check(cudaMemcpyAsync(block, device_source, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   };
-  const bool huge_pages = pinned_on_huge_pages(resolved({}).pinned_huge_pages);
+  const bool huge_pages = pinned_on_huge_pages(backend.pinned_huge_pages);
+  const unsigned fault_threads = pinned_fault_threads(backend);
   auto cold_pinned_seconds = [&](std::size_t bytes) {
     auto start = std::chrono::steady_clock::now();
-    std::byte *block = make_pinned_block(bytes, huge_pages);
+    std::byte *block = make_pinned_block(bytes, huge_pages, fault_threads);
     copy_out(block, bytes);
     const double cold = seconds_since(start);
     start = std::chrono::steady_clock::now();
@@ -184,9 +190,10 @@ FixedCosts measure_cuda_fixed_costs() {
     // Never below zero: on a noisy machine the second copy can be the slower.
     return std::max(0.0, cold - warm);
   };
-  std::vector<double> pinned, registered;
+  std::vector<double> pinned, small_pinned, registered;
   for (int rep = 0; rep < 3; ++rep) {
-    pinned.push_back(cold_pinned_seconds(kPinned) / kPinned);
+    pinned.push_back(cold_pinned_seconds(kPinned));
+    small_pinned.push_back(cold_pinned_seconds(staging_block));
     void *host = std::aligned_alloc(4096, kPinned);
     if (!host) throw std::bad_alloc();
     std::memset(host, 0, kPinned);
@@ -196,7 +203,11 @@ FixedCosts measure_cuda_fixed_costs() {
     cudaHostUnregister(host);
     std::free(host);
   }
-  costs.pinned_allocation_seconds_per_byte = median(pinned);
+  const double large_seconds = median(pinned), staging_seconds = median(small_pinned);
+  costs.pinned_allocation.seconds_per_byte =
+      std::max(0.0, (large_seconds - staging_seconds) / static_cast<double>(kPinned - staging_block));
+  costs.pinned_allocation.seconds = std::max(0.0, staging_seconds - costs.pinned_allocation.seconds_per_byte *
+                                                                        static_cast<double>(staging_block));
   costs.pinned_registration_seconds_per_byte = median(registered);
   // Blocks under a huge page are always a cudaHostAlloc (make_pinned_block),
   // which the driver carves from pinned memory it maps in larger pieces:
@@ -211,7 +222,7 @@ FixedCosts measure_cuda_fixed_costs() {
     double sum = 0;
     for (std::size_t made = 0; made < kTotal; made += bytes) {
       auto start = std::chrono::steady_clock::now();
-      blocks.push_back(make_pinned_block(bytes, huge_pages));
+      blocks.push_back(make_pinned_block(bytes, huge_pages, fault_threads));
       copy_out(blocks.back(), bytes);
       const double cold = seconds_since(start);
       start = std::chrono::steady_clock::now();

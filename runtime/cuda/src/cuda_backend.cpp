@@ -61,9 +61,12 @@ public:
       : chunk_(options.staging_chunk_bytes), copy_threads_(options.host_copy_threads),
         streaming_stores_(options.host_copy_streaming_stores),
         pinned_huge_pages_(pinned_on_huge_pages(options.pinned_huge_pages)),
+        fault_threads_(pinned_fault_threads(options)),
         pinned_(PinnedPool::make(
             options.pinned_pool_bytes,
-            [huge = pinned_huge_pages_](std::size_t n) { return make_pinned_block(n, huge); },
+            [huge = pinned_huge_pages_, threads = fault_threads_](std::size_t n) {
+              return make_pinned_block(n, huge, threads);
+            },
             [huge = pinned_huge_pages_](std::byte *block, std::size_t n) {
               free_pinned_block(block, n, huge);
             })),
@@ -532,9 +535,9 @@ public:
   void prepare_staging() {
     prepare_copier();
     if (bounce_[0]) return;
-    std::byte *first = make_pinned_block(chunk_, pinned_huge_pages_);
+    std::byte *first = make_pinned_block(chunk_, pinned_huge_pages_, fault_threads_);
     try {
-      bounce_[1] = make_pinned_block(chunk_, pinned_huge_pages_);
+      bounce_[1] = make_pinned_block(chunk_, pinned_huge_pages_, fault_threads_);
     } catch (...) {
       free_pinned_block(first, chunk_, pinned_huge_pages_);
       throw;
@@ -624,6 +627,7 @@ private:
   const unsigned copy_threads_;
   const bool streaming_stores_;  ///< the copier's stores bypass the cache
   const bool pinned_huge_pages_; ///< how its pinned blocks are made (make_pinned_block)
+  const unsigned fault_threads_; ///< and on how many threads their pages are faulted in
   /// The pinned pool's block for `nbytes`: on huge pages, whole ones (what
   /// the block takes, so the pool's bound counts what it holds, and sizes
   /// that round to the same pages share blocks: at N = 2^16 a ciphertext
@@ -729,6 +733,8 @@ CudaBackendOptions resolved(CudaBackendOptions options) {
   if (options.staging_chunk_bytes == 0) options.staging_chunk_bytes = std::size_t{32} << 20;
   return options;
 }
+
+unsigned pinned_fault_threads(const CudaBackendOptions &options) { return options.host_copy_threads + 1; }
 
 std::unique_ptr<Backend> make_cuda_backend(CudaBackendOptions options) {
   return std::make_unique<CudaBackend>(resolved(options));

@@ -4,9 +4,14 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <new>
 #include <sys/mman.h>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace fhr {
 
@@ -28,7 +33,31 @@ std::byte *map_huge_pages(std::size_t rounded) {
 
 void unmap_huge_pages(std::byte *block, std::size_t rounded) noexcept { ::munmap(block, rounded); }
 
-std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages) {
+void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads) {
+  const std::size_t pages = rounded / kHugePageBytes;
+  // Pages are claimed one at a time, so a thread the scheduler starts late
+  // finds them taken rather than holding a share back.
+  std::atomic<std::size_t> next{0};
+  auto fault_in = [&] {
+    for (std::size_t page = next++; page < pages; page = next++)
+      static_cast<volatile std::byte *>(block)[page * kHugePageBytes] = std::byte{0};
+  };
+  const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u) - 1, pages == 0 ? 0 : pages - 1);
+  std::vector<std::thread> started;
+  started.reserve(helpers);
+  for (std::size_t i = 0; i < helpers; ++i) {
+    try {
+      started.emplace_back(fault_in);
+    } catch (const std::system_error &) {
+      break; // fewer threads: the caller and those started do every page
+    }
+  }
+  fault_in();
+  for (std::thread &thread : started)
+    thread.join();
+}
+
+std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages, unsigned fault_threads) {
   if (!huge_pages || nbytes < kHugePageBytes) {
     void *block = nullptr;
     check_cuda(cudaHostAlloc(&block, nbytes == 0 ? 1 : nbytes, cudaHostAllocPortable), "cudaHostAlloc");
@@ -38,8 +67,7 @@ std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages) {
   std::byte *block = map_huge_pages(rounded);
   // Faulted in before registration, a huge page per write (registration
   // faults in whatever is left, small pages where THP gave none).
-  for (std::size_t offset = 0; offset < rounded; offset += kHugePageBytes)
-    block[offset] = std::byte{0};
+  fault_in_huge_pages(block, rounded, fault_threads);
   if (const cudaError_t status =
           cudaHostRegister(block, rounded, cudaHostRegisterPortable | cudaHostRegisterMapped);
       status != cudaSuccess) {

@@ -27,6 +27,7 @@ constexpr Scalar kScalars[] = {
     {"host_memory_gbps", 1e9, &LinkModel::host_memory_bytes_per_second, true},
     {"device_allocation_us", 1e-6, &LinkModel::device_allocation_seconds},
     {"device_growth_ns_per_byte", 1e-9, &LinkModel::device_growth_seconds_per_byte},
+    {"pinned_allocation_us", 1e-6, &LinkModel::pinned_allocation_fixed_seconds},
     {"pinned_allocation_ns_per_byte", 1e-9, &LinkModel::pinned_allocation_seconds_per_byte},
     {"pinned_registration_ns_per_byte", 1e-9, &LinkModel::pinned_registration_seconds_per_byte},
     {"pageable_first_touch_ns_per_byte", 1e-9, &LinkModel::pageable_first_touch_seconds_per_byte},

@@ -54,7 +54,7 @@ std::optional<CopyQueue> engine_of(Location from, Location to) {
 
 double LinkModel::pinned_allocation_seconds(std::uint64_t bytes) const {
   if (bytes < kHugePageBytes && small_pinned_allocation) return small_pinned_allocation->of(bytes);
-  return static_cast<double>(bytes) * pinned_allocation_seconds_per_byte;
+  return pinned_allocation_fixed_seconds + static_cast<double>(bytes) * pinned_allocation_seconds_per_byte;
 }
 
 const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
@@ -239,6 +239,8 @@ std::string link_model_to_json(const LinkModel &model) {
     document["host_memory_gbps"] = figure(model.host_memory_bytes_per_second / kGiga);
   if (model.device_pool_granule_bytes > 0)
     document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
+  if (model.pinned_allocation_fixed_seconds > 0)
+    document["pinned_allocation_us"] = figure(model.pinned_allocation_fixed_seconds / kMicro);
   if (model.small_pinned_allocation) {
     document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
     document["small_pinned_allocation_ns_per_byte"] =
@@ -299,6 +301,9 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pageable_first_touch_ns_per_byte"))
     model.pageable_first_touch_seconds_per_byte =
         positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;
+  if (document.contains("pinned_allocation_us"))
+    model.pinned_allocation_fixed_seconds =
+        positive_number(document, "$", "pinned_allocation_us", true) * kMicro;
   if (document.contains("device_pool_granule_bytes")) {
     const json &granule = document["device_pool_granule_bytes"];
     if (!granule.is_number_unsigned() || granule.get<std::uint64_t>() == 0)

@@ -67,10 +67,11 @@ struct CudaBackendOptions {
   bool host_copy_streaming_stores = true;
   /// Whether the backend's pinned blocks of 2 MiB and more (the pinned
   /// pool's and the staging buffers) are pageable memory on huge pages,
-  /// faulted in and registered with the driver (cudaHostRegister), instead
-  /// of cudaHostAlloc's: on the H200 machine a 120 MiB block took 25 ms
-  /// instead of 58 and copies ran at the same rate (docs/benchmarks.md,
-  /// "Thirteenth wave"). A block is rounded up to whole huge pages, and the
+  /// faulted in on the copy threads (pinned_fault_threads) and registered
+  /// with the driver (cudaHostRegister), instead of cudaHostAlloc's: on the
+  /// H200 machine a 120 MiB block took 5.5-6.6 ms instead of 45-47 and
+  /// copies ran at the same rate (docs/benchmarks.md, "Thirteenth wave",
+  /// "Twentieth wave"). A block is rounded up to whole huge pages, and the
   /// pool keeps and counts it so. FHR_PINNED_HUGE_PAGES (0 or
   /// 1) overrides it. Where a device cannot register host memory
   /// (cudaDevAttrHostRegisterSupported) the backend uses cudaHostAlloc.
@@ -83,6 +84,12 @@ struct CudaBackendOptions {
 /// FHR_HOST_COPY_STREAMING, FHR_PINNED_HUGE_PAGES: 0 or 1; anything else
 /// there is ignored) and the automatic choices made.
 CudaBackendOptions resolved(CudaBackendOptions options);
+
+/// How many threads fault a fresh pinned block's huge pages in
+/// (make_pinned_block) under resolved `options`: the copy threads and the
+/// caller, who has nothing else to do meanwhile. `calibrate` makes its
+/// blocks with the same count.
+unsigned pinned_fault_threads(const CudaBackendOptions &options);
 
 /// A backend over the CUDA devices of this process. Throws BackendError
 /// when the CUDA runtime finds no device (no CUDA call is made before).

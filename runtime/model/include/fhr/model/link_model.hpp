@@ -129,7 +129,12 @@ struct LinkModel {
   double pageable_first_touch_seconds_per_byte = 0; ///< faulting in fresh pageable pages
   /// A cold pinned block of kHugePageBytes or more as the backend's pinned
   /// pool makes it (huge pages registered with the driver, or cudaHostAlloc
-  /// with them off), per byte, its first copy's extra included.
+  /// with them off), its first copy's extra included: a fixed part and a
+  /// rate. The fixed part is what faulting in on several threads leaves
+  /// of a small block's cost (a 32 MiB staging buffer is 16 pages, one
+  /// round of faults on the H200's threads, as a 256 MiB block's 128 are
+  /// eight); 0 in profiles made before it was measured.
+  double pinned_allocation_fixed_seconds = 0;
   double pinned_allocation_seconds_per_byte = 0;
   /// Cold pinned blocks under kHugePageBytes, which are cudaHostAlloc
   /// blocks whatever the huge-page setting: the mean over blocks kept alive,
