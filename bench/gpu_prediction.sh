@@ -26,7 +26,7 @@
 # the rounds (their predictions are the same).
 #
 # TOUCH_HOST=1 (the default) first writes most of the machine's free host
-# memory once (bench/touch_host_memory.py, about 15 s on the H200 machine):
+# memory once (bench/touch_host_memory.py, about 8 s on the H200 machine):
 # on a virtual machine whose memory the host backs lazily, as the H200's,
 # host copies and page faults in memory never touched ran 10-40% slower and
 # unsteadily until then (docs/benchmarks.md, twentieth wave: 94 of 127

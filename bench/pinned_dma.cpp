@@ -182,9 +182,18 @@ void print_making(Rig &rig, std::size_t bytes, int samples) {
 int main(int argc, char **argv) {
   const int samples = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
   const std::size_t bytes = (argc > 2 ? std::max(1, std::atoi(argv[2])) : 10) * kMiB;
+  const bool making_only = argc > 3 && std::string(argv[3]) == "making";
+  if (argc > 4 || (argc > 3 && !making_only)) {
+    std::fprintf(stderr, "usage: pinned_dma [SAMPLES [MIB [making]]]\n");
+    return 2;
+  }
+  if (bytes < fhr::kHugePageBytes) { // below, both backings are cudaHostAlloc (make_pinned_block)
+    std::fprintf(stderr, "pinned_dma: the tables compare huge-page blocks: MIB must be 2 or more\n");
+    return 2;
+  }
   check(cudaSetDevice(0), "cudaSetDevice");
   Rig rig(bytes);
-  if (argc > 3 && std::string(argv[3]) == "making") {
+  if (making_only) {
     print_making(rig, bytes, samples);
     return 0;
   }

@@ -7,6 +7,8 @@ import pathlib
 import re
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -18,11 +20,34 @@ def load_script():
     return module
 
 
-def test_one_write_reaches_every_whole_page():
+class FakeBlock:
+    """A mapping of `nbytes` zero bytes that records what is written to it."""
+
+    made = []
+
+    def __init__(self, fileno, nbytes, flags=0):
+        assert fileno == -1 and flags & mmap.MAP_PRIVATE and flags & mmap.MAP_ANONYMOUS
+        self.data = bytearray(nbytes)
+        self.closed = False
+        FakeBlock.made.append(self)
+
+    def __setitem__(self, key, value):
+        self.data[key] = value
+
+    def close(self):
+        self.closed = True
+
+
+def test_one_write_reaches_every_whole_page(monkeypatch):
     script = load_script()
     page = mmap.PAGESIZE
+    FakeBlock.made.clear()
+    monkeypatch.setattr(script.mmap, "mmap", FakeBlock)
     assert script.write_once(5 * page + 123) == 5 * page  # a partial page is left out
-    assert script.write_once(page) == page
+    (block,) = FakeBlock.made
+    assert len(block.data) == 5 * page and block.closed
+    assert [block.data[offset] for offset in range(0, 5 * page, page)] == [1] * 5
+    assert block.data.count(0) == 5 * page - 5  # one byte a page, no more
 
 
 def test_each_round_is_reported_with_what_it_wrote(capsys):
@@ -35,11 +60,19 @@ def test_each_round_is_reported_with_what_it_wrote(capsys):
             rf"round {number}: 0\.2 GiB written by 2 processes in \d+\.\d\d s \(\d+\.\d GB/s\)", line), line
 
 
-def test_rounds_and_workers_below_one_count_as_one(capsys):
+@pytest.mark.parametrize("arguments, message", [
+    (["--gib", "0"], "argument --gib: must be above 0, not 0"),
+    (["--gib", "-1"], "argument --gib: must be above 0, not -1"),
+    (["--rounds", "0"], "argument --rounds: must be above 0, not 0"),
+    (["--workers", "0"], "argument --workers: must be above 0, not 0"),
+    (["--gib", "0.000001", "--workers", "2"], "1073 bytes over 2 workers is less than a page each"),
+])
+def test_bad_arguments_are_refused_with_the_reason(capsys, arguments, message):
     script = load_script()
-    assert script.main(["--gib", "0.0625", "--rounds", "0", "--workers", "0"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("round 1: 0.1 GiB written by 1 processes in ")
+    with pytest.raises(SystemExit) as exit_status:
+        script.main(arguments)
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("error: " + message)
 
 
 def test_the_default_size_is_85_percent_of_the_available_memory(capsys, monkeypatch):

@@ -720,10 +720,6 @@ TEST_CASE("cuda host blocks: the huge pages are faulted in on any number of thre
     CHECK(resident_pages(block) == 0);
     fault_in_huge_pages(block, kRounded, threads);
     CHECK(resident_pages(block) == kPages);
-    bool zero = true;
-    for (std::size_t offset = 0; offset < kRounded; offset += kHugePageBytes)
-      zero = zero && block[offset] == std::byte{0};
-    CHECK(zero);
     unmap_huge_pages(block, kRounded);
   }
 }

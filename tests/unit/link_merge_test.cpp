@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -154,6 +156,42 @@ TEST_CASE("link merge: no limit, a missing load curve and the small pinned block
   REQUIRE(small.model.small_pinned_allocation);
   CHECK(small.model.small_pinned_allocation->seconds == doctest::Approx(8e-6));
   CHECK(small.model.small_pinned_allocation->seconds_per_byte == doctest::Approx(0.4e-9));
+}
+
+TEST_CASE("link merge: a cold pinned block's fixed part and rate come from the profiles that measured both") {
+  LinkModel older = LinkModel::h200(), first = older, second = older;
+  older.pinned_allocation_fixed_seconds.reset(); // a line through the origin
+  older.pinned_allocation_seconds_per_byte = 0.19e-9;
+  first.pinned_allocation_fixed_seconds = 1.3e-3;
+  first.pinned_allocation_seconds_per_byte = 0.030e-9;
+  second.pinned_allocation_fixed_seconds = 1.1e-3;
+  second.pinned_allocation_seconds_per_byte = 0.036e-9;
+  const std::vector<std::string> names = {"old.json", "a.json", "b.json"};
+  const std::vector<LinkModel> mixed = {older, first, second};
+  const fhr::MergedLinkModel merged = fhr::merge_link_models(mixed, names);
+  // The two that have the fixed part, each part their median; the older
+  // rate left out of it (with it the median rate would be 0.036 ns/B).
+  REQUIRE(merged.model.pinned_allocation_fixed_seconds);
+  CHECK(*merged.model.pinned_allocation_fixed_seconds == doctest::Approx(1.2e-3));
+  CHECK(merged.model.pinned_allocation_seconds_per_byte == doctest::Approx(0.033e-9));
+  auto figure = [](const fhr::MergedLinkModel &of, const std::string &name) {
+    const auto found = std::find_if(of.figures.begin(), of.figures.end(),
+                                    [&](const fhr::MergedFigure &f) { return f.name == name; });
+    REQUIRE(found != of.figures.end());
+    return *found;
+  };
+  CHECK(figure(merged, "pinned_allocation_us").profiles == 2);
+  CHECK(figure(merged, "pinned_allocation_ns_per_byte").profiles == 2);
+  // None has it: the rate over all of them, and still no fixed part.
+  LinkModel third = older;
+  first.pinned_allocation_fixed_seconds.reset();
+  third.pinned_allocation_seconds_per_byte = 0.15e-9;
+  const std::vector<LinkModel> old_only = {older, first, third};
+  const fhr::MergedLinkModel rate_only = fhr::merge_link_models(old_only, names);
+  CHECK_FALSE(rate_only.model.pinned_allocation_fixed_seconds);
+  CHECK(rate_only.model.pinned_allocation_seconds_per_byte == doctest::Approx(0.15e-9));
+  CHECK(figure(rate_only, "pinned_allocation_ns_per_byte").profiles == 3);
+  CHECK(fhr::link_model_to_json(rate_only.model).find("\"pinned_allocation_us\"") == std::string::npos);
 }
 
 TEST_CASE("link merge: profiles that describe different things are refused") {

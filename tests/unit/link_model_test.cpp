@@ -213,7 +213,7 @@ TEST_CASE("link model: a load's copy takes the load curve when one was measured,
 TEST_CASE(
     "link model: a cold pinned block under a huge page costs its own figures, when a profile has them") {
   LinkModel model = LinkModel::h200();
-  model.pinned_allocation_fixed_seconds = 0;
+  model.pinned_allocation_fixed_seconds.reset();
   model.pinned_allocation_seconds_per_byte = 0.1e-9;
   model.small_pinned_allocation.reset();
   // Without them (profiles older than the fourteenth wave): the large rate for every size.
@@ -255,13 +255,18 @@ TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed 
   constexpr std::uint64_t kStagingBuffer = std::uint64_t{32} << 20;
   CHECK(model.pinned_allocation_seconds(kStagingBuffer) ==
         doctest::Approx(1.2e-3 + 0.04e-9 * static_cast<double>(kStagingBuffer)));
-  // Under a huge page the small blocks' figures, the fixed part not among them.
+  // Under a huge page the small blocks' figures, the fixed part not among
+  // them; without those figures the rate alone.
   CHECK(model.pinned_allocation_seconds(1 << 20) == doctest::Approx(20e-6 + 0.5e-9 * (1 << 20)));
+  LinkModel no_small = model;
+  no_small.small_pinned_allocation.reset();
+  CHECK(no_small.pinned_allocation_seconds(1 << 20) == doctest::Approx(0.04e-9 * (1 << 20)));
 
   const std::string text = fhr::link_model_to_json(model);
   CHECK(text.find("\"pinned_allocation_us\": 1200.0") != std::string::npos);
   const LinkModel back = fhr::link_model_from_json(text);
-  CHECK(back.pinned_allocation_fixed_seconds == doctest::Approx(1.2e-3));
+  REQUIRE(back.pinned_allocation_fixed_seconds);
+  CHECK(*back.pinned_allocation_fixed_seconds == doctest::Approx(1.2e-3));
   CHECK(fhr::link_model_to_json(back) == text);
   // Profiles made before it was measured have none: the rate alone.
   std::string older = text;
@@ -269,9 +274,15 @@ TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed 
   REQUIRE(key != std::string::npos);
   older.erase(key, std::string("  \"pinned_allocation_us\": 1200.0,\n").size());
   const LinkModel old_profile = fhr::link_model_from_json(older);
-  CHECK(old_profile.pinned_allocation_fixed_seconds == 0);
+  CHECK_FALSE(old_profile.pinned_allocation_fixed_seconds);
   CHECK(old_profile.pinned_allocation_seconds(kStagingBuffer) ==
         doctest::Approx(0.04e-9 * static_cast<double>(kStagingBuffer)));
+  // A measured 0 is kept as such, apart from no figure.
+  LinkModel measured_zero = model;
+  measured_zero.pinned_allocation_fixed_seconds = 0.0;
+  const LinkModel zero_back = fhr::link_model_from_json(fhr::link_model_to_json(measured_zero));
+  REQUIRE(zero_back.pinned_allocation_fixed_seconds);
+  CHECK(*zero_back.pinned_allocation_fixed_seconds == 0);
   std::string negative = text;
   negative.replace(negative.find("1200.0"), 6, "-1.0");
   CHECK(error_of(negative) == "links profile: $.pinned_allocation_us: must be positive");

@@ -177,7 +177,7 @@ std::string result_text(const Result &result) {
                 result.model.event_record_seconds * 1e6, result.model.event_query_seconds * 1e6);
   out += line;
   std::snprintf(line, sizeof line, "  cold pinned blocks: %.2f us + %.4f ns/B",
-                result.model.pinned_allocation_fixed_seconds * 1e6,
+                result.model.pinned_allocation_fixed_seconds.value_or(0) * 1e6,
                 result.model.pinned_allocation_seconds_per_byte * 1e9);
   out += line;
   if (const std::optional<AllocationCost> &small = result.model.small_pinned_allocation) {

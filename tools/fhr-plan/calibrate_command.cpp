@@ -141,7 +141,7 @@ int run_calibrate(const CalibrateOptions &options) {
           stand_in.device_allocation_seconds,
           stand_in.device_growth_seconds_per_byte,
           stand_in.device_pool_granule_bytes,
-          {stand_in.pinned_allocation_fixed_seconds, stand_in.pinned_allocation_seconds_per_byte},
+          {stand_in.pinned_allocation_fixed_seconds.value_or(0), stand_in.pinned_allocation_seconds_per_byte},
           stand_in.pinned_registration_seconds_per_byte,
           stand_in.event_record_seconds,
           stand_in.event_query_seconds,

@@ -167,8 +167,11 @@ FixedCosts measure_cuda_fixed_costs() {
   // faults run on several threads (a staging buffer's few pages take one
   // round of faults, as a large block's many take a few).
   const CudaBackendOptions backend = resolved({});
+  // The staging buffer as the pinned pool makes it (whole huge pages, at
+  // least two: one is a single fault, no spread over threads).
   constexpr std::size_t kPinned = std::size_t{256} << 20;
-  const std::size_t staging_block = std::min(backend.staging_chunk_bytes, kPinned / 2);
+  const std::size_t staging_block =
+      std::min(std::max(huge_page_multiple(backend.staging_chunk_bytes), 2 * kHugePageBytes), kPinned / 2);
   void *device_source = nullptr;
   check(cudaMalloc(&device_source, kPinned), "cudaMalloc");
   check(cudaMemset(device_source, 1, kPinned), "cudaMemset");
@@ -203,11 +206,16 @@ FixedCosts measure_cuda_fixed_costs() {
     cudaHostUnregister(host);
     std::free(host);
   }
+  // The line through the two medians; where noise tips it (the smaller
+  // block's cost at or above the larger's, or a line that would make small
+  // blocks cost less than nothing) the line through the origin and the
+  // larger block, as profiles before the fixed part had.
   const double large_seconds = median(pinned), staging_seconds = median(small_pinned);
-  costs.pinned_allocation.seconds_per_byte =
-      std::max(0.0, (large_seconds - staging_seconds) / static_cast<double>(kPinned - staging_block));
-  costs.pinned_allocation.seconds = std::max(0.0, staging_seconds - costs.pinned_allocation.seconds_per_byte *
-                                                                        static_cast<double>(staging_block));
+  const double rate = (large_seconds - staging_seconds) / static_cast<double>(kPinned - staging_block),
+               fixed = staging_seconds - rate * static_cast<double>(staging_block);
+  costs.pinned_allocation = rate > 0 && fixed >= 0
+                                ? AllocationCost{fixed, rate}
+                                : AllocationCost{0, large_seconds / static_cast<double>(kPinned)};
   costs.pinned_registration_seconds_per_byte = median(registered);
   // Blocks under a huge page are always a cudaHostAlloc (make_pinned_block),
   // which the driver carves from pinned memory it maps in larger pieces:

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <new>
 #include <sys/mman.h>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -33,7 +32,7 @@ std::byte *map_huge_pages(std::size_t rounded) {
 
 void unmap_huge_pages(std::byte *block, std::size_t rounded) noexcept { ::munmap(block, rounded); }
 
-void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads) {
+void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads) noexcept {
   const std::size_t pages = rounded / kHugePageBytes;
   // Pages are claimed one at a time, so a thread the scheduler starts late
   // finds them taken rather than holding a share back.
@@ -44,13 +43,13 @@ void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads
   };
   const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u) - 1, pages == 0 ? 0 : pages - 1);
   std::vector<std::thread> started;
-  started.reserve(helpers);
-  for (std::size_t i = 0; i < helpers; ++i) {
-    try {
+  try {
+    started.reserve(helpers);
+    for (std::size_t i = 0; i < helpers; ++i)
       started.emplace_back(fault_in);
-    } catch (const std::system_error &) {
-      break; // fewer threads: the caller and those started do every page
-    }
+  } catch (...) {
+    // No thread or no memory for one (std::system_error, std::bad_alloc):
+    // fewer threads, the caller and those started do every page.
   }
   fault_in();
   for (std::thread &thread : started)

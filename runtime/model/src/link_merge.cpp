@@ -27,8 +27,6 @@ constexpr Scalar kScalars[] = {
     {"host_memory_gbps", 1e9, &LinkModel::host_memory_bytes_per_second, true},
     {"device_allocation_us", 1e-6, &LinkModel::device_allocation_seconds},
     {"device_growth_ns_per_byte", 1e-9, &LinkModel::device_growth_seconds_per_byte},
-    {"pinned_allocation_us", 1e-6, &LinkModel::pinned_allocation_fixed_seconds},
-    {"pinned_allocation_ns_per_byte", 1e-9, &LinkModel::pinned_allocation_seconds_per_byte},
     {"pinned_registration_ns_per_byte", 1e-9, &LinkModel::pinned_registration_seconds_per_byte},
     {"pageable_first_touch_ns_per_byte", 1e-9, &LinkModel::pageable_first_touch_seconds_per_byte},
     {"event_record_us", 1e-6, &LinkModel::event_record_seconds},
@@ -139,6 +137,27 @@ MergedLinkModel merge_link_models(std::span<const LinkModel> profiles, std::span
     }
     const double value = merge_figure(std::move(values), scalar.key, 0, scalar.unit, merged.figures);
     model.*scalar.field = value == kUnlimited ? 0 : value;
+  }
+  // A large cold pinned block's cost: a fixed part and a rate where
+  // measured, so only from the profiles that have both (an older profile's
+  // rate is a line through the origin, another model); else the rate alone.
+  std::vector<double> block_fixed, block_rate, rate_alone;
+  for (const LinkModel &profile : profiles) {
+    rate_alone.push_back(profile.pinned_allocation_seconds_per_byte);
+    if (profile.pinned_allocation_fixed_seconds) {
+      block_fixed.push_back(*profile.pinned_allocation_fixed_seconds);
+      block_rate.push_back(profile.pinned_allocation_seconds_per_byte);
+    }
+  }
+  model.pinned_allocation_fixed_seconds.reset();
+  if (!block_fixed.empty()) {
+    model.pinned_allocation_fixed_seconds =
+        merge_figure(std::move(block_fixed), "pinned_allocation_us", 0, 1e-6, merged.figures);
+    model.pinned_allocation_seconds_per_byte =
+        merge_figure(std::move(block_rate), "pinned_allocation_ns_per_byte", 0, 1e-9, merged.figures);
+  } else {
+    model.pinned_allocation_seconds_per_byte =
+        merge_figure(std::move(rate_alone), "pinned_allocation_ns_per_byte", 0, 1e-9, merged.figures);
   }
   // A small pinned block's cost, where measured (profiles before it have none).
   std::vector<double> fixed, rate;

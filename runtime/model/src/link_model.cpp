@@ -53,8 +53,9 @@ std::optional<CopyQueue> engine_of(Location from, Location to) {
 }
 
 double LinkModel::pinned_allocation_seconds(std::uint64_t bytes) const {
-  if (bytes < kHugePageBytes && small_pinned_allocation) return small_pinned_allocation->of(bytes);
-  return pinned_allocation_fixed_seconds + static_cast<double>(bytes) * pinned_allocation_seconds_per_byte;
+  const double by_rate = static_cast<double>(bytes) * pinned_allocation_seconds_per_byte;
+  if (bytes < kHugePageBytes) return small_pinned_allocation ? small_pinned_allocation->of(bytes) : by_rate;
+  return pinned_allocation_fixed_seconds.value_or(0) + by_rate;
 }
 
 const SizeClass &LinkCurve::class_for(std::uint64_t bytes) const {
@@ -239,8 +240,8 @@ std::string link_model_to_json(const LinkModel &model) {
     document["host_memory_gbps"] = figure(model.host_memory_bytes_per_second / kGiga);
   if (model.device_pool_granule_bytes > 0)
     document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
-  if (model.pinned_allocation_fixed_seconds > 0)
-    document["pinned_allocation_us"] = figure(model.pinned_allocation_fixed_seconds / kMicro);
+  if (model.pinned_allocation_fixed_seconds)
+    document["pinned_allocation_us"] = figure(*model.pinned_allocation_fixed_seconds / kMicro);
   if (model.small_pinned_allocation) {
     document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
     document["small_pinned_allocation_ns_per_byte"] =

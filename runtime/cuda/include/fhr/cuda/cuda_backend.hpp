@@ -67,8 +67,9 @@ struct CudaBackendOptions {
   bool host_copy_streaming_stores = true;
   /// Whether the backend's pinned blocks of 2 MiB and more (the pinned
   /// pool's and the staging buffers) are pageable memory on huge pages,
-  /// faulted in on the copy threads (pinned_fault_threads) and registered
-  /// with the driver (cudaHostRegister), instead of cudaHostAlloc's: on the
+  /// faulted in on as many threads as the copier has and the caller
+  /// (pinned_fault_threads) and registered with the driver
+  /// (cudaHostRegister), instead of cudaHostAlloc's: on the
   /// H200 machine a 120 MiB block took 5.5-6.6 ms instead of 45-47 and
   /// copies ran at the same rate (docs/benchmarks.md, "Thirteenth wave",
   /// "Twentieth wave"). A block is rounded up to whole huge pages, and the

@@ -26,15 +26,16 @@ void unmap_huge_pages(std::byte *block, std::size_t rounded) noexcept;
 /// each, on up to `threads` threads (the caller and threads it starts for
 /// the call; no more than the pages): the kernel zeroes each fresh page in
 /// its fault, at one thread's memory rate, and page faults of one process
-/// run in parallel. One page a thread is worth it: a fault took 270-650 us
-/// on the H200's virtual machine, starting a thread tens. Where a thread
-/// cannot be started, the others do its pages.
-void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads);
+/// run in parallel. One page a thread is worth it: a fault took 160-410 us
+/// on one thread on the H200's virtual machine, starting a thread tens.
+/// Where a thread cannot be started, the others do its pages.
+void fault_in_huge_pages(std::byte *block, std::size_t rounded, unsigned threads) noexcept;
 
 /// A pinned host block as the backend makes one: with `huge_pages`
 /// (CudaBackendOptions::pinned_huge_pages) and 2 MiB or more, huge pages
 /// (map_huge_pages, rounded up) faulted in on `fault_threads` threads
-/// (fault_in_huge_pages; the backend's copy threads and its caller) and
+/// (fault_in_huge_pages; as many as the backend has copy threads, and its
+/// caller) and
 /// registered with the driver, portable and mapped; else cudaHostAlloc
 /// (portable). Throws BackendError when the driver refuses.
 std::byte *make_pinned_block(std::size_t nbytes, bool huge_pages, unsigned fault_threads);

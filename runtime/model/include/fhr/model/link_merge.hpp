@@ -14,9 +14,12 @@
 /// figure. A bandwidth of 0 (duplex, host memory) means "no limit" and
 /// counts as the largest (of an even count whose upper middle it is, the
 /// lower middle is taken). A figure a profile lacks (one older than its
-/// key) counts as that key's default, as the profile loads it. A link that
-/// no profile measured keeps its curve, which must then be the same in
-/// every profile.
+/// key) counts as that key's default, as the profile loads it; but a
+/// cold pinned block's fixed part and rate are merged from the profiles
+/// that have the fixed part alone, where any has it (an older profile's
+/// rate is a line through the origin: another model of the same cost). A
+/// link that no profile measured keeps its curve, which must then be the
+/// same in every profile.
 
 #include "fhr/model/link_model.hpp"
 

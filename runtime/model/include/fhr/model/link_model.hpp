@@ -133,8 +133,9 @@ struct LinkModel {
   /// rate. The fixed part is what faulting in on several threads leaves
   /// of a small block's cost (a 32 MiB staging buffer is 16 pages, one
   /// round of faults on the H200's threads, as a 256 MiB block's 128 are
-  /// eight); 0 in profiles made before it was measured.
-  double pinned_allocation_fixed_seconds = 0;
+  /// eight). Absent in profiles made before it was measured, whose rate
+  /// is a line through the origin.
+  std::optional<double> pinned_allocation_fixed_seconds;
   double pinned_allocation_seconds_per_byte = 0;
   /// Cold pinned blocks under kHugePageBytes, which are cudaHostAlloc
   /// blocks whatever the huge-page setting: the mean over blocks kept alive,
@@ -142,7 +143,8 @@ struct LinkModel {
   /// carves them from pinned memory it maps in larger pieces: most come
   /// cheap, every few pays for a new piece). Absent in profiles made before
   /// they were measured: such blocks then cost
-  /// pinned_allocation_seconds_per_byte per byte, as the large ones.
+  /// pinned_allocation_seconds_per_byte per byte (the large blocks' rate,
+  /// without their fixed part).
   std::optional<AllocationCost> small_pinned_allocation;
   /// What making a cold pinned block of `bytes` costs (the figures above).
   double pinned_allocation_seconds(std::uint64_t bytes) const;
