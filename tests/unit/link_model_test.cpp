@@ -148,6 +148,31 @@ TEST_CASE("link model: the shipped curves are the fit of their measured medians"
         doctest::Approx(shipped.load_samples.back().seconds).epsilon(1e-4));
 }
 
+TEST_CASE("link fit: an allocation's fixed part and rate through two block sizes, the origin where noise "
+          "tips the line") {
+  constexpr std::uint64_t kSmall = std::uint64_t{32} << 20, kLarge = std::uint64_t{256} << 20;
+  // 32 MiB in 2.2 ms, 256 MiB in 10.2 ms: 8 ms over 224 MiB, 1.06 ms fixed.
+  const fhr::AllocationCost line = fhr::fit_allocation_cost(kSmall, 2.2e-3, kLarge, 10.2e-3);
+  CHECK(line.seconds_per_byte == doctest::Approx(8e-3 / static_cast<double>(kLarge - kSmall)));
+  CHECK(line.of(kSmall) == doctest::Approx(2.2e-3));
+  CHECK(line.of(kLarge) == doctest::Approx(10.2e-3));
+  CHECK(line.seconds == doctest::Approx(2.2e-3 - 8e-3 / 7).epsilon(1e-9));
+  // The smaller block as slow as the larger, or slower: no growth to fit.
+  for (const double small : {10.2e-3, 12e-3}) {
+    const fhr::AllocationCost flat = fhr::fit_allocation_cost(kSmall, small, kLarge, 10.2e-3);
+    CHECK(flat.seconds == 0);
+    CHECK(flat.of(kLarge) == doctest::Approx(10.2e-3));
+  }
+  // A line that would make a block of no bytes cost less than nothing.
+  const fhr::AllocationCost steep = fhr::fit_allocation_cost(kSmall, 0.1e-3, kLarge, 10.2e-3);
+  CHECK(steep.seconds == 0);
+  CHECK(steep.seconds_per_byte == doctest::Approx(10.2e-3 / static_cast<double>(kLarge)));
+  // Both measured as nothing (a warm copy as slow as the cold one): free.
+  const fhr::AllocationCost none = fhr::fit_allocation_cost(kSmall, 0, kLarge, 0);
+  CHECK(none.seconds == 0);
+  CHECK(none.seconds_per_byte == 0);
+}
+
 TEST_CASE("link fit: piecewise linear through the medians, exact at every measured size") {
   // 4 KiB: 8 us; 64 KiB: 10 us (latency 7.87 us, 30.7 GB/s between);
   // 1 MiB: 30 us; a faster method from 4 MiB on (time falls): flat there.

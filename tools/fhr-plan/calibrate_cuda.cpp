@@ -155,10 +155,9 @@ FixedCosts measure_cuda_fixed_costs() {
     check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
   }
   cudaFreeHost(pinned_source);
-  costs.device_growth_seconds_per_byte =
-      std::max(0.0, (large - small) / static_cast<double>(kLarge - kSmall));
-  costs.device_allocation_seconds =
-      std::max(0.0, small - costs.device_growth_seconds_per_byte * static_cast<double>(kSmall));
+  const AllocationCost fresh_block = fit_allocation_cost(kSmall, small, kLarge, large);
+  costs.device_allocation_seconds = fresh_block.seconds;
+  costs.device_growth_seconds_per_byte = fresh_block.seconds_per_byte;
   // Cold pinned blocks as the backend's pinned pool makes them (the
   // environment's FHR_PINNED_HUGE_PAGES and FHR_HOST_COPY_THREADS and the
   // devices' support included):
@@ -206,16 +205,7 @@ FixedCosts measure_cuda_fixed_costs() {
     cudaHostUnregister(host);
     std::free(host);
   }
-  // The line through the two medians; where noise tips it (the smaller
-  // block's cost at or above the larger's, or a line that would make small
-  // blocks cost less than nothing) the line through the origin and the
-  // larger block, as profiles before the fixed part had.
-  const double large_seconds = median(pinned), staging_seconds = median(small_pinned);
-  const double rate = (large_seconds - staging_seconds) / static_cast<double>(kPinned - staging_block),
-               fixed = staging_seconds - rate * static_cast<double>(staging_block);
-  costs.pinned_allocation = rate > 0 && fixed >= 0
-                                ? AllocationCost{fixed, rate}
-                                : AllocationCost{0, large_seconds / static_cast<double>(kPinned)};
+  costs.pinned_allocation = fit_allocation_cost(staging_block, median(small_pinned), kPinned, median(pinned));
   costs.pinned_registration_seconds_per_byte = median(registered);
   // Blocks under a huge page are always a cudaHostAlloc (make_pinned_block),
   // which the driver carves from pinned memory it maps in larger pieces:
@@ -245,12 +235,7 @@ FixedCosts measure_cuda_fixed_costs() {
   static_assert(kLargePinned < kHugePageBytes);
   const double small_block = kept_blocks_mean_seconds(kSmallPinned),
                large_block = kept_blocks_mean_seconds(kLargePinned);
-  AllocationCost under_huge_page;
-  under_huge_page.seconds_per_byte =
-      std::max(0.0, (large_block - small_block) / static_cast<double>(kLargePinned - kSmallPinned));
-  under_huge_page.seconds =
-      std::max(0.0, small_block - under_huge_page.seconds_per_byte * static_cast<double>(kSmallPinned));
-  costs.small_pinned_allocation = under_huge_page;
+  costs.small_pinned_allocation = fit_allocation_cost(kSmallPinned, small_block, kLargePinned, large_block);
   cudaFree(device_source);
   // One event record and one query of a completed event.
   cudaEvent_t event;

@@ -24,6 +24,14 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+AllocationCost fit_allocation_cost(std::uint64_t small_bytes, double small_seconds, std::uint64_t large_bytes,
+                                   double large_seconds) {
+  const double rate = (large_seconds - small_seconds) / static_cast<double>(large_bytes - small_bytes),
+               fixed = small_seconds - rate * static_cast<double>(small_bytes);
+  if (rate > 0 && fixed >= 0) return {fixed, rate};
+  return {0, std::max(0.0, large_seconds) / static_cast<double>(large_bytes)};
+}
+
 LinkCurve fit_link_curve(std::span<const LinkSample> samples) {
   LinkCurve curve;
   if (samples.size() == 1) {

@@ -27,4 +27,12 @@ double median(std::vector<double> values);
 /// \pre at least one sample, sizes strictly ascending, times positive.
 LinkCurve fit_link_curve(std::span<const LinkSample> samples);
 
+/// An allocation's cost, fixed and per byte, from blocks of two sizes: the
+/// line through them. Where noise tips it (no growth with size, or a fixed
+/// part below nothing), the line through the origin and the larger block
+/// instead, which still gives the larger block its measured cost.
+/// \pre 0 < small_bytes < large_bytes.
+AllocationCost fit_allocation_cost(std::uint64_t small_bytes, double small_seconds, std::uint64_t large_bytes,
+                                   double large_seconds);
+
 } // namespace fhr
