@@ -115,3 +115,22 @@ TEST_CASE("calibrate: windows longer than any figure can make them get the most 
   CHECK(result.model.host_memory_bytes_per_second == doctest::Approx(std::min(out_largest, in_largest)));
   CHECK(result.host_memory.out_predicted_seconds < result.host_memory.out_seconds);
 }
+
+TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, beside its own round trip") {
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.dma_after_host_work_seconds = 40e-6;
+  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  CHECK(result.after_host_work_bytes == kBytes); // the 16 MiB value, capped at --max-bytes
+  const double round_trip = stand_in.transfer_seconds(Location::pinned(), Location::cuda(0), kBytes);
+  CHECK(result.after_own_round_trip_seconds == doctest::Approx(round_trip).epsilon(1e-12));
+  CHECK(result.after_host_work_seconds == doctest::Approx(round_trip + 40e-6).epsilon(1e-12));
+  REQUIRE(result.model.dma_after_host_work_seconds);
+  CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9));
+  CHECK(fhr::calibrate::result_text(result).find("a DMA into cuda:0 after host work, 1048576 B: ") !=
+        std::string::npos);
+  // No slower after host work: a measured 0, not an absent figure.
+  stand_in.dma_after_host_work_seconds.reset();
+  result = calibrate_against(stand_in, LinkModel::h200());
+  REQUIRE(result.model.dma_after_host_work_seconds);
+  CHECK(*result.model.dma_after_host_work_seconds == 0);
+}

@@ -271,6 +271,41 @@ TEST_CASE(
         "\"small_pinned_allocation_ns_per_byte\" together");
 }
 
+namespace {
+/// An optional figure in microseconds under `key`, set in `model`: it
+/// round-trips, a measured 0 stays one apart from no figure, a negative
+/// figure or one that is not a number is refused. Returns `model` as a
+/// profile made before the figure was measured reads it (the key left
+/// out), the figure absent.
+LinkModel check_optional_microseconds(const LinkModel &model, std::optional<double> LinkModel::*field,
+                                      const std::string &key) {
+  const double seconds = *(model.*field);
+  const std::string text = fhr::link_model_to_json(model);
+  const std::size_t line = text.find("  \"" + key + "\": ");
+  REQUIRE(line != std::string::npos);
+  const LinkModel back = fhr::link_model_from_json(text);
+  REQUIRE(back.*field);
+  CHECK(*(back.*field) == doctest::Approx(seconds));
+  CHECK(fhr::link_model_to_json(back) == text);
+  LinkModel measured_zero = model;
+  measured_zero.*field = 0.0;
+  const LinkModel zero_back = fhr::link_model_from_json(fhr::link_model_to_json(measured_zero));
+  REQUIRE(zero_back.*field);
+  CHECK(*(zero_back.*field) == 0);
+  const std::size_t value = line + key.size() + 6, end = text.find(',', value);
+  std::string negative = text, not_number = text;
+  negative.replace(value, end - value, "-1.0");
+  CHECK(error_of(negative) == "links profile: $." + key + ": must be positive");
+  not_number.replace(value, end - value, "\"x\"");
+  CHECK(error_of(not_number) == "links profile: $." + key + ": expected a number");
+  std::string older = text;
+  older.erase(line, text.find('\n', line) + 1 - line);
+  const LinkModel old_profile = fhr::link_model_from_json(older);
+  CHECK_FALSE(old_profile.*field);
+  return old_profile;
+}
+} // namespace
+
 TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed part and a rate; the "
           "fixed part is optional") {
   LinkModel model = LinkModel::h200();
@@ -287,30 +322,11 @@ TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed 
   no_small.small_pinned_allocation.reset();
   CHECK(no_small.pinned_allocation_seconds(1 << 20) == doctest::Approx(0.04e-9 * (1 << 20)));
 
-  const std::string text = fhr::link_model_to_json(model);
-  CHECK(text.find("\"pinned_allocation_us\": 1200.0") != std::string::npos);
-  const LinkModel back = fhr::link_model_from_json(text);
-  REQUIRE(back.pinned_allocation_fixed_seconds);
-  CHECK(*back.pinned_allocation_fixed_seconds == doctest::Approx(1.2e-3));
-  CHECK(fhr::link_model_to_json(back) == text);
   // Profiles made before it was measured have none: the rate alone.
-  std::string older = text;
-  const std::size_t key = older.find("  \"pinned_allocation_us\": 1200.0,\n");
-  REQUIRE(key != std::string::npos);
-  older.erase(key, std::string("  \"pinned_allocation_us\": 1200.0,\n").size());
-  const LinkModel old_profile = fhr::link_model_from_json(older);
-  CHECK_FALSE(old_profile.pinned_allocation_fixed_seconds);
+  const LinkModel old_profile =
+      check_optional_microseconds(model, &LinkModel::pinned_allocation_fixed_seconds, "pinned_allocation_us");
   CHECK(old_profile.pinned_allocation_seconds(kStagingBuffer) ==
         doctest::Approx(0.04e-9 * static_cast<double>(kStagingBuffer)));
-  // A measured 0 is kept as such, apart from no figure.
-  LinkModel measured_zero = model;
-  measured_zero.pinned_allocation_fixed_seconds = 0.0;
-  const LinkModel zero_back = fhr::link_model_from_json(fhr::link_model_to_json(measured_zero));
-  REQUIRE(zero_back.pinned_allocation_fixed_seconds);
-  CHECK(*zero_back.pinned_allocation_fixed_seconds == 0);
-  std::string negative = text;
-  negative.replace(negative.find("1200.0"), 6, "-1.0");
-  CHECK(error_of(negative) == "links profile: $.pinned_allocation_us: must be positive");
 }
 
 TEST_CASE("link model: the device pool's granule round-trips, is optional, and must be a whole positive "
@@ -379,4 +395,10 @@ TEST_CASE("link model: the host memory each copy reads and writes per byte") {
   CHECK(phases(pinned, gpu0, true) == std::pair{1u, 0u});
   CHECK(phases(pageable, pinned, true) == std::pair{2u, 0u});
   CHECK(phases(gpu0, gpu1, true) == std::pair{0u, 0u});
+}
+
+TEST_CASE("link model: a DMA's extra after host work round-trips, is optional, and is checked") {
+  LinkModel model = LinkModel::h200();
+  model.dma_after_host_work_seconds = 62.5e-6;
+  check_optional_microseconds(model, &LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us");
 }

@@ -697,3 +697,69 @@ TEST_CASE(
   const fhr::Timeline c = fhr::predict_timeline(std::vector<TimelineStep>{copied}, model);
   CHECK(c.total_seconds == doctest::Approx(model.transfer_seconds(pinned, gpu0, 120 * kMB)).epsilon(1e-12));
 }
+
+TEST_CASE("timeline: a device's first DMA in after the processor's work on host memory pays the profile's "
+          "extra") {
+  LinkModel model = round_model();
+  model.dma_after_host_work_seconds = 50e-6;
+  constexpr std::uint64_t kStaged = 8 * kMB; // staged from 4 MiB
+  // One window a step (a group each), in this order:
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pinned, gpu0, kMB, true, 0),       // 0: after the setup's fills: pays
+      copy_step(0, gpu0, pinned, kMB, true, 1),       // 1: out of the device: never pays
+      copy_step(0, pinned, gpu0, kMB, true, 2),       // 2: a DMA in since the host's work
+      copy_step(1, pageable, pinned, kMB, true, 3),   // 3: a host copy: the processor's work
+      copy_step(1, pinned, gpu1, kMB, true, 4),       // 4: cuda:1's first DMA in: pays
+      copy_step(2, pinned, gpu0, kMB, false, 5),      // 5: after the host copy: pays
+      loaded(3, pageable, gpu0, kStaged, 6),          // 6: a fill, then a staged copy in: clears cuda:0
+      copy_step(4, pinned, gpu0, kMB, false, 7),      // 7: does not pay
+      loaded(5, pinned, gpu0, kMB, 8),                // 8: its own fill before its DMA: pays
+      copy_step(3, gpu0, pageable, kStaged, true, 9), // 9: a staged copy out writes pageable memory
+      copy_step(6, pinned, gpu0, kMB, false, 10),     // 10: pays
+  };
+  const std::vector<double> pays = {50e-6, 0, 0, 0, 50e-6, 50e-6, 0, 0, 50e-6, 0, 50e-6};
+  fhr::Timeline t = fhr::predict_timeline(steps, model);
+  REQUIRE(t.steps.size() == pays.size());
+  for (std::size_t k = 0; k < pays.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(pays[k]).epsilon(1e-12));
+  }
+  // On the engine, as part of the copy: 10 us + 1 ms + 50 us.
+  CHECK(t.steps[0].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+  CHECK(t.steps[2].end_seconds - t.steps[2].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
+  // A load's extra comes after its fill (1 MB at 2 GB/s), before its copy.
+  CHECK(t.steps[8].end_seconds - t.steps[8].start_seconds == doctest::Approx(1.56 * kMs).epsilon(1e-12));
+  const double total = t.total_seconds;
+
+  // Without the setup's work the first DMA in pays nothing; the rest alike.
+  fhr::TimelineOptions options;
+  options.host_work_before = false;
+  t = fhr::predict_timeline(steps, model, options);
+  CHECK(t.steps[0].after_host_work_seconds == 0);
+  CHECK(t.steps[4].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(total - 50e-6).epsilon(1e-12));
+
+  // A profile without the figure (made before it was measured): no extra.
+  t = fhr::predict_timeline(steps, round_model());
+  CHECK(t.total_seconds == doctest::Approx(total - 5 * 50e-6).epsilon(1e-12));
+  for (const fhr::StepTime &time : t.steps)
+    CHECK(time.after_host_work_seconds == 0);
+}
+
+TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order") {
+  LinkModel model = round_model();
+  model.dma_after_host_work_seconds = 50e-6;
+  // One window: the first DMA into cuda:0 pays, the second into it does
+  // not, cuda:1's first does; the extra holds the engine (the second copy
+  // into cuda:0 waits for it).
+  const std::vector<TimelineStep> steps = {copy_step(0, pinned, gpu0, kMB), copy_step(1, pinned, gpu0, kMB),
+                                           copy_step(2, pinned, gpu1, kMB)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, model);
+  CHECK(t.windows == 1);
+  CHECK(t.steps[0].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].after_host_work_seconds == 0);
+  CHECK(t.steps[2].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].copy_start_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
+  CHECK(t.steps[2].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+}

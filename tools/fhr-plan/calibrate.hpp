@@ -40,6 +40,9 @@ struct Operation {
     /// go between pageable and pinned memory the same way on the host copy
     /// threads (HostMemorySeries).
     BesideHostCopy,
+    /// A move from pinned memory at `from` into `to` (a device) right
+    /// after the processor wrote host memory (DmaAfterHostWorkSeries).
+    CopyAfterHostWork,
   } kind = Kind::Copy;
   Location from, to;
   std::uint64_t bytes = 0;
@@ -104,9 +107,11 @@ struct Options {
 /// to keep so that no series finds its blocks gone. Pinned: the moves'
 /// replicas, one of every size (below twice `max_bytes`), the duplex
 /// window's two values and the two of the DMA beside a host copy (`max_bytes`
-/// each): six times `max_bytes`. Pageable: the loads' temporaries and the
-/// moves' replicas (below twice `max_bytes` each), the host copy's value
-/// and the source series' value (`max_bytes` each): six again; the source
+/// each) and the value of the DMA after host work (at most `max_bytes`):
+/// seven times `max_bytes`. Pageable: the loads' temporaries and the
+/// moves' replicas (below twice `max_bytes` each), the host copy's value,
+/// the source series' value and the host work's fill (`max_bytes` each at
+/// most): seven again; the source
 /// series' fresh blocks are made to miss the pool. Never below the backend's default,
 /// which the default `--max-bytes` fits in; beyond it a pool that keeps
 /// too little would have re-pinned or re-faulted blocks inside the timed
@@ -150,6 +155,11 @@ struct Result {
   double duplex_fastest_seconds = 0, duplex_slowest_seconds = 0; ///< the samples' range
   std::uint64_t duplex_bytes = 0;
   HostMemoryWindows host_memory;
+  /// A move from pinned memory into cuda:0 straight after its own round
+  /// trip and after the processor filled host memory
+  /// (DmaAfterHostWorkSeries): the medians.
+  std::uint64_t after_host_work_bytes = 0;
+  double after_own_round_trip_seconds = 0, after_host_work_seconds = 0;
 };
 
 /// Measures on `manager` (fresh: it adopts and frees its own values).

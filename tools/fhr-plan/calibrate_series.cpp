@@ -304,4 +304,41 @@ void SourceLoadSeries::finish(Result &result) {
   if (!first_touch.empty()) result.model.pageable_first_touch_seconds_per_byte = median(first_touch);
 }
 
+// ---- a DMA after host work ------------------------------------------------
+
+DmaAfterHostWorkSeries::DmaAfterHostWorkSeries(Manager &manager, Clock &clock, std::uint64_t bytes,
+                                               std::uint64_t host_work_bytes)
+    : manager_(manager), clock_(clock), bytes_(bytes), value_(adopt_value(manager, bytes, 6)),
+      filled_(register_pattern(manager, std::make_shared<PatternSource>(), host_work_bytes)) {
+  manager_.move(value_, kPinned); // adopted in pageable memory
+}
+
+void DmaAfterHostWorkSeries::sample(const Operation &operation, bool timed, std::vector<double> &seconds) {
+  const double taken = clock_.time([&] { manager_.move(value_, kGpu0, kPinned); }, operation);
+  manager_.move(value_, kPinned, kGpu0);
+  if (timed) seconds.push_back(taken);
+}
+
+void DmaAfterHostWorkSeries::round(bool timed) {
+  // Its own round trip first: the other series ran in between.
+  manager_.move(value_, kGpu0, kPinned);
+  manager_.move(value_, kPinned, kGpu0);
+  for (unsigned k = 0; k < kSamplesPerRound; ++k) {
+    sample(Operation{Operation::Kind::Copy, kPinned, kGpu0, bytes_}, timed, after_round_trip_);
+    manager_.ensure(filled_, kPageable);
+    manager_.drop(filled_, kPageable);
+    sample(Operation{Operation::Kind::CopyAfterHostWork, kPinned, kGpu0, bytes_}, timed, after_host_work_);
+  }
+}
+
+void DmaAfterHostWorkSeries::finish(Result &result) {
+  manager_.discard(value_);
+  manager_.discard(filled_);
+  result.after_host_work_bytes = bytes_;
+  result.after_own_round_trip_seconds = median(after_round_trip_);
+  result.after_host_work_seconds = median(after_host_work_);
+  result.model.dma_after_host_work_seconds =
+      std::max(0.0, result.after_host_work_seconds - result.after_own_round_trip_seconds);
+}
+
 } // namespace fhr::calibrate

@@ -154,4 +154,31 @@ private:
   std::vector<double> seconds_;
 };
 
+/// A move from pinned memory into cuda:0 straight after its own round trip
+/// (the state the moves' curves are measured in) and straight after the
+/// processor filled `host_work_bytes` of pageable memory (a source's fill),
+/// kSamplesPerRound samples of each a round: the difference of their
+/// medians is the profile's `dma_after_host_work_us`
+/// (fhr/model/host_work_state.hpp). With one sample a round (five in all)
+/// seven calibrations on the H200 gave 18-122 µs.
+class DmaAfterHostWorkSeries {
+public:
+  static constexpr unsigned kSamplesPerRound = 3;
+  DmaAfterHostWorkSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint64_t host_work_bytes);
+  void round(bool timed);
+  /// The extra (0 where the DMA after host work was no slower); discards
+  /// the values.
+  void finish(Result &result);
+
+private:
+  /// Moves the value into cuda:0, timed as `operation`, and back.
+  void sample(const Operation &operation, bool timed, std::vector<double> &seconds);
+  Manager &manager_;
+  Clock &clock_;
+  std::uint64_t bytes_;
+  Handle value_;  ///< in pinned memory between samples
+  Handle filled_; ///< the host work: a source that fills pageable memory
+  std::vector<double> after_round_trip_, after_host_work_;
+};
+
 } // namespace fhr::calibrate

@@ -242,6 +242,8 @@ std::string link_model_to_json(const LinkModel &model) {
     document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
   if (model.pinned_allocation_fixed_seconds)
     document["pinned_allocation_us"] = figure(*model.pinned_allocation_fixed_seconds / kMicro);
+  if (model.dma_after_host_work_seconds)
+    document["dma_after_host_work_us"] = figure(*model.dma_after_host_work_seconds / kMicro);
   if (model.small_pinned_allocation) {
     document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
     document["small_pinned_allocation_ns_per_byte"] =
@@ -305,6 +307,9 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pinned_allocation_us"))
     model.pinned_allocation_fixed_seconds =
         positive_number(document, "$", "pinned_allocation_us", true) * kMicro;
+  if (document.contains("dma_after_host_work_us"))
+    model.dma_after_host_work_seconds =
+        positive_number(document, "$", "dma_after_host_work_us", true) * kMicro;
   if (document.contains("device_pool_granule_bytes")) {
     const json &granule = document["device_pool_granule_bytes"];
     if (!granule.is_number_unsigned() || granule.get<std::uint64_t>() == 0)

@@ -1,5 +1,6 @@
 #include "fhr/model/timeline.hpp"
 
+#include "fhr/model/host_work_state.hpp"
 #include "fhr/model/overlap_window.hpp"
 
 #include <algorithm>
@@ -62,6 +63,8 @@ struct Flow {
   /// slowed while it shares the host's memory.
   double host_part_bytes_per_second = 0;
   double latency_left = 0;
+  /// Of latency_left, what its DMA pays after host work (host_work_state.hpp).
+  double after_host_work = 0;
   double bytes_left = 0;
   double bytes_per_second = 1;
   /// Bytes of host memory its DMA (or memcpy) and its host part read and
@@ -93,6 +96,24 @@ bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
 /// has no figure for peer access and times every peer copy as a DMA.)
 bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options) {
   return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
+}
+
+/// What a copy from `from` to `to` does to the host work state
+/// (host_work_state.hpp), and the extra seconds its DMA pays: a DMA into a
+/// device pays after host work, a staged copy into one clears the state,
+/// a copy that writes host memory on the processor (a memcpy between host
+/// locations, a staged copy's host part out of a device) sets it.
+double after_host_work(Location from, Location to, const LinkModel &links, HostWorkSinceDma &host_work) {
+  switch (*link_between(from, to)) {
+  case LinkKind::PinnedToDevice: return host_work.dma_into(to.device(), links);
+  case LinkKind::PageableToDevice: host_work.staged_into(to.device()); return 0;
+  case LinkKind::PageableToPinned:
+  case LinkKind::PinnedToPageable:
+  case LinkKind::DeviceToPageable: host_work.processor_wrote_host(); return 0;
+  case LinkKind::DeviceToPinned:
+  case LinkKind::DeviceToDevice: return 0;
+  }
+  return 0;
 }
 
 /// Splits a staged copy's calibrated time into the DMA its engine carries
@@ -176,7 +197,8 @@ bool leading(const Flow &flow, std::span<const Flow> flows) {
 /// Runs one window's copies from `begin`; returns when its last action committed.
 double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
                        double begin, const LinkModel &links, const TimelineOptions &options,
-                       RuntimePools *pools, std::uint32_t window, Timeline &out) {
+                       RuntimePools *pools, HostWorkSinceDma &host_work, std::uint32_t window,
+                       Timeline &out) {
   std::vector<Flow> flows;
   flows.reserve(members.size());
   for (std::size_t member : members) {
@@ -194,6 +216,9 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.host_traffic = copy_host_traffic(step.source, step.destination, staged);
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
+    // In plan order, as the runtime issues the window's copies.
+    flow.after_host_work = after_host_work(step.source, step.destination, links, host_work);
+    flow.latency_left += flow.after_host_work;
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
@@ -315,6 +340,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     time.copy_issue_seconds = flow.allocated_at.value_or(flow.issued_at) - flow.staging;
     time.end_seconds = flow.end;
     time.commit_seconds = committed;
+    time.after_host_work_seconds = flow.after_host_work;
     time.engine = flow.engine;
     time.window = window;
     free_replicas(steps[flow.step], pools);
@@ -331,6 +357,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
   std::optional<RuntimePools> cold_pools;
   if (options.pools) cold_pools.emplace(links, *options.pools, options.resident_before);
   RuntimePools *pools = cold_pools ? &*cold_pools : nullptr;
+  HostWorkSinceDma host_work(options.host_work_before);
   double now = 0;
   OverlapWindow rule;
   std::vector<std::size_t> members;
@@ -352,7 +379,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
         rule.add(candidate);
         members.push_back(j);
       }
-      now = simulate_window(steps, members, now, links, options, pools, out.windows++, out);
+      now = simulate_window(steps, members, now, links, options, pools, host_work, out.windows++, out);
       i += members.size();
       continue;
     }
@@ -379,7 +406,12 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       now += time.allocation_seconds + time.source_load_seconds;
       time.copy_issue_seconds = now - staging;
       time.copy_start_seconds = now;
-      now += links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
+      // The fill is the processor's work; then the copy, if any.
+      host_work.processor_wrote_host();
+      if (step.destination != step.source)
+        time.after_host_work_seconds = after_host_work(step.source, step.destination, links, host_work);
+      now += time.after_host_work_seconds +
+             links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
       time.copy_issue_seconds = time.copy_start_seconds = now;

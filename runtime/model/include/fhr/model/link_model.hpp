@@ -148,6 +148,14 @@ struct LinkModel {
   std::optional<AllocationCost> small_pinned_allocation;
   /// What making a cold pinned block of `bytes` costs (the figures above).
   double pinned_allocation_seconds(std::uint64_t bytes) const;
+  /// What a DMA into a device takes beyond its link's curve when it is the
+  /// device's first DMA in since the processor's own work on host memory
+  /// (host_work_state.hpp says what counts). The curves are measured on
+  /// copies that follow their own round trip; on the H200 machine such a
+  /// copy took 25-55 µs more in the copy at 8 to 120 MiB alike after a
+  /// source's fill, a host copy or the setup (docs/links.md). Absent in
+  /// profiles made before it was measured: no extra.
+  std::optional<double> dma_after_host_work_seconds;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime

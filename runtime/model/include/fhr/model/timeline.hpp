@@ -96,6 +96,10 @@ struct TimelineOptions {
   /// before it (setup's). A device's pool holds them: its growths count
   /// from them (explain JSON's `resident_logical_before_bytes`).
   std::array<std::uint64_t, Location::kCount> resident_before{};
+  /// The processor wrote host memory before the first step (`fhr-plan run`
+  /// fills the setup's values before each run): each device's first DMA
+  /// in pays LinkModel::dma_after_host_work_seconds (host_work_state.hpp).
+  bool host_work_before = true;
 };
 
 /// When one step runs. A step that moves nothing starts and ends at once.
@@ -119,6 +123,10 @@ struct StepTime {
   /// (LinkModel::source_load_bytes_per_second), before its copy starts; 0
   /// for other steps. The loader's time, not a link's.
   double source_load_seconds = 0;
+  /// Of its copy's time, what its DMA into a device pays for following the
+  /// processor's work on host memory (LinkModel::dma_after_host_work_seconds,
+  /// fhr/model/host_work_state.hpp); 0 for other steps and profiles without it.
+  double after_host_work_seconds = 0;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
   double end_seconds = 0;
