@@ -121,12 +121,16 @@ TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, be
   stand_in.dma_after_host_work_seconds = 40e-6;
   fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
   CHECK(result.after_host_work_bytes == kBytes); // the 16 MiB value, capped at --max-bytes
+  // The host work ran before each DMA: a source's fill of 128 MiB, capped.
+  CHECK(result.host_work_bytes == kBytes);
+  CHECK(result.host_work_fill_seconds ==
+        doctest::Approx(static_cast<double>(kBytes) / stand_in.source_load_bytes_per_second).epsilon(1e-12));
   const double round_trip = stand_in.transfer_seconds(Location::pinned(), Location::cuda(0), kBytes);
   CHECK(result.after_own_round_trip_seconds == doctest::Approx(round_trip).epsilon(1e-12));
   CHECK(result.after_host_work_seconds == doctest::Approx(round_trip + 40e-6).epsilon(1e-12));
   REQUIRE(result.model.dma_after_host_work_seconds);
   CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9));
-  CHECK(fhr::calibrate::result_text(result).find("a DMA into cuda:0 after host work, 1048576 B: ") !=
+  CHECK(fhr::calibrate::result_text(result).find("a DMA into cuda:0 after host work (a 1048576 B fill, ") !=
         std::string::npos);
   // No slower after host work: a measured 0, not an absent figure.
   stand_in.dma_after_host_work_seconds.reset();

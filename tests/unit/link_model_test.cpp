@@ -272,16 +272,17 @@ TEST_CASE(
 }
 
 namespace {
-/// An optional figure in microseconds under `key`, set in `model`: it
-/// round-trips, a measured 0 stays one apart from no figure, a negative
+/// An optional figure in microseconds under `key`, set in `model` and
+/// written as `printed`: it round-trips, a measured 0 stays one apart from no figure, a negative
 /// figure or one that is not a number is refused. Returns `model` as a
 /// profile made before the figure was measured reads it (the key left
 /// out), the figure absent.
 LinkModel check_optional_microseconds(const LinkModel &model, std::optional<double> LinkModel::*field,
-                                      const std::string &key) {
+                                      const std::string &key, const std::string &printed) {
   const double seconds = *(model.*field);
   const std::string text = fhr::link_model_to_json(model);
-  const std::size_t line = text.find("  \"" + key + "\": ");
+  // Written in microseconds.
+  const std::size_t line = text.find("  \"" + key + "\": " + printed + ",\n");
   REQUIRE(line != std::string::npos);
   const LinkModel back = fhr::link_model_from_json(text);
   REQUIRE(back.*field);
@@ -323,8 +324,8 @@ TEST_CASE("link model: a cold pinned block of a huge page or more costs a fixed 
   CHECK(no_small.pinned_allocation_seconds(1 << 20) == doctest::Approx(0.04e-9 * (1 << 20)));
 
   // Profiles made before it was measured have none: the rate alone.
-  const LinkModel old_profile =
-      check_optional_microseconds(model, &LinkModel::pinned_allocation_fixed_seconds, "pinned_allocation_us");
+  const LinkModel old_profile = check_optional_microseconds(
+      model, &LinkModel::pinned_allocation_fixed_seconds, "pinned_allocation_us", "1200.0");
   CHECK(old_profile.pinned_allocation_seconds(kStagingBuffer) ==
         doctest::Approx(0.04e-9 * static_cast<double>(kStagingBuffer)));
 }
@@ -400,5 +401,6 @@ TEST_CASE("link model: the host memory each copy reads and writes per byte") {
 TEST_CASE("link model: a DMA's extra after host work round-trips, is optional, and is checked") {
   LinkModel model = LinkModel::h200();
   model.dma_after_host_work_seconds = 62.5e-6;
-  check_optional_microseconds(model, &LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us");
+  check_optional_microseconds(model, &LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us",
+                              "62.5");
 }

@@ -741,7 +741,10 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
 
   // A profile without the figure (made before it was measured): no extra.
   t = fhr::predict_timeline(steps, round_model());
-  CHECK(t.total_seconds == doctest::Approx(total - 5 * 50e-6).epsilon(1e-12));
+  double paid = 0;
+  for (double extra : pays)
+    paid += extra;
+  CHECK(t.total_seconds == doctest::Approx(total - paid).epsilon(1e-12));
   for (const fhr::StepTime &time : t.steps)
     CHECK(time.after_host_work_seconds == 0);
 }
@@ -762,4 +765,35 @@ TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order")
   CHECK(t.steps[1].copy_start_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].end_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: what sets, clears and leaves the host work state: host copies both ways, a fill, a "
+          "peer copy, a small copy from pageable memory") {
+  LinkModel model = round_model();
+  model.dma_after_host_work_seconds = 50e-6;
+  fhr::TimelineOptions options;
+  options.host_work_before = false;
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pageable, pinned, kMB, false, 0), // a host copy, then in its window
+      copy_step(1, pinned, gpu0, kMB, false, 0),     // a DMA in after it: pays
+      copy_step(2, gpu1, gpu0, kMB, false, 1),       // a peer copy: neither pays nor clears
+      copy_step(3, pinned, gpu0, kMB, false, 2),     // still clear
+      copy_step(4, pinned, pageable, kMB, false, 3), // a host copy the other way
+      copy_step(5, pinned, gpu0, kMB, false, 4),     // pays
+      loaded(6, pageable, pageable, kMB, 5),         // a fill alone
+      copy_step(7, pageable, gpu0, kMB, false, 6),   // below the staging threshold: clears cuda:0 ...
+      copy_step(8, pinned, gpu0, kMB, false, 7),     // ... so this does not pay
+      copy_step(9, pinned, gpu1, kMB, false, 8),     // cuda:1's first DMA in since the fill: pays
+  };
+  const fhr::Timeline t = fhr::predict_timeline(steps, model, options);
+  CHECK(t.steps[0].window == t.steps[1].window);
+  const std::vector<double> pays = {0, 50e-6, 0, 0, 0, 50e-6, 0, 0, 0, 50e-6};
+  REQUIRE(t.steps.size() == pays.size());
+  for (std::size_t k = 0; k < pays.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(pays[k]).epsilon(1e-12));
+  }
+  // The DMA after the host copy starts once the host copy is done (1 ms)
+  // and holds its engine 10 us + 50 us + 1 ms.
+  CHECK(t.steps[1].end_seconds == doctest::Approx(2.06 * kMs).epsilon(1e-12));
 }

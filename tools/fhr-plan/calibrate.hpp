@@ -160,6 +160,10 @@ struct Result {
   /// (DmaAfterHostWorkSeries): the medians.
   std::uint64_t after_host_work_bytes = 0;
   double after_own_round_trip_seconds = 0, after_host_work_seconds = 0;
+  /// The host work before each DMA: a source's fill of this many bytes of
+  /// pageable memory, and its median.
+  std::uint64_t host_work_bytes = 0;
+  double host_work_fill_seconds = 0;
 };
 
 /// Measures on `manager` (fresh: it adopts and frees its own values).
@@ -172,7 +176,9 @@ double predict_duplex(const LinkModel &links, Location device, std::uint64_t byt
 
 /// The window of a DMA between `device` and pinned memory (out of the
 /// device, or into it) beside a host copy of as many bytes between pageable
-/// and pinned memory the same way, as the predictor sees it.
+/// and pinned memory the same way, as the predictor sees it (into the
+/// device after the window out of it, whose host copy is the processor's
+/// work).
 double predict_beside_host_copy(const LinkModel &links, Location device, std::uint64_t bytes,
                                 bool out_of_device);
 

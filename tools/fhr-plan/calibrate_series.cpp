@@ -308,7 +308,8 @@ void SourceLoadSeries::finish(Result &result) {
 
 DmaAfterHostWorkSeries::DmaAfterHostWorkSeries(Manager &manager, Clock &clock, std::uint64_t bytes,
                                                std::uint64_t host_work_bytes)
-    : manager_(manager), clock_(clock), bytes_(bytes), value_(adopt_value(manager, bytes, 6)),
+    : manager_(manager), clock_(clock), bytes_(bytes), host_work_bytes_(host_work_bytes),
+      value_(adopt_value(manager, bytes, 6)),
       filled_(register_pattern(manager, std::make_shared<PatternSource>(), host_work_bytes)) {
   manager_.move(value_, kPinned); // adopted in pageable memory
 }
@@ -325,7 +326,10 @@ void DmaAfterHostWorkSeries::round(bool timed) {
   manager_.move(value_, kPinned, kGpu0);
   for (unsigned k = 0; k < kSamplesPerRound; ++k) {
     sample(Operation{Operation::Kind::Copy, kPinned, kGpu0, bytes_}, timed, after_round_trip_);
-    manager_.ensure(filled_, kPageable);
+    const double fill =
+        clock_.time([&] { manager_.ensure(filled_, kPageable); },
+                    Operation{Operation::Kind::SourceLoad, kPageable, kPageable, host_work_bytes_});
+    if (timed) fill_seconds_.push_back(fill);
     manager_.drop(filled_, kPageable);
     sample(Operation{Operation::Kind::CopyAfterHostWork, kPinned, kGpu0, bytes_}, timed, after_host_work_);
   }
@@ -335,6 +339,8 @@ void DmaAfterHostWorkSeries::finish(Result &result) {
   manager_.discard(value_);
   manager_.discard(filled_);
   result.after_host_work_bytes = bytes_;
+  result.host_work_bytes = host_work_bytes_;
+  result.host_work_fill_seconds = median(fill_seconds_);
   result.after_own_round_trip_seconds = median(after_round_trip_);
   result.after_host_work_seconds = median(after_host_work_);
   result.model.dma_after_host_work_seconds =

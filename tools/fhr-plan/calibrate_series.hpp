@@ -159,8 +159,9 @@ private:
 /// processor filled `host_work_bytes` of pageable memory (a source's fill),
 /// kSamplesPerRound samples of each a round: the difference of their
 /// medians is the profile's `dma_after_host_work_us`
-/// (fhr/model/host_work_state.hpp). With one sample a round (five in all)
-/// seven calibrations on the H200 gave 18-122 µs.
+/// (fhr/model/host_work_state.hpp). With one sample a round (five or
+/// seven in all) seven calibrations on the H200 gave 18-122 µs, with
+/// three 33-57 µs (six).
 class DmaAfterHostWorkSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
@@ -175,10 +176,11 @@ private:
   void sample(const Operation &operation, bool timed, std::vector<double> &seconds);
   Manager &manager_;
   Clock &clock_;
-  std::uint64_t bytes_;
+  std::uint64_t bytes_, host_work_bytes_;
   Handle value_;  ///< in pinned memory between samples
   Handle filled_; ///< the host work: a source that fills pageable memory
   std::vector<double> after_round_trip_, after_host_work_;
+  std::vector<double> fill_seconds_; ///< the host work's, timed as a source's fill
 };
 
 } // namespace fhr::calibrate

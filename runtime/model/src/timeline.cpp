@@ -98,15 +98,17 @@ bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options)
   return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
 }
 
-/// What a copy from `from` to `to` does to the host work state
-/// (host_work_state.hpp), and the extra seconds its DMA pays: a DMA into a
-/// device pays after host work, a staged copy into one clears the state,
-/// a copy that writes host memory on the processor (a memcpy between host
-/// locations, a staged copy's host part out of a device) sets it.
-double after_host_work(Location from, Location to, const LinkModel &links, HostWorkSinceDma &host_work) {
+/// Applies a copy from `from` to `to` to the host work state
+/// (host_work_state.hpp) and returns the extra seconds its DMA pays: a DMA
+/// into a device pays after host work and clears its device's state; a
+/// copy from pageable memory into a device clears its device's state and
+/// sets the others' (the processor wrote pinned memory for it); a copy
+/// that writes host memory on the processor (a memcpy between host
+/// locations, a staged copy's host part out of a device) sets them all.
+double apply_host_work_rule(Location from, Location to, const LinkModel &links, HostWorkSinceDma &host_work) {
   switch (*link_between(from, to)) {
   case LinkKind::PinnedToDevice: return host_work.dma_into(to.device(), links);
-  case LinkKind::PageableToDevice: host_work.staged_into(to.device()); return 0;
+  case LinkKind::PageableToDevice: host_work.copied_from_pageable_into(to.device()); return 0;
   case LinkKind::PageableToPinned:
   case LinkKind::PinnedToPageable:
   case LinkKind::DeviceToPageable: host_work.processor_wrote_host(); return 0;
@@ -217,7 +219,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
     // In plan order, as the runtime issues the window's copies.
-    flow.after_host_work = after_host_work(step.source, step.destination, links, host_work);
+    flow.after_host_work = apply_host_work_rule(step.source, step.destination, links, host_work);
     flow.latency_left += flow.after_host_work;
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
@@ -409,7 +411,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       // The fill is the processor's work; then the copy, if any.
       host_work.processor_wrote_host();
       if (step.destination != step.source)
-        time.after_host_work_seconds = after_host_work(step.source, step.destination, links, host_work);
+        time.after_host_work_seconds = apply_host_work_rule(step.source, step.destination, links, host_work);
       now += time.after_host_work_seconds +
              links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);

@@ -9,9 +9,10 @@
 /// state), but 25-55 µs more in the copy, at 8 MiB as at 120, after the
 /// processor had written host memory: a source's fill, a host copy, the
 /// setup's values (docs/benchmarks.md, sixteenth to twenty-first waves).
-/// The first DMA in after such work pays the extra; a staged copy into
-/// the device clears the state without paying it (its curve is measured
-/// after a host copy, so it carries it), as a DMA in does.
+/// The first DMA in after such work pays the extra and clears the state;
+/// a copy from pageable memory into the device clears it without paying
+/// (its curve is measured after a host copy, so it carries the extra),
+/// while for the other devices it is the processor's work.
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location.hpp"
 
@@ -37,9 +38,16 @@ public:
   /// else 0); it leaves the device's state clear.
   double dma_into(unsigned device, const LinkModel &links);
 
-  /// A staged copy into `device` ran: its DMAs follow their own host part,
-  /// which its calibrated curve carries; it leaves the state clear.
-  void staged_into(unsigned device) { pending_.reset(device); }
+  /// A copy from pageable memory into `device` ran (staged through the
+  /// runtime's bounce buffers, or below the staging threshold through the
+  /// driver's): the processor wrote its bytes into pinned memory, which
+  /// sets every other device's state, and its own DMAs followed that
+  /// work, which its calibrated curve carries (`calibrate` measures it
+  /// after a host copy): its device's state is clear.
+  void copied_from_pageable_into(unsigned device) {
+    pending_.set();
+    pending_.reset(device);
+  }
 
 private:
   std::bitset<Location::kMaxCudaDevices> pending_;
