@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 
 using fhr::LinkKind;
@@ -137,4 +138,16 @@ TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, be
   result = calibrate_against(stand_in, LinkModel::h200());
   REQUIRE(result.model.dma_after_host_work_seconds);
   CHECK(*result.model.dma_after_host_work_seconds == 0);
+}
+
+TEST_CASE("calibrate: each host pool keeps seven times --max-bytes, never below the backend's default, "
+          "without overflow") {
+  fhr::calibrate::Options measure;
+  constexpr std::uint64_t kDefault = std::uint64_t{4} << 30;
+  measure.max_bytes = std::uint64_t{1} << 30;
+  CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == std::uint64_t{7} << 30);
+  measure.max_bytes = 4096;
+  CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == kDefault);
+  measure.max_bytes = std::numeric_limits<std::uint64_t>::max() / 2;
+  CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == std::numeric_limits<std::uint64_t>::max());
 }
