@@ -36,7 +36,11 @@ public:
   /// A DMA from pinned memory into `device` starts now: the extra it pays
   /// (`links`' figure when the device's last DMA in came before host work,
   /// else 0); it leaves the device's state clear.
-  double dma_into(unsigned device, const LinkModel &links);
+  double dma_into(unsigned device, const LinkModel &links) {
+    const bool pays = pending_.test(device);
+    pending_.reset(device);
+    return pays ? links.dma_after_host_work_seconds.value_or(0) : 0;
+  }
 
   /// A copy from pageable memory into `device` ran (staged through the
   /// runtime's bounce buffers, or below the staging threshold through the
