@@ -375,6 +375,7 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
                                     {"copy_start_us", microseconds(time.copy_start_seconds)},
                                     {"allocation_us", microseconds(time.allocation_seconds)},
                                     {"after_host_work_us", microseconds(time.after_host_work_seconds)},
+                                    {"cold_value_us", microseconds(time.cold_value_seconds)},
                                     {"end_us", microseconds(time.end_seconds)},
                                     {"commit_us", microseconds(time.commit_seconds)},
                                     {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},

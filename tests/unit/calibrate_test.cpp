@@ -121,13 +121,13 @@ TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, be
   LinkModel stand_in = LinkModel::h200();
   stand_in.dma_after_host_work_seconds = 40e-6;
   fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
-  CHECK(result.after_host_work_bytes == kBytes); // the 16 MiB value, capped at --max-bytes
+  CHECK(result.dma_extras_bytes == kBytes); // the 16 MiB value, capped at --max-bytes
   // The host work ran before each DMA: a source's fill of 128 MiB, capped.
   CHECK(result.host_work_bytes == kBytes);
   CHECK(result.host_work_fill_seconds ==
         doctest::Approx(static_cast<double>(kBytes) / stand_in.source_load_bytes_per_second).epsilon(1e-12));
   const double round_trip = stand_in.transfer_seconds(Location::pinned(), Location::cuda(0), kBytes);
-  CHECK(result.after_own_round_trip_seconds == doctest::Approx(round_trip).epsilon(1e-12));
+  CHECK(result.own_in_seconds == doctest::Approx(round_trip).epsilon(1e-12));
   CHECK(result.after_host_work_seconds == doctest::Approx(round_trip + 40e-6).epsilon(1e-12));
   REQUIRE(result.model.dma_after_host_work_seconds);
   CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9));
@@ -138,6 +138,31 @@ TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, be
   result = calibrate_against(stand_in, LinkModel::h200());
   REQUIRE(result.model.dma_after_host_work_seconds);
   CHECK(*result.model.dma_after_host_work_seconds == 0);
+}
+
+TEST_CASE("calibrate: a cold value's DMAs either way give their extra back, beside its own moves") {
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.dma_cold_value_seconds = 25e-6;
+  stand_in.dma_after_host_work_seconds = 40e-6;
+  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const Location pinned = Location::pinned(), gpu0 = Location::cuda(0);
+  const double in = stand_in.transfer_seconds(pinned, gpu0, kBytes),
+               out = stand_in.transfer_seconds(gpu0, pinned, kBytes);
+  CHECK(result.own_in_seconds == doctest::Approx(in).epsilon(1e-12));
+  CHECK(result.own_out_seconds == doctest::Approx(out).epsilon(1e-12));
+  CHECK(result.cold_in_seconds == doctest::Approx(in + 25e-6).epsilon(1e-12));
+  CHECK(result.cold_out_seconds == doctest::Approx(out + 25e-6).epsilon(1e-12));
+  REQUIRE(result.model.dma_cold_value_seconds);
+  CHECK(*result.model.dma_cold_value_seconds == doctest::Approx(25e-6).epsilon(1e-9));
+  CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9)); // apart
+  CHECK(fhr::calibrate::result_text(result).find(
+            "a DMA of a cold value (after another value's 1048576 B load), "
+            "1048576 B: into cuda:0 ") != std::string::npos);
+  // No slower: a measured 0, not an absent figure.
+  stand_in.dma_cold_value_seconds.reset();
+  result = calibrate_against(stand_in, LinkModel::h200());
+  REQUIRE(result.model.dma_cold_value_seconds);
+  CHECK(*result.model.dma_cold_value_seconds == 0);
 }
 
 TEST_CASE("calibrate: each host pool keeps seven times --max-bytes, never below the backend's default, "

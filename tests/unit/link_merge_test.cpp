@@ -213,26 +213,33 @@ TEST_CASE("link merge: profiles that describe different things are refused") {
         "the device-device curves of a.json and b.json differ and neither has the samples to merge them by");
 }
 
-TEST_CASE("link merge: a DMA's extra after host work is the median of the profiles that measured it") {
-  LinkModel older = LinkModel::h200(), first = older, second = older, third = older;
-  older.dma_after_host_work_seconds.reset();
-  first.dma_after_host_work_seconds = 40e-6;
-  second.dma_after_host_work_seconds = 90e-6;
-  third.dma_after_host_work_seconds = 60e-6;
-  const std::vector<std::string> names = {"old.json", "a.json", "b.json", "c.json"};
-  const std::vector<LinkModel> mixed = {older, first, second, third};
-  const fhr::MergedLinkModel merged = fhr::merge_link_models(mixed, names);
-  REQUIRE(merged.model.dma_after_host_work_seconds);
-  CHECK(*merged.model.dma_after_host_work_seconds == doctest::Approx(60e-6));
-  const auto found =
-      std::find_if(merged.figures.begin(), merged.figures.end(),
-                   [](const fhr::MergedFigure &f) { return f.name == "dma_after_host_work_us"; });
-  REQUIRE(found != merged.figures.end());
-  CHECK(found->profiles == 3);
-  CHECK(found->lowest == doctest::Approx(40));
-  CHECK(found->highest == doctest::Approx(90));
-  // None has it: none merged.
-  const std::vector<LinkModel> old_only = {older, older};
-  const std::vector<std::string> two = {"old.json", "old2.json"};
-  CHECK_FALSE(fhr::merge_link_models(old_only, two).model.dma_after_host_work_seconds);
+TEST_CASE("link merge: a DMA's extras are each the median of the profiles that measured it") {
+  struct Extra {
+    std::optional<double> LinkModel::*field;
+    const char *key;
+  };
+  for (const Extra extra : {Extra{&LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us"},
+                            Extra{&LinkModel::dma_cold_value_seconds, "dma_cold_value_us"}}) {
+    CAPTURE(extra.key);
+    LinkModel older = LinkModel::h200(), first = older, second = older, third = older;
+    older.*extra.field = std::nullopt;
+    first.*extra.field = 40e-6;
+    second.*extra.field = 90e-6;
+    third.*extra.field = 60e-6;
+    const std::vector<std::string> names = {"old.json", "a.json", "b.json", "c.json"};
+    const std::vector<LinkModel> mixed = {older, first, second, third};
+    const fhr::MergedLinkModel merged = fhr::merge_link_models(mixed, names);
+    REQUIRE(merged.model.*extra.field);
+    CHECK(*(merged.model.*extra.field) == doctest::Approx(60e-6));
+    const auto found = std::find_if(merged.figures.begin(), merged.figures.end(),
+                                    [&](const fhr::MergedFigure &f) { return f.name == extra.key; });
+    REQUIRE(found != merged.figures.end());
+    CHECK(found->profiles == 3);
+    CHECK(found->lowest == doctest::Approx(40));
+    CHECK(found->highest == doctest::Approx(90));
+    // None has it: none merged.
+    const std::vector<LinkModel> old_only = {older, older};
+    const std::vector<std::string> two = {"old.json", "old2.json"};
+    CHECK_FALSE(fhr::merge_link_models(old_only, two).model.*extra.field);
+  }
 }

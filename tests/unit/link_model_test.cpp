@@ -404,3 +404,9 @@ TEST_CASE("link model: a DMA's extra after host work round-trips, is optional, a
   check_optional_microseconds(model, &LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us",
                               "62.5");
 }
+
+TEST_CASE("link model: a cold value's DMA extra round-trips, is optional, and is checked") {
+  LinkModel model = LinkModel::h200();
+  model.dma_cold_value_seconds = 21.25e-6;
+  check_optional_microseconds(model, &LinkModel::dma_cold_value_seconds, "dma_cold_value_us", "21.25");
+}

@@ -46,6 +46,27 @@ TimelineStep loaded(fhr::ValueId value, Location source, Location destination, s
 const Location pinned = Location::pinned(), pageable = Location::pageable(), gpu0 = Location::cuda(0),
                gpu1 = Location::cuda(1);
 
+/// Steps that follow their own values' DMAs alone (the calibration's
+/// windows): no host work before them, every value warm.
+fhr::TimelineOptions after_own_dmas() {
+  fhr::TimelineOptions options;
+  options.host_work_before = false;
+  return options;
+}
+
+/// Each step's extras beyond its curve (fhr/model/dma_history.hpp): after
+/// host work as `after_host_work` lists them, for a cold value as `cold`
+/// does (none when empty).
+void check_dma_extras(const fhr::Timeline &t, const std::vector<double> &after_host_work,
+                      const std::vector<double> &cold = {}) {
+  REQUIRE(t.steps.size() == after_host_work.size());
+  for (std::size_t k = 0; k < after_host_work.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(after_host_work[k]).epsilon(1e-12));
+    CHECK(t.steps[k].cold_value_seconds == doctest::Approx(cold.empty() ? 0.0 : cold[k]).epsilon(1e-12));
+  }
+}
+
 } // namespace
 
 TEST_CASE("overlap window: distinct values, at most 32 copies, budgets with the window's copies charged") {
@@ -622,7 +643,7 @@ TEST_CASE("share_host_memory: in proportion, never below alone, only between cop
 }
 
 TEST_CASE("timeline, cold pools: replicas resident before the steps fill the device pool; a warm-up reserves "
-          "the most its growths held") {
+          "the most each pool held") {
   const LinkModel model = granular_model();
   // inference.fhr's enter: the 15 MiB weight, the 120 MiB key, the 30 MiB
   // query. The weight fits the start's 32 MiB; the key grows the pool to
@@ -631,13 +652,13 @@ TEST_CASE("timeline, cold pools: replicas resident before the steps fill the dev
                                            copy_step(1, pinned, gpu0, 120 * kMiB, false, 1),
                                            copy_step(2, pinned, gpu0, 30 * kMiB, false, 2)};
   fhr::Timeline t = fhr::predict_timeline(steps, model, cold_pools());
-  REQUIRE(t.cold_allocations.size() == 2);
-  CHECK(t.cold_allocations[0].pool_in_use == 135 * kMiB);
-  CHECK(t.cold_allocations[1].pool_in_use == 165 * kMiB);
+  CHECK(t.cold_allocations.size() == 2);
+  CHECK(t.device_peaks[0] == 165 * kMiB);
+  CHECK(t.device_peaks[1] == 0);
   // The warm-up grows the pool by one block of the 165 MiB: the missed
   // blocks alone (150 MiB) would leave the query's growth in the run.
   std::array<std::uint64_t, Location::kCount> resident{};
-  CHECK(fhr::warm_up_blocks(t.cold_allocations, resident, 4 * kMiB) ==
+  CHECK(fhr::warm_up_blocks(t.cold_allocations, resident, t.device_peaks, 4 * kMiB) ==
         std::vector<fhr::WarmUpBlock>{{gpu0, 165 * kMiB}});
 
   // A 30 MiB replica resident on cuda:0 before the steps (setup's) holds
@@ -648,23 +669,32 @@ TEST_CASE("timeline, cold pools: replicas resident before the steps fill the dev
   t = fhr::predict_timeline(weight, model, options);
   CHECK(t.steps[0].allocation_seconds == doctest::Approx(50e-6 + 32 * kMiB * 0.1e-9).epsilon(1e-12));
   REQUIRE(t.cold_allocations.size() == 1);
-  CHECK(t.cold_allocations[0].pool_in_use == 45 * kMiB);
+  CHECK(t.device_peaks[0] == 45 * kMiB);
   // ... and the warm-up reserves the 15 MiB beyond the resident replica.
-  CHECK(fhr::warm_up_blocks(t.cold_allocations, options.resident_before, 4 * kMiB) ==
+  CHECK(fhr::warm_up_blocks(t.cold_allocations, options.resident_before, t.device_peaks, 4 * kMiB) ==
         std::vector<fhr::WarmUpBlock>{{gpu0, 15 * kMiB}});
-  // Without it, nothing to grow, nothing to reserve.
+  // Without it the weight fits the start granule: the model charges no
+  // growth, and the warm-up still hands the pool its block (the first
+  // block beyond the start block took 20-45 µs on the H200 without).
   t = fhr::predict_timeline(weight, model, cold_pools());
   CHECK(t.cold_allocations.empty());
+  CHECK(t.steps[0].allocation_seconds == 0);
+  CHECK(fhr::warm_up_blocks(t.cold_allocations, resident, t.device_peaks, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{gpu0, 15 * kMiB}});
   // Host blocks are asked for as they missed, the bounce buffers as one
-  // block of the staged size.
+  // block of the staged size, before the devices'.
   const std::vector<fhr::ColdAllocation> host = {{pinned, 10 * kMiB}, {pageable, 64 * kMiB, true}};
-  CHECK(fhr::warm_up_blocks(host, resident, 4 * kMiB) ==
-        std::vector<fhr::WarmUpBlock>{{pinned, 10 * kMiB}, {pageable, 4 * kMiB}});
-  // A device pool a few bytes short: a block the pool serves itself (one
-  // of 1 MiB or less would come from the backend's small-block cache).
-  const std::vector<fhr::ColdAllocation> just_over = {{gpu0, 64 * kMiB, false, 32 * kMiB + 4096}};
+  fhr::DevicePeaks peaks{};
+  peaks[1] = 8 * kMiB;
+  CHECK(fhr::warm_up_blocks(host, resident, peaks, 4 * kMiB) ==
+        std::vector<fhr::WarmUpBlock>{{pinned, 10 * kMiB}, {pageable, 4 * kMiB}, {gpu1, 8 * kMiB}});
+  // A device pool a few bytes beyond its resident replicas: a block the
+  // pool serves itself (one of 1 MiB or less would come from the backend's
+  // small-block cache); one that held nothing beyond them: none.
+  peaks = {32 * kMiB + 4096, 16 * kMiB};
   resident[gpu0.index()] = 32 * kMiB;
-  CHECK(fhr::warm_up_blocks(just_over, resident, 4 * kMiB) ==
+  resident[gpu1.index()] = 16 * kMiB;
+  CHECK(fhr::warm_up_blocks({}, resident, peaks, 4 * kMiB) ==
         std::vector<fhr::WarmUpBlock>{{gpu0, fhr::kDeviceSmallBlockMaxBytes + 1}});
 }
 
@@ -719,11 +749,7 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
   };
   const std::vector<double> pays = {50e-6, 0, 0, 0, 50e-6, 50e-6, 0, 0, 50e-6, 0, 50e-6};
   fhr::Timeline t = fhr::predict_timeline(steps, model);
-  REQUIRE(t.steps.size() == pays.size());
-  for (std::size_t k = 0; k < pays.size(); ++k) {
-    CAPTURE(k);
-    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(pays[k]).epsilon(1e-12));
-  }
+  check_dma_extras(t, pays);
   // On the engine, as part of the copy: 10 us + 1 ms + 50 us.
   CHECK(t.steps[0].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].end_seconds - t.steps[2].start_seconds == doctest::Approx(1.01 * kMs).epsilon(1e-12));
@@ -732,8 +758,7 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
   const double total = t.total_seconds;
 
   // Without the setup's work the first DMA in pays nothing; the rest alike.
-  fhr::TimelineOptions options;
-  options.host_work_before = false;
+  const fhr::TimelineOptions options = after_own_dmas();
   t = fhr::predict_timeline(steps, model, options);
   CHECK(t.steps[0].after_host_work_seconds == 0);
   CHECK(t.steps[4].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
@@ -771,8 +796,7 @@ TEST_CASE("timeline: what sets, clears and leaves the host work state: host copi
           "peer copy, a small copy from pageable memory") {
   LinkModel model = round_model();
   model.dma_after_host_work_seconds = 50e-6;
-  fhr::TimelineOptions options;
-  options.host_work_before = false;
+  const fhr::TimelineOptions options = after_own_dmas();
   const std::vector<TimelineStep> steps = {
       copy_step(0, pageable, pinned, kMB, false, 0), // a host copy, then in its window
       copy_step(1, pinned, gpu0, kMB, false, 0),     // a DMA in after it: pays
@@ -788,12 +812,78 @@ TEST_CASE("timeline: what sets, clears and leaves the host work state: host copi
   const fhr::Timeline t = fhr::predict_timeline(steps, model, options);
   CHECK(t.steps[0].window == t.steps[1].window);
   const std::vector<double> pays = {0, 50e-6, 0, 0, 0, 50e-6, 0, 0, 0, 50e-6};
-  REQUIRE(t.steps.size() == pays.size());
-  for (std::size_t k = 0; k < pays.size(); ++k) {
-    CAPTURE(k);
-    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(pays[k]).epsilon(1e-12));
-  }
+  check_dma_extras(t, pays);
   // The DMA after the host copy starts once the host copy is done (1 ms)
   // and holds its engine 10 us + 50 us + 1 ms.
   CHECK(t.steps[1].end_seconds == doctest::Approx(2.06 * kMs).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "timeline: a DMA of a value whose bytes have not crossed its device's link since the processor's work "
+    "pays the cold value's extra, either way") {
+  LinkModel model = round_model();
+  model.dma_after_host_work_seconds = 50e-6;
+  model.dma_cold_value_seconds = 20e-6;
+  constexpr std::uint64_t kStaged = 8 * kMB; // staged from 4 MiB
+  // One window a step (a group each), in this order:
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pinned, gpu0, kMB, true, 0),  // 0: after the setup's fills: the extra after host work
+      copy_step(0, gpu0, pinned, kMB, true, 1),  // 1: its own move back: warm
+      copy_step(1, pinned, gpu0, kMB, true, 2),  // 2: never crossed since setup: cold
+      copy_step(0, pinned, gpu0, kMB, true, 3),  // 3: other values' DMAs leave it warm
+      loaded(2, pageable, gpu0, kStaged, 4),     // 4: a load: the processor's work, then its copy
+      copy_step(0, gpu0, pinned, kMB, true, 5),  // 5: out, cold since the load's fill
+      copy_step(1, gpu0, pinned, kMB, true, 6),  // 6: the same
+      copy_step(1, pinned, gpu1, kMB, true, 7),  // 7: cuda:1's first DMA in since the fill: after host work
+      copy_step(1, gpu1, pinned, kMB, true, 8),  // 8: warm on cuda:1
+      copy_step(1, pinned, gpu0, kMB, true, 9),  // 9: crossed cuda:0's link in step 6: warm
+      copy_step(3, gpu0, gpu1, kMB, false, 10),  // 10: a peer copy pays nothing ...
+      copy_step(3, gpu1, pinned, kMB, true, 11), // 11: ... and leaves it warm on both
+      copy_step(2, gpu0, pageable, kStaged, true, 12), // 12: a staged copy out: the processor's work
+      copy_step(0, pinned, gpu0, kMB, true, 13),       // 13: after host work
+      copy_step(4, gpu1, pinned, kMB, true, 14), // 14: out of cuda:1: cold (no extra after host work out)
+  };
+  const std::vector<double> after_host_work = {50e-6, 0, 0, 0, 0, 0, 0, 50e-6, 0, 0, 0, 0, 0, 50e-6, 0};
+  const std::vector<double> cold = {0, 0, 20e-6, 0, 0, 20e-6, 20e-6, 0, 0, 0, 0, 0, 0, 0, 20e-6};
+  fhr::Timeline t = fhr::predict_timeline(steps, model);
+  check_dma_extras(t, after_host_work, cold);
+  // On the engine, as part of the copy: 10 us + 1 ms + 20 us.
+  CHECK(t.steps[2].end_seconds - t.steps[2].start_seconds == doctest::Approx(1.03 * kMs).epsilon(1e-12));
+  // Out of the device (1 ms + 20 us: the outbound link has no fixed cost here).
+  CHECK(t.steps[5].end_seconds - t.steps[5].start_seconds == doctest::Approx(1.02 * kMs).epsilon(1e-12));
+  const double total = t.total_seconds;
+
+  // After its own values' DMAs alone (the calibration's windows) nothing
+  // is cold until the processor's work: steps 0 and 2 pay nothing.
+  const fhr::TimelineOptions options = after_own_dmas();
+  t = fhr::predict_timeline(steps, model, options);
+  check_dma_extras(t, {0, 0, 0, 0, 0, 0, 0, 50e-6, 0, 0, 0, 0, 0, 50e-6, 0},
+                   {0, 0, 0, 0, 0, 20e-6, 20e-6, 0, 0, 0, 0, 0, 0, 0, 20e-6});
+  CHECK(t.total_seconds == doctest::Approx(total - 70e-6).epsilon(1e-12));
+
+  // A profile without the figure (made before it was measured): no extra.
+  model.dma_cold_value_seconds.reset();
+  t = fhr::predict_timeline(steps, model);
+  CHECK(t.total_seconds == doctest::Approx(total - 80e-6).epsilon(1e-12));
+  for (const fhr::StepTime &time : t.steps)
+    CHECK(time.cold_value_seconds == 0);
+}
+
+TEST_CASE("timeline: in a window each cold value's DMA pays on its own engine, in plan order") {
+  LinkModel model = round_model();
+  model.dma_cold_value_seconds = 20e-6;
+  const fhr::TimelineOptions options = after_own_dmas();
+  // A host copy makes every value cold; an eviction of one of them; one
+  // window of two prefetches of others, cold; the evicted one back, warm.
+  const std::vector<TimelineStep> steps = {
+      copy_step(9, pageable, pinned, kMB, false, 0), copy_step(0, gpu0, pinned, kMB, true, 1),
+      copy_step(1, pinned, gpu0, kMB, true, 2), copy_step(2, pinned, gpu0, kMB, true, 2),
+      copy_step(0, pinned, gpu0, kMB, true, 3)};
+  const fhr::Timeline t = fhr::predict_timeline(steps, model, options);
+  CHECK(t.windows == 4);
+  CHECK(t.steps[2].window == t.steps[3].window);
+  check_dma_extras(t, {0, 0, 0, 0, 0}, {0, 20e-6, 20e-6, 20e-6, 0});
+  // The two cold prefetches queue on cuda:0's inbound engine, each 10 us +
+  // 1 ms + 20 us, after the host copy's 1 ms and the eviction's 1 ms + 20 us.
+  CHECK(t.steps[3].end_seconds == doctest::Approx((1 + 1.02 + 2 * 1.03) * kMs).epsilon(1e-9));
 }

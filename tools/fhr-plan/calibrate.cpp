@@ -19,7 +19,7 @@ constexpr bool kMove = true;
 /// window's prefetch follows other DMAs, so it does not pay the extra
 /// after host work; the window into the device beside a host copy
 /// follows the window out of it, whose host copy is the processor's work,
-/// so its DMA does (DmaAfterHostWorkSeries has measured it by then: left
+/// so its DMA does (DmaExtrasSeries has measured it by then: left
 /// out, it would be taken for a slower host memory, and at a small
 /// --max-bytes mislead the figure's fit).
 TimelineOptions window_options(bool after_host_work) {
@@ -27,10 +27,10 @@ TimelineOptions window_options(bool after_host_work) {
   options.host_work_before = after_host_work;
   return options;
 }
-/// The DMA after host work (DmaAfterHostWorkSeries), at most `--max-bytes`
-/// each: a value of the smallest size the 10% target covers, after a
-/// fill the size of a rotation key (FHE-SIZES.md: 120 MiB at logN 16).
-constexpr std::uint64_t kAfterHostWorkBytes = std::uint64_t{16} << 20;
+/// The DMAs' extras (DmaExtrasSeries), at most `--max-bytes` each: a value
+/// of the smallest size the 10% target covers, after a fill or a load the
+/// size of a rotation key (FHE-SIZES.md: 120 MiB at logN 16).
+constexpr std::uint64_t kDmaExtrasBytes = std::uint64_t{16} << 20;
 constexpr std::uint64_t kHostWorkBytes = std::uint64_t{128} << 20;
 } // namespace
 
@@ -76,6 +76,9 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
   case Operation::Kind::CopyAfterHostWork:
     return stand_in_.transfer_seconds(operation.from, operation.to, operation.bytes) +
            stand_in_.dma_after_host_work_seconds.value_or(0);
+  case Operation::Kind::CopyOfColdValue:
+    return stand_in_.transfer_seconds(operation.from, operation.to, operation.bytes) +
+           stand_in_.dma_cold_value_seconds.value_or(0);
   case Operation::Kind::ColdSourceLoad:
     return static_cast<double>(operation.bytes) *
            (1 / stand_in_.source_load_bytes_per_second + stand_in_.pageable_first_touch_seconds_per_byte);
@@ -111,22 +114,22 @@ Result calibrate(Manager &manager, Clock &clock, const Options &options, const F
   DuplexSeries duplex(manager, clock, options.max_bytes);
   HostMemorySeries host_memory(manager, clock, options.max_bytes);
   SourceLoadSeries source_loads(manager, clock, options.max_bytes);
-  DmaAfterHostWorkSeries after_host_work(manager, clock, std::min(kAfterHostWorkBytes, options.max_bytes),
-                                         std::min(kHostWorkBytes, options.max_bytes));
+  DmaExtrasSeries dma_extras(manager, clock, std::min(kDmaExtrasBytes, options.max_bytes),
+                             std::min(kHostWorkBytes, options.max_bytes));
   for (unsigned round = 0; round <= options.repetitions; ++round) {
     moves.round(round > 0);
     duplex.round(round > 0);
     host_memory.round(round > 0);
     source_loads.sample(round > 0);
-    after_host_work.round(round > 0);
+    dma_extras.round(round > 0);
   }
 
   Result result;
   result.model = defaults;
   moves.finish(result, raw, options.repetitions);
   duplex.finish(result, defaults.duplex_bytes_per_second); // after the pinned <-> device curves
-  after_host_work.finish(result);
-  // After every curve, the duplex and the DMA after host work.
+  dma_extras.finish(result);
+  // After every curve, the duplex and the DMAs' extras.
   host_memory.finish(result, defaults.host_memory_bytes_per_second);
   loads.finish(result);
   source_loads.finish(result);
@@ -211,15 +214,22 @@ std::string result_text(const Result &result) {
     out += line;
   }
   out += "\n";
-  if (result.after_host_work_bytes > 0) {
+  if (result.dma_extras_bytes > 0) {
+    std::snprintf(
+        line, sizeof line,
+        "  a DMA into cuda:0 after host work (a %llu B fill, %.2f us), %llu B: %.2f us measured, "
+        "%.2f us after its own round trip: +%.2f us\n",
+        static_cast<unsigned long long>(result.host_work_bytes), result.host_work_fill_seconds * 1e6,
+        static_cast<unsigned long long>(result.dma_extras_bytes), result.after_host_work_seconds * 1e6,
+        result.own_in_seconds * 1e6, result.model.dma_after_host_work_seconds.value_or(0) * 1e6);
+    out += line;
     std::snprintf(line, sizeof line,
-                  "  a DMA into cuda:0 after host work (a %llu B fill, %.2f us), %llu B: %.2f us measured, "
-                  "%.2f us after its own round trip: +%.2f us\n",
+                  "  a DMA of a cold value (after another value's %llu B load), %llu B: into cuda:0 %.2f us "
+                  "(%.2f us after its own), out %.2f us (%.2f us): +%.2f us\n",
                   static_cast<unsigned long long>(result.host_work_bytes),
-                  result.host_work_fill_seconds * 1e6,
-                  static_cast<unsigned long long>(result.after_host_work_bytes),
-                  result.after_host_work_seconds * 1e6, result.after_own_round_trip_seconds * 1e6,
-                  result.model.dma_after_host_work_seconds.value_or(0) * 1e6);
+                  static_cast<unsigned long long>(result.dma_extras_bytes), result.cold_in_seconds * 1e6,
+                  result.own_in_seconds * 1e6, result.cold_out_seconds * 1e6, result.own_out_seconds * 1e6,
+                  result.model.dma_cold_value_seconds.value_or(0) * 1e6);
     out += line;
   }
   for (LinkKind link : result.kept_from_default)

@@ -41,8 +41,12 @@ struct Operation {
     /// threads (HostMemorySeries).
     BesideHostCopy,
     /// A move from pinned memory at `from` into `to` (a device) right
-    /// after the processor wrote host memory (DmaAfterHostWorkSeries).
+    /// after the processor wrote host memory (DmaExtrasSeries).
     CopyAfterHostWork,
+    /// A move between pinned memory and a device of a value whose bytes
+    /// have not crossed the device's link since the processor's last work
+    /// (DmaExtrasSeries: after another value's load).
+    CopyOfColdValue,
   } kind = Kind::Copy;
   Location from, to;
   std::uint64_t bytes = 0;
@@ -155,13 +159,15 @@ struct Result {
   double duplex_fastest_seconds = 0, duplex_slowest_seconds = 0; ///< the samples' range
   std::uint64_t duplex_bytes = 0;
   HostMemoryWindows host_memory;
-  /// A move from pinned memory into cuda:0 straight after its own round
-  /// trip and after the processor filled host memory
-  /// (DmaAfterHostWorkSeries): the medians.
-  std::uint64_t after_host_work_bytes = 0;
-  double after_own_round_trip_seconds = 0, after_host_work_seconds = 0;
-  /// The host work before each DMA: a source's fill of this many bytes of
-  /// pageable memory, and its median.
+  /// The moves of DmaExtrasSeries' value between pinned memory and cuda:0,
+  /// the medians: into the device straight after its own round trip, after
+  /// the processor filled host memory, and after another value's load;
+  /// out of it straight after its move in and after another value's load.
+  std::uint64_t dma_extras_bytes = 0;
+  double own_in_seconds = 0, after_host_work_seconds = 0, cold_in_seconds = 0;
+  double own_out_seconds = 0, cold_out_seconds = 0;
+  /// The host work before the DMAs: a source's fill of this many bytes of
+  /// pageable memory (the other value's load fills as many), and its median.
   std::uint64_t host_work_bytes = 0;
   double host_work_fill_seconds = 0;
 };

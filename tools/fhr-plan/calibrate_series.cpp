@@ -313,42 +313,73 @@ void SourceLoadSeries::finish(Result &result) {
 
 // ---- a DMA after host work ------------------------------------------------
 
-DmaAfterHostWorkSeries::DmaAfterHostWorkSeries(Manager &manager, Clock &clock, std::uint64_t bytes,
-                                               std::uint64_t host_work_bytes)
+DmaExtrasSeries::DmaExtrasSeries(Manager &manager, Clock &clock, std::uint64_t bytes,
+                                 std::uint64_t host_work_bytes)
     : manager_(manager), clock_(clock), bytes_(bytes), host_work_bytes_(host_work_bytes),
       value_(adopt_value(manager, bytes, 6)),
       filled_(register_pattern(manager, std::make_shared<PatternSource>(), host_work_bytes)) {
   manager_.move(value_, kPinned); // adopted in pageable memory
 }
 
-void DmaAfterHostWorkSeries::sample(const Operation &operation, bool timed, std::vector<double> &seconds) {
-  const double taken = clock_.time([&] { manager_.move(value_, kGpu0, kPinned); }, operation);
-  manager_.move(value_, kPinned, kGpu0);
+void DmaExtrasSeries::sample(Location to, const Operation &operation, bool timed,
+                             std::vector<double> &seconds) {
+  const double taken =
+      clock_.time([&] { manager_.move(value_, to, to == kGpu0 ? kPinned : kGpu0); }, operation);
   if (timed) seconds.push_back(taken);
 }
 
-void DmaAfterHostWorkSeries::round(bool timed) {
+void DmaExtrasSeries::load_other() {
+  manager_.ensure(filled_, kGpu0);
+  manager_.drop(filled_, kGpu0);
+}
+
+void DmaExtrasSeries::round(bool timed) {
   // Its own round trip first: the other series ran in between.
   manager_.move(value_, kGpu0, kPinned);
   manager_.move(value_, kPinned, kGpu0);
+  const Operation in{Operation::Kind::Copy, kPinned, kGpu0, bytes_},
+      out{Operation::Kind::Copy, kGpu0, kPinned, bytes_},
+      in_after_host_work{Operation::Kind::CopyAfterHostWork, kPinned, kGpu0, bytes_},
+      cold_in{Operation::Kind::CopyOfColdValue, kPinned, kGpu0, bytes_},
+      cold_out{Operation::Kind::CopyOfColdValue, kGpu0, kPinned, bytes_};
   for (unsigned k = 0; k < kSamplesPerRound; ++k) {
-    sample(Operation{Operation::Kind::Copy, kPinned, kGpu0, bytes_}, timed, after_round_trip_);
+    sample(kGpu0, in, timed, own_in_);
+    sample(kPinned, out, timed, own_out_);
     const double fill = time_fill(manager_, clock_, filled_, host_work_bytes_);
     if (timed) fill_seconds_.push_back(fill);
-    sample(Operation{Operation::Kind::CopyAfterHostWork, kPinned, kGpu0, bytes_}, timed, after_host_work_);
+    sample(kGpu0, in_after_host_work, timed, after_host_work_);
+    manager_.move(value_, kPinned, kGpu0);
+    // Cold into the device as a plan's value placed by the processor meets
+    // it (bootstrapping's ciphertext after its first key's load): its
+    // pinned block written by a host copy, then another value's load.
+    manager_.move(value_, kPageable, kPinned);
+    manager_.move(value_, kPinned, kPageable);
+    load_other();
+    sample(kGpu0, cold_in, timed, cold_in_);
+    // Cold out of it as a value evicted after loads meets it.
+    load_other();
+    sample(kPinned, cold_out, timed, cold_out_);
   }
 }
 
-void DmaAfterHostWorkSeries::finish(Result &result) {
+void DmaExtrasSeries::finish(Result &result) {
   manager_.discard(value_);
   manager_.discard(filled_);
-  result.after_host_work_bytes = bytes_;
+  result.dma_extras_bytes = bytes_;
   result.host_work_bytes = host_work_bytes_;
   result.host_work_fill_seconds = median(fill_seconds_);
-  result.after_own_round_trip_seconds = median(after_round_trip_);
+  result.own_in_seconds = median(own_in_);
   result.after_host_work_seconds = median(after_host_work_);
+  result.cold_in_seconds = median(cold_in_);
+  result.own_out_seconds = median(own_out_);
+  result.cold_out_seconds = median(cold_out_);
   result.model.dma_after_host_work_seconds =
-      std::max(0.0, result.after_host_work_seconds - result.after_own_round_trip_seconds);
+      std::max(0.0, result.after_host_work_seconds - result.own_in_seconds);
+  // One figure for both directions: on the H200 a 10 MiB ciphertext's
+  // moves in and out after key loads missed their curves alike.
+  const double cold_in = result.cold_in_seconds - result.own_in_seconds,
+               cold_out = result.cold_out_seconds - result.own_out_seconds;
+  result.model.dma_cold_value_seconds = std::max(0.0, (cold_in + cold_out) / 2);
 }
 
 } // namespace fhr::calibrate

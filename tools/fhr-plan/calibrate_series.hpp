@@ -154,32 +154,44 @@ private:
   std::vector<double> seconds_;
 };
 
-/// A move from pinned memory into cuda:0 straight after its own round trip
-/// (the state the moves' curves are measured in) and straight after the
-/// processor filled `host_work_bytes` of pageable memory (a source's fill),
-/// kSamplesPerRound samples of each a round: the difference of their
-/// medians is the profile's `dma_after_host_work_us`
-/// (fhr/model/host_work_state.hpp). With one sample a round (five or
-/// seven in all) seven calibrations on the H200 gave 18-122 µs, with
-/// three 33-57 µs (six).
-class DmaAfterHostWorkSeries {
+/// What a DMA between pinned memory and cuda:0 pays beyond its curve
+/// (fhr/model/dma_history.hpp), on a value of `bytes`, kSamplesPerRound
+/// samples of each state a round:
+///  - into the device straight after its own round trip and out straight
+///    after that move in (the state the moves' curves are measured in);
+///  - into the device straight after the processor filled
+///    `host_work_bytes` of pageable memory (a source's fill): the
+///    difference of the medians is the profile's `dma_after_host_work_us`.
+///    With one sample a round (five or seven in all) seven calibrations on
+///    the H200 gave 18-122 µs, with three 33-57 µs (six);
+///  - either way straight after another value's load of
+///    `host_work_bytes` into the device (its fill, then its copy: no host
+///    work pending, the value cold), into the device with its pinned
+///    block written by a host copy before that load (a value the
+///    processor placed, as a plan's setup does): the mean of the two
+///    directions' differences is `dma_cold_value_us`. Straight after its
+///    own move in and that one load, the move into the device took 6-12
+///    µs more on the H200, where plans' values placed by the processor
+///    took 20-33 µs more (docs/benchmarks.md, twenty-second wave).
+class DmaExtrasSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
-  DmaAfterHostWorkSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint64_t host_work_bytes);
+  DmaExtrasSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint64_t host_work_bytes);
   void round(bool timed);
-  /// The extra (0 where the DMA after host work was no slower); discards
-  /// the values.
+  /// The extras (0 where the state was no slower); discards the values.
   void finish(Result &result);
 
 private:
-  /// Moves the value into cuda:0, timed as `operation`, and back.
-  void sample(const Operation &operation, bool timed, std::vector<double> &seconds);
+  /// Moves the value to `to`, timed as `operation`.
+  void sample(Location to, const Operation &operation, bool timed, std::vector<double> &seconds);
+  /// The other value's load into cuda:0, dropped again.
+  void load_other();
   Manager &manager_;
   Clock &clock_;
   std::uint64_t bytes_, host_work_bytes_;
   Handle value_;  ///< in pinned memory between samples
-  Handle filled_; ///< the host work: a source that fills pageable memory
-  std::vector<double> after_round_trip_, after_host_work_;
+  Handle filled_; ///< the host work: a source that fills pageable memory, and the other value
+  std::vector<double> own_in_, after_host_work_, cold_in_, own_out_, cold_out_;
   std::vector<double> fill_seconds_; ///< the host work's, timed as a source's fill
 };
 

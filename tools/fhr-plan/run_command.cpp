@@ -174,8 +174,9 @@ PoolOptions backend_pools() {
 /// cold pools (the cold timeline's misses, fhr/model/runtime_pools.hpp) as
 /// the manager's warm-up requests, the bounce buffers of staged transfers
 /// as a pageable block of the smallest staged size (which makes them), and
-/// what those allocations would have cost the steps. A device pool is
-/// grown by one block (fhr/model/runtime_pools.hpp, warm_up_blocks).
+/// what those allocations would have cost the steps. A device pool gets
+/// one block of the most the steps held there (fhr/model/runtime_pools.hpp,
+/// warm_up_blocks).
 struct UnitWarmUp {
   std::vector<PoolRequest> requests;
   std::optional<double> predicted_us;
@@ -188,8 +189,8 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   const UnitMemory memory = unit_memory(*unit);
   cold = unit_timeline_options(memory, cold);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
-  for (const WarmUpBlock &block :
-       warm_up_blocks(timeline.cold_allocations, cold.resident_before, cold.staged_min_bytes))
+  for (const WarmUpBlock &block : warm_up_blocks(timeline.cold_allocations, cold.resident_before,
+                                                 timeline.device_peaks, cold.staged_min_bytes))
     request_block(warm_up.requests, block.location, static_cast<std::size_t>(block.bytes));
   warm_up.predicted_us = timeline.allocation_seconds * 1e6;
   return warm_up;

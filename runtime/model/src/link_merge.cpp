@@ -159,14 +159,16 @@ MergedLinkModel merge_link_models(std::span<const LinkModel> profiles, std::span
     model.pinned_allocation_seconds_per_byte =
         merge_figure(std::move(rate_alone), "pinned_allocation_ns_per_byte", 0, 1e-9, merged.figures);
   }
-  // A DMA's extra after host work, where measured (profiles before it have none).
-  std::vector<double> after_host_work;
-  for (const LinkModel &profile : profiles)
-    if (profile.dma_after_host_work_seconds) after_host_work.push_back(*profile.dma_after_host_work_seconds);
-  model.dma_after_host_work_seconds.reset();
-  if (!after_host_work.empty())
-    model.dma_after_host_work_seconds =
-        merge_figure(std::move(after_host_work), "dma_after_host_work_us", 0, 1e-6, merged.figures);
+  // The DMAs' extras, each over the profiles that measured it.
+  for (const OptionalMicroseconds &optional : kDmaExtraFigures) {
+    std::vector<double> values;
+    for (const LinkModel &profile : profiles)
+      if (const std::optional<double> &value = profile.*optional.field) values.push_back(*value);
+    model.*optional.field =
+        values.empty()
+            ? std::nullopt
+            : std::optional<double>(merge_figure(std::move(values), optional.key, 0, 1e-6, merged.figures));
+  }
   // A small pinned block's cost, where measured (profiles before it have none).
   std::vector<double> fixed, rate;
   for (const LinkModel &profile : profiles)

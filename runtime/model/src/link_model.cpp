@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,12 @@ constexpr std::string_view kHostHostOne = "host-host";
 
 constexpr double kMicro = 1e-6;
 constexpr double kGiga = 1e9;
+
+/// A large cold pinned block's fixed part, beside the DMAs' extras.
+constexpr OptionalMicroseconds kPinnedAllocationFixed = {"pinned_allocation_us",
+                                                         &LinkModel::pinned_allocation_fixed_seconds};
+constexpr std::array<OptionalMicroseconds, 3> kOptionalMicroseconds = {
+    kPinnedAllocationFixed, kDmaExtraFigures[0], kDmaExtraFigures[1]};
 } // namespace
 
 std::string_view link_kind_name(LinkKind kind) { return kLinkNames[static_cast<std::size_t>(kind)]; }
@@ -240,10 +247,9 @@ std::string link_model_to_json(const LinkModel &model) {
     document["host_memory_gbps"] = figure(model.host_memory_bytes_per_second / kGiga);
   if (model.device_pool_granule_bytes > 0)
     document["device_pool_granule_bytes"] = model.device_pool_granule_bytes;
-  if (model.pinned_allocation_fixed_seconds)
-    document["pinned_allocation_us"] = figure(*model.pinned_allocation_fixed_seconds / kMicro);
-  if (model.dma_after_host_work_seconds)
-    document["dma_after_host_work_us"] = figure(*model.dma_after_host_work_seconds / kMicro);
+  for (const OptionalMicroseconds &optional : kOptionalMicroseconds)
+    if (const std::optional<double> &seconds = model.*optional.field)
+      document[optional.key] = figure(*seconds / kMicro);
   if (model.small_pinned_allocation) {
     document["small_pinned_allocation_us"] = figure(model.small_pinned_allocation->seconds / kMicro);
     document["small_pinned_allocation_ns_per_byte"] =
@@ -304,12 +310,9 @@ LinkModel link_model_from_json(std::string_view input) {
   if (document.contains("pageable_first_touch_ns_per_byte"))
     model.pageable_first_touch_seconds_per_byte =
         positive_number(document, "$", "pageable_first_touch_ns_per_byte", true) * 1e-9;
-  if (document.contains("pinned_allocation_us"))
-    model.pinned_allocation_fixed_seconds =
-        positive_number(document, "$", "pinned_allocation_us", true) * kMicro;
-  if (document.contains("dma_after_host_work_us"))
-    model.dma_after_host_work_seconds =
-        positive_number(document, "$", "dma_after_host_work_us", true) * kMicro;
+  for (const OptionalMicroseconds &optional : kOptionalMicroseconds)
+    if (document.contains(optional.key))
+      model.*optional.field = positive_number(document, "$", optional.key, true) * kMicro;
   if (document.contains("device_pool_granule_bytes")) {
     const json &granule = document["device_pool_granule_bytes"];
     if (!granule.is_number_unsigned() || granule.get<std::uint64_t>() == 0)

@@ -20,30 +20,26 @@ void RuntimePools::SizedPool::give_back(std::uint64_t size, std::uint64_t bound)
 
 std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
                                         const std::array<std::uint64_t, Location::kCount> &resident,
-                                        std::uint64_t staging_block) {
+                                        const DevicePeaks &peaks, std::uint64_t staging_block) {
   std::vector<WarmUpBlock> blocks;
-  std::vector<WarmUpBlock> devices; // one each: the most held beyond the resident bytes
-  for (const ColdAllocation &allocation : cold) {
-    if (!allocation.location.is_cuda()) {
+  for (const ColdAllocation &allocation : cold)
+    if (!allocation.location.is_cuda())
       blocks.push_back({allocation.location, allocation.staging ? staging_block : allocation.bytes});
-      continue;
-    }
-    const std::uint64_t before = resident[allocation.location.index()];
-    const std::uint64_t beyond = allocation.pool_in_use - std::min(allocation.pool_in_use, before);
-    auto device = std::find_if(devices.begin(), devices.end(),
-                               [&](const WarmUpBlock &b) { return b.location == allocation.location; });
-    if (device == devices.end())
-      devices.push_back({allocation.location, beyond});
-    else
-      device->bytes = std::max(device->bytes, beyond);
-  }
-  for (WarmUpBlock device : devices) {
-    if (device.bytes == 0) continue;
+  for (unsigned device = 0; device < peaks.size(); ++device) {
+    const Location location = Location::cuda(device);
+    const std::uint64_t before = resident[location.index()];
+    if (peaks[device] <= before) continue;
     // A smaller block would go to the small-block cache and leave the pool as it is.
-    device.bytes = std::max(device.bytes, kDeviceSmallBlockMaxBytes + 1);
-    blocks.push_back(device);
+    blocks.push_back({location, std::max(peaks[device] - before, kDeviceSmallBlockMaxBytes + 1)});
   }
   return blocks;
+}
+
+DevicePeaks RuntimePools::device_peaks() const {
+  DevicePeaks peaks{};
+  for (unsigned device = 0; device < devices_.size(); ++device)
+    peaks[device] = devices_[device].peak;
+  return peaks;
 }
 
 double RuntimePools::cold(ColdAllocation allocation, double seconds) {
@@ -67,7 +63,7 @@ RuntimePools::RuntimePools(const LinkModel &links, PoolOptions options,
   for (unsigned device = 0; device < devices_.size(); ++device) {
     DevicePool &pool = devices_[device];
     // The backend's start block, then setup's replicas from the same pool.
-    pool.in_use = resident[Location::cuda(device).index()];
+    pool.in_use = pool.peak = resident[Location::cuda(device).index()];
     pool.reserved = links_.device_pool_granule_bytes > 0
                         ? device_reservation(std::max(kDevicePoolStartBytes, pool.in_use))
                         : pool.in_use;
@@ -92,11 +88,12 @@ double RuntimePools::allocate(Location location, std::uint64_t bytes) {
   if (!location.is_cuda()) return 0;
   DevicePool &pool = devices_[location.device()];
   pool.in_use += bytes;
+  pool.peak = std::max(pool.peak, pool.in_use);
   if (pool.in_use <= pool.reserved) return 0;
   const std::uint64_t reserved = device_reservation(pool.in_use);
   const double growth = static_cast<double>(reserved - pool.reserved);
   pool.reserved = reserved;
-  return cold({location, bytes, false, pool.in_use},
+  return cold({location, bytes},
               links_.device_allocation_seconds + growth * links_.device_growth_seconds_per_byte);
 }
 

@@ -1,6 +1,6 @@
 #include "fhr/model/timeline.hpp"
 
-#include "fhr/model/host_work_state.hpp"
+#include "fhr/model/dma_history.hpp"
 #include "fhr/model/overlap_window.hpp"
 
 #include <algorithm>
@@ -63,8 +63,8 @@ struct Flow {
   /// slowed while it shares the host's memory.
   double host_part_bytes_per_second = 0;
   double latency_left = 0;
-  /// Of latency_left, what its DMA pays after host work (host_work_state.hpp).
-  double after_host_work = 0;
+  /// Of latency_left, what its DMA pays beyond its curve (dma_history.hpp).
+  DmaExtra dma_extra;
   double bytes_left = 0;
   double bytes_per_second = 1;
   /// Bytes of host memory its DMA (or memcpy) and its host part read and
@@ -98,24 +98,25 @@ bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options)
   return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
 }
 
-/// Applies a copy from `from` to `to` to the host work state
-/// (host_work_state.hpp) and returns the extra seconds its DMA pays: a DMA
-/// into a device pays after host work and clears its device's state; a
-/// copy from pageable memory into a device clears its device's state and
-/// sets the others' (the processor wrote pinned memory for it); a copy
-/// that writes host memory on the processor (a memcpy between host
-/// locations, a staged copy's host part out of a device) sets them all.
-double apply_host_work_rule(Location from, Location to, const LinkModel &links, HostWorkSinceDma &host_work) {
+/// Applies a copy of `value` from `from` to `to` to the DMA history
+/// (dma_history.hpp) and returns what its DMA pays beyond its curve: a DMA
+/// between pinned memory and a device pays after host work or for a cold
+/// value; a copy from pageable memory into a device (a load's too) is the
+/// processor's work and then its device's DMA; a copy that writes host
+/// memory on the processor (a memcpy between host locations, a staged
+/// copy's host part out of a device) is the processor's work.
+DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const LinkModel &links,
+                                DmaHistory &history) {
   switch (*link_between(from, to)) {
-  case LinkKind::PinnedToDevice: return host_work.dma_into(to.device(), links);
-  case LinkKind::PageableToDevice: host_work.copied_from_pageable_into(to.device()); return 0;
+  case LinkKind::PinnedToDevice: return history.dma(value, to.device(), true, links);
+  case LinkKind::DeviceToPinned: return history.dma(value, from.device(), false, links);
+  case LinkKind::PageableToDevice: history.copied_from_pageable_into(value, to.device()); break;
   case LinkKind::PageableToPinned:
   case LinkKind::PinnedToPageable:
-  case LinkKind::DeviceToPageable: host_work.processor_wrote_host(); return 0;
-  case LinkKind::DeviceToPinned:
-  case LinkKind::DeviceToDevice: return 0;
+  case LinkKind::DeviceToPageable: history.processor_wrote_host(); break;
+  case LinkKind::DeviceToDevice: history.copied_between_devices(value, from.device(), to.device()); break;
   }
-  return 0;
+  return {};
 }
 
 /// Splits a staged copy's calibrated time into the DMA its engine carries
@@ -199,8 +200,7 @@ bool leading(const Flow &flow, std::span<const Flow> flows) {
 /// Runs one window's copies from `begin`; returns when its last action committed.
 double simulate_window(std::span<const TimelineStep> steps, std::span<const std::size_t> members,
                        double begin, const LinkModel &links, const TimelineOptions &options,
-                       RuntimePools *pools, HostWorkSinceDma &host_work, std::uint32_t window,
-                       Timeline &out) {
+                       RuntimePools *pools, DmaHistory &history, std::uint32_t window, Timeline &out) {
   std::vector<Flow> flows;
   flows.reserve(members.size());
   for (std::size_t member : members) {
@@ -219,8 +219,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
     // In plan order, as the runtime issues the window's copies.
-    flow.after_host_work = apply_host_work_rule(step.source, step.destination, links, host_work);
-    flow.latency_left += flow.after_host_work;
+    flow.dma_extra = apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+    flow.latency_left += flow.dma_extra.seconds();
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
     if (pools) {
@@ -342,7 +342,8 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     time.copy_issue_seconds = flow.allocated_at.value_or(flow.issued_at) - flow.staging;
     time.end_seconds = flow.end;
     time.commit_seconds = committed;
-    time.after_host_work_seconds = flow.after_host_work;
+    time.after_host_work_seconds = flow.dma_extra.after_host_work_seconds;
+    time.cold_value_seconds = flow.dma_extra.cold_value_seconds;
     time.engine = flow.engine;
     time.window = window;
     free_replicas(steps[flow.step], pools);
@@ -359,7 +360,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
   std::optional<RuntimePools> cold_pools;
   if (options.pools) cold_pools.emplace(links, *options.pools, options.resident_before);
   RuntimePools *pools = cold_pools ? &*cold_pools : nullptr;
-  HostWorkSinceDma host_work(options.host_work_before);
+  DmaHistory history(options.host_work_before ? DmaHistory::Before::HostWork : DmaHistory::Before::OwnDmas);
   double now = 0;
   OverlapWindow rule;
   std::vector<std::size_t> members;
@@ -381,7 +382,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
         rule.add(candidate);
         members.push_back(j);
       }
-      now = simulate_window(steps, members, now, links, options, pools, host_work, out.windows++, out);
+      now = simulate_window(steps, members, now, links, options, pools, history, out.windows++, out);
       i += members.size();
       continue;
     }
@@ -408,11 +409,16 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       now += time.allocation_seconds + time.source_load_seconds;
       time.copy_issue_seconds = now - staging;
       time.copy_start_seconds = now;
-      // The fill is the processor's work; then the copy, if any.
-      host_work.processor_wrote_host();
-      if (step.destination != step.source)
-        time.after_host_work_seconds = apply_host_work_rule(step.source, step.destination, links, host_work);
-      now += time.after_host_work_seconds +
+      // The fill is the processor's work; then the copy, if any (from the
+      // pageable source, which pays nothing beyond its load curve).
+      history.processor_wrote_host();
+      if (step.destination != step.source) {
+        const DmaExtra extra =
+            apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+        time.after_host_work_seconds = extra.after_host_work_seconds;
+        time.cold_value_seconds = extra.cold_value_seconds;
+      }
+      now += time.after_host_work_seconds + time.cold_value_seconds +
              links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
@@ -426,6 +432,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
   if (pools) {
     out.cold_allocations = pools->cold_allocations();
     out.allocation_seconds = pools->cold_seconds();
+    out.device_peaks = pools->device_peaks();
   }
   return out;
 }

@@ -150,12 +150,23 @@ struct LinkModel {
   double pinned_allocation_seconds(std::uint64_t bytes) const;
   /// What a DMA into a device takes beyond its link's curve when it is the
   /// device's first DMA in since the processor's own work on host memory
-  /// (host_work_state.hpp says what counts). The curves are measured on
+  /// (dma_history.hpp says what counts). The curves are measured on
   /// copies that follow their own round trip; on the H200 machine such a
   /// copy took 25-55 µs more in the copy at 8 to 120 MiB alike after a
   /// source's fill, a host copy or the setup (docs/links.md). Absent in
   /// profiles made before it was measured: no extra.
   std::optional<double> dma_after_host_work_seconds;
+  /// What a DMA between pinned memory and a device takes beyond its link's
+  /// curve when its value's bytes have not crossed that device's link since
+  /// the processor last worked on host memory (dma_history.hpp says what
+  /// counts). The curves are measured on values that have: on the H200
+  /// machine a 10 MiB ciphertext's move either way after 120 MiB key loads
+  /// took 15-30 µs more, straight after another value's round trip none
+  /// (docs/links.md). The first DMA into a device after such work pays
+  /// dma_after_host_work_seconds instead, which is measured on a value the
+  /// work left cold. Absent in profiles made before it was measured: no
+  /// extra.
+  std::optional<double> dma_cold_value_seconds;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime
@@ -183,6 +194,20 @@ struct LinkModel {
 
   /// The profile measured on the project's H200 machine (docs/links.md).
   static const LinkModel &h200();
+};
+
+/// A profile's figure in microseconds that profiles made before it was
+/// measured lack: absent, not measured (0 is a measurement).
+struct OptionalMicroseconds {
+  const char *key;
+  std::optional<double> LinkModel::*field;
+};
+
+/// The DMAs' extras beyond their curves (fhr/model/dma_history.hpp):
+/// written, read and merged alike.
+inline constexpr OptionalMicroseconds kDmaExtraFigures[] = {
+    {"dma_after_host_work_us", &LinkModel::dma_after_host_work_seconds},
+    {"dma_cold_value_us", &LinkModel::dma_cold_value_seconds},
 };
 
 /// The rate of a copy streaming at `own_bytes_per_second` while its

@@ -86,12 +86,11 @@ struct ColdAllocation {
   Location location;
   std::uint64_t bytes = 0;
   bool staging = false;
-  /// A device pool's growth: the bytes in use it grew to hold (the block
-  /// and every block in use beside it). A warm-up reserves the pool for
-  /// the largest of them: allocating the missed blocks alone leaves out
-  /// the blocks that the pool served, and with them part of the peak.
-  std::uint64_t pool_in_use = 0;
 };
+
+/// The most each device's pool held at once, by device (setup's replicas
+/// included).
+using DevicePeaks = std::array<std::uint64_t, Location::kMaxCudaDevices>;
 
 /// A block a warm-up allocates ahead (and frees into its pool).
 struct WarmUpBlock {
@@ -104,15 +103,19 @@ struct WarmUpBlock {
 /// timeline's misses) find the pools warm: every missed pinned and
 /// pageable block, the bounce buffers as one pageable block of
 /// `staging_block` bytes (a staged transfer's size, which makes them), and
-/// per device one block of the most its pool's growths held beyond the
+/// per device one block of the most its pool held (`peaks`) beyond the
 /// bytes `resident` there before the steps (at least a block the pool
-/// serves itself: over kDeviceSmallBlockMaxBytes). (The missed device blocks alone
-/// would leave out the blocks the pool served beside them: on the H200
-/// `inference`'s query move still grew the pool after such a warm-up.)
-/// Devices after the host locations, in the order of their first growth.
+/// serves itself: over kDeviceSmallBlockMaxBytes), whether or not the pool
+/// grew for it. (The missed device blocks alone would leave out the
+/// blocks the pool served beside them: on the H200 `inference`'s query
+/// move still grew the pool after such a warm-up. And a pool that held
+/// its steps inside the backend's start granule still took 20-45 µs to
+/// hand out its first block beyond the 2 MiB start block, 3-6 µs once a
+/// warm-up had allocated a larger one: docs/benchmarks.md, twenty-first
+/// and twenty-second waves.) Devices after the host locations, by index.
 std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
                                         const std::array<std::uint64_t, Location::kCount> &resident,
-                                        std::uint64_t staging_block);
+                                        const DevicePeaks &peaks, std::uint64_t staging_block);
 
 class RuntimePools {
 public:
@@ -138,6 +141,8 @@ public:
   /// The allocations so far that found no warm block, in order, and what
   /// they cost.
   const std::vector<ColdAllocation> &cold_allocations() const { return cold_; }
+  /// The most each device's pool has held at once so far.
+  DevicePeaks device_peaks() const;
   double cold_seconds() const { return cold_seconds_; }
 
 private:
@@ -150,7 +155,7 @@ private:
     void give_back(std::uint64_t size, std::uint64_t bound);
   };
   struct DevicePool {
-    std::uint64_t reserved = 0, in_use = 0;
+    std::uint64_t reserved = 0, in_use = 0, peak = 0;
   };
   /// What a device's pool reserves to hold `in_use` bytes: whole granules.
   std::uint64_t device_reservation(std::uint64_t in_use) const;

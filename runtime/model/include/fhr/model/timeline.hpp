@@ -98,7 +98,9 @@ struct TimelineOptions {
   std::array<std::uint64_t, Location::kCount> resident_before{};
   /// The processor wrote host memory before the first step (`fhr-plan run`
   /// fills the setup's values before each run): each device's first DMA
-  /// in pays LinkModel::dma_after_host_work_seconds (host_work_state.hpp).
+  /// in pays LinkModel::dma_after_host_work_seconds and every value is cold
+  /// (fhr/model/dma_history.hpp). Without: the steps follow their own
+  /// values' DMAs alone (the calibration's windows).
   bool host_work_before = true;
 };
 
@@ -125,8 +127,14 @@ struct StepTime {
   double source_load_seconds = 0;
   /// Of its copy's time, what its DMA into a device pays for following the
   /// processor's work on host memory (LinkModel::dma_after_host_work_seconds,
-  /// fhr/model/host_work_state.hpp); 0 for other steps and profiles without it.
+  /// fhr/model/dma_history.hpp); 0 for other steps and profiles without it.
   double after_host_work_seconds = 0;
+  /// Of its copy's time, what its DMA between pinned memory and a device
+  /// pays for a value whose bytes have not crossed the device's link since
+  /// the processor's last work on host memory
+  /// (LinkModel::dma_cold_value_seconds); 0 where it pays the extra after
+  /// host work instead, for other steps and for profiles without it.
+  double cold_value_seconds = 0;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
   double end_seconds = 0;
@@ -147,6 +155,8 @@ struct Timeline {
   /// (fresh pageable pages included, which a step's fill pays).
   std::vector<ColdAllocation> cold_allocations;
   double allocation_seconds = 0;
+  /// With TimelineOptions::pools: the most each device's pool held at once.
+  DevicePeaks device_peaks{};
 };
 
 /// Predicts the time of `steps`, in plan order, from time 0.

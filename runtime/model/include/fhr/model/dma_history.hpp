@@ -1,0 +1,113 @@
+#pragma once
+/// \file
+/// What a DMA between pinned memory and a device meets beyond its link's
+/// curve: the state the time predictor (fhr/model/timeline.hpp) keeps, in
+/// plan order, to charge LinkModel::dma_after_host_work_seconds and
+/// LinkModel::dma_cold_value_seconds.
+///
+/// `calibrate` measures each link's curve on values that go round the
+/// links one after another: every DMA of a value follows its own previous
+/// copy, with nothing of the processor's in between. A plan's DMAs meet
+/// other states, and on the H200 machine two of them took longer, at
+/// 8 MiB as at 120 MiB alike (docs/benchmarks.md, sixteenth to
+/// twenty-second waves):
+///  - the first DMA into a device after the processor's own work on host
+///    memory (a source's fill, a host copy, a staged copy's host part, the
+///    setup's values): 25-55 µs more in the copy;
+///  - a DMA either way of a value whose bytes have not crossed the device's
+///    link since such work (a ciphertext moved in or out after 120 MiB key
+///    loads): 15-30 µs more. Straight after other values' DMAs alone it
+///    took its calibrated time.
+/// A DMA that meets both pays the first, which is measured on a value the
+/// work left cold. The processor's work leaves every value cold; a copy
+/// of a value over a device's link (a DMA, a staged copy, a load's copy)
+/// leaves it warm there.
+#include "fhr/model/action.hpp"
+#include "fhr/model/link_model.hpp"
+#include "fhr/model/location.hpp"
+
+#include <bitset>
+#include <set>
+#include <utility>
+
+namespace fhr {
+
+/// What one DMA pays beyond its curve; at most one of the two is charged.
+struct DmaExtra {
+  double after_host_work_seconds = 0;
+  double cold_value_seconds = 0;
+  double seconds() const { return after_host_work_seconds + cold_value_seconds; }
+};
+
+class DmaHistory {
+public:
+  /// What came before the first step.
+  enum class Before {
+    /// The processor wrote host memory (`fhr-plan run` fills the setup's
+    /// values before each run): every value is cold and every device's
+    /// first DMA in pays the extra after host work.
+    HostWork,
+    /// Every value's own DMAs and nothing else (the calibration's
+    /// windows, whose values went round before them).
+    OwnDmas,
+  };
+
+  explicit DmaHistory(Before before) : all_warm_(before == Before::OwnDmas) {
+    if (before == Before::HostWork) host_work_pending_.set();
+  }
+
+  /// The processor wrote host memory: a source's fill, a copy between two
+  /// host locations, a staged copy's host part out of a device.
+  void processor_wrote_host() {
+    host_work_pending_.set();
+    warm_.clear();
+    all_warm_ = false;
+  }
+
+  /// A DMA of `value` between pinned memory and `device` starts now, into
+  /// the device when `into_device`: the extra it pays (after host work: the
+  /// device's first DMA in since the processor's work, where the profile
+  /// has that figure; else a cold value's, or none). It leaves the value warm on the device, and a DMA in
+  /// clears the device's host work.
+  DmaExtra dma(ValueId value, unsigned device, bool into_device, const LinkModel &links) {
+    DmaExtra extra;
+    if (into_device && host_work_pending_.test(device) && links.dma_after_host_work_seconds)
+      extra.after_host_work_seconds = *links.dma_after_host_work_seconds;
+    else if (!is_warm(value, device))
+      extra.cold_value_seconds = links.dma_cold_value_seconds.value_or(0);
+    if (into_device) host_work_pending_.reset(device);
+    warm_.insert({value, device});
+    return extra;
+  }
+
+  /// A copy of `value` from pageable memory into `device` ran (staged
+  /// through the runtime's bounce buffers, or below the staging threshold
+  /// through the driver's; a load's copy too): the processor wrote its
+  /// bytes into pinned memory, then the device's DMAs took them. Its
+  /// curve is measured in that state, so it pays nothing; it leaves the
+  /// other devices after host work, every other value cold, and its value
+  /// warm on its device.
+  void copied_from_pageable_into(ValueId value, unsigned device) {
+    processor_wrote_host();
+    host_work_pending_.reset(device);
+    warm_.insert({value, device});
+  }
+
+  /// A copy of `value` between two devices ran: its bytes crossed both
+  /// links (peer copies are timed by their curve alone).
+  void copied_between_devices(ValueId value, unsigned from, unsigned to) {
+    warm_.insert({value, from});
+    warm_.insert({value, to});
+  }
+
+private:
+  bool is_warm(ValueId value, unsigned device) const { return all_warm_ || warm_.contains({value, device}); }
+
+  std::bitset<Location::kMaxCudaDevices> host_work_pending_;
+  /// (value, device): the value's bytes crossed the device's link since the
+  /// processor's last work on host memory.
+  std::set<std::pair<ValueId, unsigned>> warm_;
+  bool all_warm_;
+};
+
+} // namespace fhr
