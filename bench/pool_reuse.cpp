@@ -41,14 +41,33 @@ using fhr::bench::summary;
 enum class WarmUp {
   None,
   PerBlock, ///< every block of the plan allocated, then all freed (`run --warm-up`)
-  OneBlock, ///< one block of their total allocated and freed
+  OneBlock, ///< one block of their peak allocated and freed (`run --warm-up` since the twenty-second wave)
+};
+
+/// One allocation of a plan: its size, and whether the plan frees it
+/// right after its copy (a dropped key) rather than at the end.
+struct Block {
+  std::size_t mib = 0;
+  bool dropped = false;
 };
 
 struct Sequence {
   const char *name;
-  std::vector<std::size_t> blocks; ///< MiB, in plan order
+  std::vector<Block> blocks; ///< in plan order
   WarmUp warm_up = WarmUp::PerBlock;
 };
+
+/// The most the plan holds at once: what `run --warm-up` hands the pool
+/// as one block (fhr::warm_up_blocks).
+std::size_t peak_bytes(const std::vector<Block> &blocks) {
+  std::size_t live = 0, peak = 0;
+  for (const Block &block : blocks) {
+    live += block.mib * kMiB;
+    peak = std::max(peak, live);
+    if (block.dropped) live -= block.mib * kMiB;
+  }
+  return peak;
+}
 
 std::uint64_t reserved(cudaMemPool_t pool) {
   std::uint64_t bytes = 0;
@@ -61,14 +80,22 @@ std::uint64_t reserved(cudaMemPool_t pool) {
 int main(int argc, char **argv) {
   const int samples = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
   const std::vector<Sequence> sequences = {
-      {"inference: weight, key, query", {15, 120, 30}},
-      {"key-alone: key, query", {120, 30}},
-      {"the weight alone", {15}},
-      {"the query alone", {30}},
-      {"query, then weight", {30, 15}},
-      {"inference, warmed up by one block of their total", {15, 120, 30}, WarmUp::OneBlock},
-      {"key-alone, warmed up by one block of their total", {120, 30}, WarmUp::OneBlock},
-      {"inference without a warm-up", {15, 120, 30}, WarmUp::None},
+      {"inference: weight, key, query", {{15}, {120}, {30}}},
+      {"key-alone: key, query", {{120}, {30}}},
+      {"the weight alone", {{15}}},
+      {"the query alone", {{30}}},
+      {"query, then weight", {{30}, {15}}},
+      {"inference, warmed up by one block of their peak", {{15}, {120}, {30}}, WarmUp::OneBlock},
+      {"key-alone, warmed up by one block of their peak", {{120}, {30}}, WarmUp::OneBlock},
+      {"inference without a warm-up", {{15}, {120}, {30}}, WarmUp::None},
+      // The twenty-second wave's `before_copy_us` of 5-16 us (`run
+      // --warm-up`, one block of the peak): is it the pool's?
+      {"bootstrapping: key, then ciphertext, one block of the peak", {{120}, {10}}, WarmUp::OneBlock},
+      {"a key loaded and dropped, then a query, one block of the peak",
+       {{124, true}, {16}},
+       WarmUp::OneBlock},
+      {"a query moved out and back, one block of the peak", {{16, true}, {16}}, WarmUp::OneBlock},
+      {"bootstrapping: key, then ciphertext, per block", {{120}, {10}}},
   };
   check(cudaSetDevice(0), "cudaSetDevice");
   cudaMemPool_t pool = nullptr;
@@ -95,39 +122,40 @@ int main(int argc, char **argv) {
       std::vector<void *> blocks(sequence.blocks.size(), nullptr);
       if (sequence.warm_up == WarmUp::PerBlock) {
         for (std::size_t k = 0; k < blocks.size(); ++k)
-          check(cudaMallocAsync(&blocks[k], sequence.blocks[k] * kMiB, transfer), "cudaMallocAsync");
+          check(cudaMallocAsync(&blocks[k], sequence.blocks[k].mib * kMiB, transfer), "cudaMallocAsync");
         for (void *block : blocks)
           check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
       } else if (sequence.warm_up == WarmUp::OneBlock) {
-        std::size_t total = 0;
-        for (std::size_t mib : sequence.blocks)
-          total += mib * kMiB;
         void *block = nullptr;
-        check(cudaMallocAsync(&block, total, transfer), "cudaMallocAsync");
+        check(cudaMallocAsync(&block, peak_bytes(sequence.blocks), transfer), "cudaMallocAsync");
         check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
       }
       check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
       const std::uint64_t warmed = reserved(pool);
       for (std::size_t k = 0; k < blocks.size(); ++k) {
-        const std::size_t bytes = sequence.blocks[k] * kMiB;
+        const std::size_t bytes = sequence.blocks[k].mib * kMiB;
         const auto start = Clock::now();
         check(cudaMallocAsync(&blocks[k], bytes, transfer), "cudaMallocAsync");
         costs[k].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
         check(cudaMemcpyAsync(blocks[k], source, bytes, cudaMemcpyHostToDevice, transfer), "cudaMemcpyAsync");
         check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
         growth[k].push_back(static_cast<double>(reserved(pool) - std::min(reserved(pool), warmed)) / kMiB);
+        if (sequence.blocks[k].dropped) {
+          check(cudaFreeAsync(blocks[k], transfer), "cudaFreeAsync");
+          blocks[k] = nullptr;
+        }
       }
       for (void *block : blocks)
-        check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
+        if (block) check(cudaFreeAsync(block, transfer), "cudaFreeAsync");
       check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
       check(cudaStreamDestroy(transfer), "cudaStreamDestroy");
     }
     std::string sizes;
-    for (std::size_t mib : sequence.blocks)
-      sizes += (sizes.empty() ? "" : ", ") + std::to_string(mib);
+    for (const Block &block : sequence.blocks)
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(block.mib) + (block.dropped ? " dropped" : "");
     for (std::size_t k = 0; k < sequence.blocks.size(); ++k) {
       std::sort(growth[k].begin(), growth[k].end());
-      std::printf("| %s (%s) | %zu MiB | %s | %.0f |\n", sequence.name, sizes.c_str(), sequence.blocks[k],
+      std::printf("| %s (%s) | %zu MiB | %s | %.0f |\n", sequence.name, sizes.c_str(), sequence.blocks[k].mib,
                   summary(costs[k]).c_str(), growth[k][growth[k].size() / 2]);
     }
   }

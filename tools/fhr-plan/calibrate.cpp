@@ -15,13 +15,16 @@ namespace fhr::calibrate {
 namespace {
 /// copy_step's `frees_source`: the calibration's windows are moves.
 constexpr bool kMove = true;
-/// How the calibration's windows are predicted: as they run. The duplex
-/// window's prefetch follows other DMAs, so it does not pay the extra
-/// after host work; the window into the device beside a host copy
-/// follows the window out of it, whose host copy is the processor's work,
-/// so its DMA does (DmaExtrasSeries has measured it by then: left
-/// out, it would be taken for a slower host memory, and at a small
-/// --max-bytes mislead the figure's fit).
+/// How the calibration's windows are predicted: as they run
+/// (fhr/model/dma_history.hpp). The duplex window's values go back and
+/// forth three times a round, so most of its samples follow their own
+/// DMAs: predicted warm, without either extra. The windows beside a host
+/// copy follow other series' host copies, and the window into the device
+/// follows the window out of it, whose host copy is the processor's work:
+/// predicted after host work, the value out of the device cold and the
+/// DMA into it paying the extra after host work (DmaExtrasSeries has
+/// measured both by then: left out, they would be taken for a slower host
+/// memory, and at a small --max-bytes mislead the figure's fit).
 TimelineOptions window_options(bool after_host_work) {
   TimelineOptions options;
   options.host_work_before = after_host_work;
@@ -49,7 +52,7 @@ double predict_beside_host_copy(const LinkModel &links, Location device, std::ui
                                                 copy_step(1, pageable, pinned, bytes, kMove)}
                     : std::vector<TimelineStep>{copy_step(0, pinned, device, bytes, kMove),
                                                 copy_step(1, pinned, pageable, bytes, kMove)};
-  return predict_timeline(steps, links, window_options(!out_of_device)).total_seconds;
+  return predict_timeline(steps, links, window_options(true)).total_seconds;
 }
 
 double WallClock::time(const std::function<void()> &call, const Operation &operation) {

@@ -182,9 +182,9 @@ double predict_duplex(const LinkModel &links, Location device, std::uint64_t byt
 
 /// The window of a DMA between `device` and pinned memory (out of the
 /// device, or into it) beside a host copy of as many bytes between pageable
-/// and pinned memory the same way, as the predictor sees it (into the
-/// device after the window out of it, whose host copy is the processor's
-/// work).
+/// and pinned memory the same way, as the predictor sees it: after the
+/// processor's work (other series' host copies before the window out of
+/// the device, its own host copy before the window into it).
 double predict_beside_host_copy(const LinkModel &links, Location device, std::uint64_t bytes,
                                 bool out_of_device);
 

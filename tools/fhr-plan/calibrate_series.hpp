@@ -169,10 +169,9 @@ private:
 ///    work pending, the value cold), into the device with its pinned
 ///    block written by a host copy before that load (a value the
 ///    processor placed, as a plan's setup does): the mean of the two
-///    directions' differences is `dma_cold_value_us`. Straight after its
-///    own move in and that one load, the move into the device took 6-12
-///    µs more on the H200, where plans' values placed by the processor
-///    took 20-33 µs more (docs/benchmarks.md, twenty-second wave).
+///    directions' differences is `dma_cold_value_us`. In this state the
+///    value's moves took 5-13 µs more on the H200, where the plans' cold
+///    steps took 9-33 µs more (docs/benchmarks.md, twenty-second wave).
 class DmaExtrasSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;

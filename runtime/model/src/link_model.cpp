@@ -29,6 +29,7 @@ constexpr double kGiga = 1e9;
 /// A large cold pinned block's fixed part, beside the DMAs' extras.
 constexpr OptionalMicroseconds kPinnedAllocationFixed = {"pinned_allocation_us",
                                                          &LinkModel::pinned_allocation_fixed_seconds};
+static_assert(std::size(kDmaExtraFigures) == 2, "every DMA extra in the table below");
 constexpr std::array<OptionalMicroseconds, 3> kOptionalMicroseconds = {
     kPinnedAllocationFixed, kDmaExtraFigures[0], kDmaExtraFigures[1]};
 } // namespace

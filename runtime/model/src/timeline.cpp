@@ -104,7 +104,8 @@ bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options)
 /// value; a copy from pageable memory into a device (a load's too) is the
 /// processor's work and then its device's DMA; a copy that writes host
 /// memory on the processor (a memcpy between host locations, a staged
-/// copy's host part out of a device) is the processor's work.
+/// copy's host part out of a device) is the processor's work; a copy
+/// between two devices changes nothing.
 DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const LinkModel &links,
                                 DmaHistory &history) {
   switch (*link_between(from, to)) {
@@ -114,7 +115,7 @@ DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const
   case LinkKind::PageableToPinned:
   case LinkKind::PinnedToPageable:
   case LinkKind::DeviceToPageable: history.processor_wrote_host(); break;
-  case LinkKind::DeviceToDevice: history.copied_between_devices(value, from.device(), to.device()); break;
+  case LinkKind::DeviceToDevice: break;
   }
   return {};
 }
@@ -409,8 +410,9 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       now += time.allocation_seconds + time.source_load_seconds;
       time.copy_issue_seconds = now - staging;
       time.copy_start_seconds = now;
-      // The fill is the processor's work; then the copy, if any (from the
-      // pageable source, which pays nothing beyond its load curve).
+      // The fill is the processor's work; then the copy, if any: from a
+      // pageable source it pays nothing beyond its load curve, from a
+      // pinned one it is a DMA after that work.
       history.processor_wrote_host();
       if (step.destination != step.source) {
         const DmaExtra extra =

@@ -8,20 +8,24 @@
 /// `calibrate` measures each link's curve on values that go round the
 /// links one after another: every DMA of a value follows its own previous
 /// copy, with nothing of the processor's in between. A plan's DMAs meet
-/// other states, and on the H200 machine two of them took longer, at
-/// 8 MiB as at 120 MiB alike (docs/benchmarks.md, sixteenth to
-/// twenty-second waves):
+/// other states, and on the H200 machine two of them took longer
+/// (docs/benchmarks.md, sixteenth to twenty-second waves):
 ///  - the first DMA into a device after the processor's own work on host
 ///    memory (a source's fill, a host copy, a staged copy's host part, the
-///    setup's values): 25-55 µs more in the copy;
-///  - a DMA either way of a value whose bytes have not crossed the device's
-///    link since such work (a ciphertext moved in or out after 120 MiB key
-///    loads): 15-30 µs more. Straight after other values' DMAs alone it
-///    took its calibrated time.
+///    setup's values): 25-55 µs more in the copy, at 8 MiB as at 120;
+///  - a DMA either way of a value whose bytes have not crossed the link
+///    between the host and the device since such work (10 and 16 MiB
+///    values moved in or out after 120 MiB key loads, or first moved after
+///    the setup placed them): 9-33 µs more. Straight after other values'
+///    DMAs alone it took its calibrated time.
 /// A DMA that meets both pays the first, which is measured on a value the
-/// work left cold. The processor's work leaves every value cold; a copy
-/// of a value over a device's link (a DMA, a staged copy, a load's copy)
-/// leaves it warm there.
+/// work left cold (a warm value's first DMA in after the work, say one
+/// moved out of the device and back, pays it too: rare, and not
+/// measured). The processor's work leaves every value cold; a copy of a
+/// value between the host and a device that ends with the device's DMA
+/// (a DMA either way, a staged copy into the device, a load's copy into
+/// it) leaves it warm there. A copy between two devices leaves the state
+/// as it is (no host memory on its way; not measured: one GPU).
 #include "fhr/model/action.hpp"
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location.hpp"
@@ -93,19 +97,12 @@ public:
     warm_.insert({value, device});
   }
 
-  /// A copy of `value` between two devices ran: its bytes crossed both
-  /// links (peer copies are timed by their curve alone).
-  void copied_between_devices(ValueId value, unsigned from, unsigned to) {
-    warm_.insert({value, from});
-    warm_.insert({value, to});
-  }
-
 private:
   bool is_warm(ValueId value, unsigned device) const { return all_warm_ || warm_.contains({value, device}); }
 
   std::bitset<Location::kMaxCudaDevices> host_work_pending_;
-  /// (value, device): the value's bytes crossed the device's link since the
-  /// processor's last work on host memory.
+  /// (value, device): the value's bytes crossed the link between the host
+  /// and the device since the processor's last work on host memory.
   std::set<std::pair<ValueId, unsigned>> warm_;
   bool all_warm_;
 };

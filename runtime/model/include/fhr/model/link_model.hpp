@@ -157,12 +157,12 @@ struct LinkModel {
   /// profiles made before it was measured: no extra.
   std::optional<double> dma_after_host_work_seconds;
   /// What a DMA between pinned memory and a device takes beyond its link's
-  /// curve when its value's bytes have not crossed that device's link since
-  /// the processor last worked on host memory (dma_history.hpp says what
-  /// counts). The curves are measured on values that have: on the H200
-  /// machine a 10 MiB ciphertext's move either way after 120 MiB key loads
-  /// took 15-30 µs more, straight after another value's round trip none
-  /// (docs/links.md). The first DMA into a device after such work pays
+  /// curve when its value's bytes have not crossed the link between the
+  /// host and that device since the processor last worked on host memory
+  /// (dma_history.hpp says what counts). The curves are measured on values
+  /// that have: on the H200 machine a 10 MiB ciphertext's move either way
+  /// after 120 MiB key loads took 9-33 µs more, straight after another
+  /// value's round trip nothing (docs/links.md). The first DMA into a device after such work pays
   /// dma_after_host_work_seconds instead, which is measured on a value the
   /// work left cold. Absent in profiles made before it was measured: no
   /// extra.

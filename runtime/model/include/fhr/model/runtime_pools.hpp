@@ -38,7 +38,8 @@
 ///   use); smaller pageable storage costs nothing.
 ///
 /// Every allocation the cold pools could not serve is recorded
-/// (cold_allocations()): what a warm-up must reserve ahead for the same
+/// (cold_allocations()), and the most each device's pool held
+/// (device_peaks()): what a warm-up must reserve ahead for the same
 /// steps to find the pools warm (`fhr-plan run --warm-up`, through warm_up_blocks()). A device's pool
 /// starts holding the replicas resident there before the steps (setup's device values come from the same
 /// pool: `RuntimePools`' `resident`). Not modelled: the pool's fragmentation, the small-block cache's size
@@ -109,10 +110,10 @@ struct WarmUpBlock {
 /// grew for it. (The missed device blocks alone would leave out the
 /// blocks the pool served beside them: on the H200 `inference`'s query
 /// move still grew the pool after such a warm-up. And a pool that held
-/// its steps inside the backend's start granule still took 20-45 µs to
-/// hand out its first block beyond the 2 MiB start block, 3-6 µs once a
-/// warm-up had allocated a larger one: docs/benchmarks.md, twenty-first
-/// and twenty-second waves.) Devices after the host locations, by index.
+/// its steps inside the backend's start granule still took 18-49 µs to
+/// hand out its first block beyond the 2 MiB start block, 2-4 µs after a
+/// warm-up of this block: docs/benchmarks.md, twenty-first and
+/// twenty-second waves.) Devices after the host locations, by index.
 std::vector<WarmUpBlock> warm_up_blocks(std::span<const ColdAllocation> cold,
                                         const std::array<std::uint64_t, Location::kCount> &resident,
                                         const DevicePeaks &peaks, std::uint64_t staging_block);
