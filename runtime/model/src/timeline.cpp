@@ -414,14 +414,13 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       // pageable source it pays nothing beyond its load curve, from a
       // pinned one it is a DMA after that work.
       history.processor_wrote_host();
-      if (step.destination != step.source) {
-        const DmaExtra extra =
-            apply_dma_history_rule(step.value, step.source, step.destination, links, history);
-        time.after_host_work_seconds = extra.after_host_work_seconds;
-        time.cold_value_seconds = extra.cold_value_seconds;
-      }
-      now += time.after_host_work_seconds + time.cold_value_seconds +
-             links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
+      const DmaExtra extra =
+          step.destination == step.source
+              ? DmaExtra{}
+              : apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+      time.after_host_work_seconds = extra.after_host_work_seconds;
+      time.cold_value_seconds = extra.cold_value_seconds;
+      now += extra.seconds() + links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
       time.copy_issue_seconds = time.copy_start_seconds = now;
