@@ -49,7 +49,7 @@ std::optional<Location> location_of(const json &step, const char *key) {
 /// Stacks of one location while the steps are replayed.
 class LocationStacks {
 public:
-  explicit LocationStacks(LocationMemory &memory) : memory_(memory) {}
+  LocationStacks(LocationMemory &memory, MemorySeries series) : memory_(memory), series_(series) {}
 
   void add(MemoryBand::Kind kind, const std::string &name, std::uint64_t bytes) {
     current_[band(kind, name)] += bytes;
@@ -72,7 +72,7 @@ public:
     memory_.temporary_bytes.push_back(std::exchange(temporary_, 0));
     std::uint64_t charged = 0;
     for (std::size_t b = 0; b < memory_.bands.size(); ++b) {
-      memory_.bands[b].bytes.push_back(current_[b]);
+      if (series_ == MemorySeries::Bands) memory_.bands[b].bytes.push_back(current_[b]);
       charged += current_[b];
     }
     memory_.charged_bytes.push_back(charged);
@@ -93,14 +93,16 @@ private:
     auto [found, inserted] = index_.emplace(key(kind, name), memory_.bands.size());
     if (inserted) {
       // A band that appears later held nothing before.
-      memory_.bands.push_back(
-          MemoryBand{kind, name, std::vector<std::uint64_t>(memory_.charged_bytes.size(), 0)});
+      memory_.bands.push_back(MemoryBand{
+          kind, name,
+          std::vector<std::uint64_t>(series_ == MemorySeries::Bands ? memory_.charged_bytes.size() : 0, 0)});
       current_.push_back(0);
     }
     return found->second;
   }
 
   LocationMemory &memory_;
+  MemorySeries series_;
   std::map<std::string, std::size_t> index_;
   std::vector<std::uint64_t> current_;
   std::uint64_t temporary_ = 0;
@@ -138,7 +140,7 @@ int phase_rank(const std::string &phase) {
 
 } // namespace
 
-UnitMemory unit_memory(const json &unit) {
+UnitMemory unit_memory(const json &unit, MemorySeries series) {
   UnitMemory out;
   const json &steps = unit.at("steps");
   out.steps = steps.size();
@@ -157,7 +159,7 @@ UnitMemory unit_memory(const json &unit) {
   std::vector<LocationStacks> stacks;
   stacks.reserve(out.locations.size());
   for (LocationMemory &memory : out.locations)
-    stacks.emplace_back(memory);
+    stacks.emplace_back(memory, series);
   {
     std::size_t l = 0;
     for (const json &location : unit.at("locations")) {
@@ -365,7 +367,7 @@ double microseconds(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 void add_predicted_time(json &document, const LinkModel &links, const TimelineOptions &options) {
   for (json &file : document.at("files")) {
     for (json &unit : file.at("units")) {
-      const UnitMemory memory = unit_memory(unit);
+      const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
       const std::vector<TimelineStep> steps = unit_timeline_steps(unit, memory);
       const Timeline timeline = predict_timeline(steps, links, unit_timeline_options(memory, options));
       json &step_list = unit.at("steps");

@@ -55,6 +55,18 @@ TEST_CASE("memory stacks: every example's stacks reach exactly the explained pea
         for (const MemoryBand &band : location.bands)
           CHECK(band.bytes.size() == memory.steps + 1);
       }
+      // The time predictor's totals alone: the same totals, no band series.
+      const fhr::UnitMemory totals = fhr::unit_memory(unit, fhr::MemorySeries::Totals);
+      REQUIRE(totals.locations.size() == memory.locations.size());
+      for (std::size_t l = 0; l < totals.locations.size(); ++l) {
+        CHECK(totals.locations[l].charged_bytes == memory.locations[l].charged_bytes);
+        CHECK(totals.locations[l].temporary_bytes == memory.locations[l].temporary_bytes);
+        CHECK(totals.locations[l].derived_peak_bytes() == memory.locations[l].peak_charged_bytes);
+        for (const MemoryBand &band : totals.locations[l].bands)
+          CHECK(band.bytes.empty());
+      }
+      CHECK(totals.transfers == memory.transfers);
+      CHECK(totals.values == memory.values);
     }
   }
 }

@@ -186,7 +186,7 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   if (!unit) return warm_up;
   TimelineOptions cold;
   cold.pools = backend_pools();
-  const UnitMemory memory = unit_memory(*unit);
+  const UnitMemory memory = unit_memory(*unit, MemorySeries::Totals);
   cold = unit_timeline_options(memory, cold);
   const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
   for (const WarmUpBlock &block : warm_up_blocks(timeline.cold_allocations, cold.resident_before,

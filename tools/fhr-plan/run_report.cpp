@@ -151,7 +151,7 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
   std::optional<UnitMemory> memory;
   Timeline timeline;
   if (explanation && explanation->at("steps").size() == check.predicted.steps.size()) {
-    memory = unit_memory(*explanation);
+    memory = unit_memory(*explanation, MemorySeries::Totals);
     timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links,
                                 unit_timeline_options(*memory, options));
     run.timed = true;

@@ -73,8 +73,15 @@ struct UnitMemory {
   std::vector<LocationSet> freed;
 };
 
-/// The memory stacks of one unit of an explain document (fhr-explain/1 or /2).
-UnitMemory unit_memory(const nlohmann::ordered_json &unit);
+/// What unit_memory() keeps of each location per step: every band's bytes
+/// (the pictures' stacks), or only the charged and temporary totals (the
+/// time predictor's: a band per value and location times the steps grew
+/// to gigabytes on plans of 100,000 actions).
+enum class MemorySeries { Bands, Totals };
+
+/// The memory stacks of one unit of an explain document (fhr-explain/1 or
+/// /2); with MemorySeries::Totals every band's `bytes` stays empty.
+UnitMemory unit_memory(const nlohmann::ordered_json &unit, MemorySeries series = MemorySeries::Bands);
 
 /// `options` with the unit's resident bytes before its first step
 /// (TimelineOptions::resident_before), for the cold pools' prediction.
