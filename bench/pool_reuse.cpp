@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -44,11 +45,22 @@ enum class WarmUp {
   OneBlock, ///< one block of their peak allocated and freed (`run --warm-up` since the twenty-second wave)
 };
 
+/// How the host thread spends `Block::idle_us` before an allocation.
+enum class Idle { Spin, Sleep };
+
 /// One allocation of a plan: its size, and whether the plan frees it
-/// right after its copy (a dropped key) rather than at the end.
+/// right after its copy (a dropped key) rather than at the end. The
+/// twenty-third wave's probes: `copied_mib` copies only that much into it
+/// (0: all of it; a short copy where the plan has a long one), and
+/// `idle_us` keeps the host thread away from CUDA that long before the
+/// allocation (is a slow hand-out the pool's carving, or the host's first
+/// call after a long wait?).
 struct Block {
   std::size_t mib = 0;
   bool dropped = false;
+  std::size_t copied_mib = 0;
+  int idle_us = 0;
+  Idle idle = Idle::Spin;
 };
 
 struct Sequence {
@@ -96,6 +108,18 @@ int main(int argc, char **argv) {
        WarmUp::OneBlock},
       {"a query moved out and back, one block of the peak", {{16, true}, {16}}, WarmUp::OneBlock},
       {"bootstrapping: key, then ciphertext, per block", {{120}, {10}}},
+      // The twenty-third wave: the 6-7 us hand-outs above all follow a
+      // 120 MiB copy (2.5 ms on the stream). Carving, or the wait?
+      {"key-alone, one block of the peak, again", {{120}, {30}}, WarmUp::OneBlock},
+      {"the key with a 1 MiB copy, then the query", {{120, false, 1}, {30}}, WarmUp::OneBlock},
+      {"the key, then two queries", {{120}, {16}, {16}}, WarmUp::OneBlock},
+      {"the query after the host spun 2.5 ms", {{30, false, 0, 2500}}, WarmUp::OneBlock},
+      {"the query after the host slept 2.5 ms", {{30, false, 0, 2500, Idle::Sleep}}, WarmUp::OneBlock},
+      {"a 16 MiB query, then another after the host spun 2.5 ms",
+       {{16}, {16, false, 0, 2500}},
+       WarmUp::OneBlock},
+      {"the key dropped and allocated again", {{120, true}, {120}}, WarmUp::OneBlock},
+      {"the key with a 1 MiB copy, dropped, then a 16 MiB query", {{120, true, 1}, {16}}, WarmUp::OneBlock},
   };
   check(cudaSetDevice(0), "cudaSetDevice");
   cudaMemPool_t pool = nullptr;
@@ -133,14 +157,25 @@ int main(int argc, char **argv) {
       check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
       const std::uint64_t warmed = reserved(pool);
       for (std::size_t k = 0; k < blocks.size(); ++k) {
-        const std::size_t bytes = sequence.blocks[k].mib * kMiB;
+        const Block &block = sequence.blocks[k];
+        const std::size_t bytes = block.mib * kMiB;
+        if (block.idle_us > 0) {
+          const auto until = Clock::now() + std::chrono::microseconds(block.idle_us);
+          if (block.idle == Idle::Sleep)
+            std::this_thread::sleep_until(until);
+          else
+            while (Clock::now() < until) {
+            }
+        }
         const auto start = Clock::now();
         check(cudaMallocAsync(&blocks[k], bytes, transfer), "cudaMallocAsync");
         costs[k].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-        check(cudaMemcpyAsync(blocks[k], source, bytes, cudaMemcpyHostToDevice, transfer), "cudaMemcpyAsync");
+        const std::size_t copied = block.copied_mib > 0 ? block.copied_mib * kMiB : bytes;
+        check(cudaMemcpyAsync(blocks[k], source, copied, cudaMemcpyHostToDevice, transfer),
+              "cudaMemcpyAsync");
         check(cudaStreamSynchronize(transfer), "cudaStreamSynchronize");
         growth[k].push_back(static_cast<double>(reserved(pool) - std::min(reserved(pool), warmed)) / kMiB);
-        if (sequence.blocks[k].dropped) {
+        if (block.dropped) {
           check(cudaFreeAsync(blocks[k], transfer), "cudaFreeAsync");
           blocks[k] = nullptr;
         }
@@ -152,7 +187,10 @@ int main(int argc, char **argv) {
     }
     std::string sizes;
     for (const Block &block : sequence.blocks)
-      sizes += (sizes.empty() ? "" : ", ") + std::to_string(block.mib) + (block.dropped ? " dropped" : "");
+      sizes +=
+          (sizes.empty() ? "" : ", ") + std::to_string(block.mib) + (block.dropped ? " dropped" : "") +
+          (block.copied_mib ? " (" + std::to_string(block.copied_mib) + " copied)" : "") +
+          (block.idle_us ? std::string(block.idle == Idle::Sleep ? " after a sleep" : " after a spin") : "");
     for (std::size_t k = 0; k < sequence.blocks.size(); ++k) {
       std::sort(growth[k].begin(), growth[k].end());
       std::printf("| %s (%s) | %zu MiB | %s | %.0f |\n", sequence.name, sizes.c_str(), sequence.blocks[k].mib,

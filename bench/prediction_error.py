@@ -75,6 +75,11 @@ def pooled_step(steps):
     measured = {"duration_us": median(durations), "source_load_us": median(loads),
                 "transfer_us": median([d - s for d, s in zip(durations, loads)]),
                 "repetitions": {"duration_us": durations, "source_load_us": loads}}
+    # Each document's time before the copy is already its runs' median.
+    before = [step["measured"]["before_copy_us"] for step in steps
+              if step["measured"].get("before_copy_us") is not None]
+    if before:
+        measured["before_copy_us"] = median(before)
     return dict(steps[0], measured=measured)
 
 
@@ -200,10 +205,10 @@ def total_line(run):
     return text
 
 
-def main(paths):
-    misses = unsteady_misses = checked = unreadable = 0
-    fill_errors = []
-    documents = []
+def load_documents(paths):
+    """The fhr-run/1 documents at `paths`, and how many were not such a
+    document (each named on stderr)."""
+    documents, unreadable = [], 0
     for path in paths:
         try:
             with open(path) as f:
@@ -219,6 +224,13 @@ def main(paths):
             unreadable += 1
             continue
         documents.append(document)
+    return documents, unreadable
+
+
+def main(paths):
+    misses = unsteady_misses = checked = 0
+    fill_errors = []
+    documents, unreadable = load_documents(paths)
     units, pooled = pool(documents)
     print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
     # By plan file, in the order they first appear: its steps, its loads'
@@ -268,8 +280,15 @@ def main(paths):
     return 1 if misses else 0
 
 
-if __name__ == "__main__":
+def command_line(usage, main):
+    """Runs `main` on the command line's paths and exits with its status;
+    without any, prints `usage` and exits 2 (this script and the others
+    that read run documents)."""
     if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
+        print(usage, file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    command_line(__doc__, main)

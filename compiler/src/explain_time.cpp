@@ -373,15 +373,17 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
       json &step_list = unit.at("steps");
       for (std::size_t k = 0; k < step_list.size(); ++k) {
         const StepTime &time = timeline.steps[k];
-        step_list[k]["time"] = json{{"start_us", microseconds(time.start_seconds)},
-                                    {"copy_start_us", microseconds(time.copy_start_seconds)},
-                                    {"allocation_us", microseconds(time.allocation_seconds)},
-                                    {"after_host_work_us", microseconds(time.after_host_work_seconds)},
-                                    {"cold_value_us", microseconds(time.cold_value_seconds)},
-                                    {"end_us", microseconds(time.end_seconds)},
-                                    {"commit_us", microseconds(time.commit_seconds)},
-                                    {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},
-                                    {"window", time.window ? json(*time.window) : json(nullptr)}};
+        step_list[k]["time"] =
+            json{{"start_us", microseconds(time.start_seconds)},
+                 {"copy_start_us", microseconds(time.copy_start_seconds)},
+                 {"allocation_us", microseconds(time.allocation_seconds)},
+                 {"after_host_work_us", microseconds(time.dma_extra.after_host_work_seconds)},
+                 {"cold_value_us", microseconds(time.dma_extra.cold_value_seconds)},
+                 {"follow_on_us", microseconds(time.dma_extra.follow_on_seconds)},
+                 {"end_us", microseconds(time.end_seconds)},
+                 {"commit_us", microseconds(time.commit_seconds)},
+                 {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},
+                 {"window", time.window ? json(*time.window) : json(nullptr)}};
       }
       unit["predicted_us"] = microseconds(timeline.total_seconds);
     }

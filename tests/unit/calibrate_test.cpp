@@ -165,6 +165,30 @@ TEST_CASE("calibrate: a cold value's DMAs either way give their extra back, besi
   CHECK(*result.model.dma_cold_value_seconds == 0);
 }
 
+TEST_CASE("calibrate: a DMA out straight after a move in after host work gives the follow-on extra back") {
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.dma_follow_on_seconds = 7e-6;
+  stand_in.dma_cold_value_seconds = 25e-6;
+  stand_in.dma_after_host_work_seconds = 40e-6;
+  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const double out = stand_in.transfer_seconds(Location::cuda(0), Location::pinned(), kBytes);
+  CHECK(result.own_out_seconds == doctest::Approx(out).epsilon(1e-12));
+  CHECK(result.follow_on_out_seconds == doctest::Approx(out + 7e-6).epsilon(1e-12));
+  REQUIRE(result.model.dma_follow_on_seconds);
+  CHECK(*result.model.dma_follow_on_seconds == doctest::Approx(7e-6).epsilon(1e-9));
+  // Apart from the other two.
+  CHECK(*result.model.dma_cold_value_seconds == doctest::Approx(25e-6).epsilon(1e-9));
+  CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9));
+  CHECK(fhr::calibrate::result_text(result).find(
+            "a DMA out of cuda:0 straight after its move in after host work, 1048576 B: ") !=
+        std::string::npos);
+  // No slower: a measured 0, not an absent figure.
+  stand_in.dma_follow_on_seconds.reset();
+  result = calibrate_against(stand_in, LinkModel::h200());
+  REQUIRE(result.model.dma_follow_on_seconds);
+  CHECK(*result.model.dma_follow_on_seconds == 0);
+}
+
 TEST_CASE("calibrate: each host pool keeps seven times --max-bytes, never below the backend's default, "
           "without overflow") {
   fhr::calibrate::Options measure;

@@ -214,12 +214,9 @@ TEST_CASE("link merge: profiles that describe different things are refused") {
 }
 
 TEST_CASE("link merge: a DMA's extras are each the median of the profiles that measured it") {
-  struct Extra {
-    std::optional<double> LinkModel::*field;
-    const char *key;
-  };
-  for (const Extra extra : {Extra{&LinkModel::dma_after_host_work_seconds, "dma_after_host_work_us"},
-                            Extra{&LinkModel::dma_cold_value_seconds, "dma_cold_value_us"}}) {
+  // Every one of them: after host work, a cold value's, the follow-on.
+  CHECK(std::size(fhr::kDmaExtraFigures) == 3);
+  for (const fhr::OptionalMicroseconds &extra : fhr::kDmaExtraFigures) {
     CAPTURE(extra.key);
     LinkModel older = LinkModel::h200(), first = older, second = older, third = older;
     older.*extra.field = std::nullopt;

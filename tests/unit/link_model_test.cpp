@@ -410,3 +410,9 @@ TEST_CASE("link model: a cold value's DMA extra round-trips, is optional, and is
   model.dma_cold_value_seconds = 21.25e-6;
   check_optional_microseconds(model, &LinkModel::dma_cold_value_seconds, "dma_cold_value_us", "21.25");
 }
+
+TEST_CASE("link model: the follow-on DMA's extra round-trips, is optional, and is checked") {
+  LinkModel model = LinkModel::h200();
+  model.dma_follow_on_seconds = 7.75e-6;
+  check_optional_microseconds(model, &LinkModel::dma_follow_on_seconds, "dma_follow_on_us", "7.75");
+}

@@ -56,14 +56,18 @@ fhr::TimelineOptions after_own_dmas() {
 
 /// Each step's extras beyond its curve (fhr/model/dma_history.hpp): after
 /// host work as `after_host_work` lists them, for a cold value as `cold`
+/// does, right after its value's DMA that met one of those as `follow_on`
 /// does (none when empty).
 void check_dma_extras(const fhr::Timeline &t, const std::vector<double> &after_host_work,
-                      const std::vector<double> &cold = {}) {
+                      const std::vector<double> &cold = {}, const std::vector<double> &follow_on = {}) {
   REQUIRE(t.steps.size() == after_host_work.size());
   for (std::size_t k = 0; k < after_host_work.size(); ++k) {
     CAPTURE(k);
-    CHECK(t.steps[k].after_host_work_seconds == doctest::Approx(after_host_work[k]).epsilon(1e-12));
-    CHECK(t.steps[k].cold_value_seconds == doctest::Approx(cold.empty() ? 0.0 : cold[k]).epsilon(1e-12));
+    CHECK(t.steps[k].dma_extra.after_host_work_seconds == doctest::Approx(after_host_work[k]).epsilon(1e-12));
+    CHECK(t.steps[k].dma_extra.cold_value_seconds ==
+          doctest::Approx(cold.empty() ? 0.0 : cold[k]).epsilon(1e-12));
+    CHECK(t.steps[k].dma_extra.follow_on_seconds ==
+          doctest::Approx(follow_on.empty() ? 0.0 : follow_on[k]).epsilon(1e-12));
   }
 }
 
@@ -760,8 +764,8 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
   // Without the setup's work the first DMA in pays nothing; the rest alike.
   const fhr::TimelineOptions options = after_own_dmas();
   t = fhr::predict_timeline(steps, model, options);
-  CHECK(t.steps[0].after_host_work_seconds == 0);
-  CHECK(t.steps[4].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[0].dma_extra.after_host_work_seconds == 0);
+  CHECK(t.steps[4].dma_extra.after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
   CHECK(t.total_seconds == doctest::Approx(total - 50e-6).epsilon(1e-12));
 
   // A profile without the figure (made before it was measured): no extra.
@@ -771,7 +775,7 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
     paid += extra;
   CHECK(t.total_seconds == doctest::Approx(total - paid).epsilon(1e-12));
   for (const fhr::StepTime &time : t.steps)
-    CHECK(time.after_host_work_seconds == 0);
+    CHECK(time.dma_extra.after_host_work_seconds == 0);
 }
 
 TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order") {
@@ -784,9 +788,9 @@ TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order")
                                            copy_step(2, pinned, gpu1, kMB)};
   const fhr::Timeline t = fhr::predict_timeline(steps, model);
   CHECK(t.windows == 1);
-  CHECK(t.steps[0].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
-  CHECK(t.steps[1].after_host_work_seconds == 0);
-  CHECK(t.steps[2].after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[0].dma_extra.after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
+  CHECK(t.steps[1].dma_extra.after_host_work_seconds == 0);
+  CHECK(t.steps[2].dma_extra.after_host_work_seconds == doctest::Approx(50e-6).epsilon(1e-12));
   CHECK(t.steps[1].copy_start_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
   CHECK(t.steps[1].end_seconds == doctest::Approx(2.07 * kMs).epsilon(1e-12));
   CHECK(t.steps[2].end_seconds == doctest::Approx(1.06 * kMs).epsilon(1e-12));
@@ -824,29 +828,33 @@ TEST_CASE(
   LinkModel model = round_model();
   model.dma_after_host_work_seconds = 50e-6;
   model.dma_cold_value_seconds = 20e-6;
+  model.dma_follow_on_seconds = 5e-6;
   constexpr std::uint64_t kStaged = 8 * kMB; // staged from 4 MiB
   // One window a step (a group each), in this order:
   const std::vector<TimelineStep> steps = {
-      copy_step(0, pinned, gpu0, kMB, true, 0),  // 0: after the setup's fills: the extra after host work
-      copy_step(0, gpu0, pinned, kMB, true, 1),  // 1: its own move back: warm
-      copy_step(1, pinned, gpu0, kMB, true, 2),  // 2: never crossed since setup: cold
-      copy_step(0, pinned, gpu0, kMB, true, 3),  // 3: other values' DMAs leave it warm
-      loaded(2, pageable, gpu0, kStaged, 4),     // 4: a load: the processor's work, then its copy
-      copy_step(0, gpu0, pinned, kMB, true, 5),  // 5: out, cold since the load's fill
-      copy_step(1, gpu0, pinned, kMB, true, 6),  // 6: the same
-      copy_step(1, pinned, gpu1, kMB, true, 7),  // 7: cuda:1's first DMA in since the fill: after host work
-      copy_step(1, gpu1, pinned, kMB, true, 8),  // 8: warm on cuda:1
-      copy_step(1, pinned, gpu0, kMB, true, 9),  // 9: crossed cuda:0's link in step 6: warm
-      copy_step(3, gpu0, gpu1, kMB, false, 10),  // 10: a peer copy pays nothing ...
-      copy_step(3, gpu1, pinned, kMB, true, 11), // 11: ... and leaves it as cold as it was
+      copy_step(0, pinned, gpu0, kMB, true, 0), // 0: after the setup's fills: the extra after host work
+      copy_step(0, gpu0, pinned, kMB, true,
+                1), // 1: its own move back: warm, right after its step 0: follow-on
+      copy_step(1, pinned, gpu0, kMB, true, 2), // 2: never crossed since setup: cold
+      copy_step(0, pinned, gpu0, kMB, true, 3), // 3: other values' DMAs leave it warm (and not its follow-on)
+      loaded(2, pageable, gpu0, kStaged, 4),    // 4: a load: the processor's work, then its copy
+      copy_step(0, gpu0, pinned, kMB, true, 5), // 5: out, cold since the load's fill
+      copy_step(1, gpu0, pinned, kMB, true, 6), // 6: the same
+      copy_step(1, pinned, gpu1, kMB, true, 7), // 7: cuda:1's first DMA in since the fill: after host work
+      copy_step(1, gpu1, pinned, kMB, true, 8), // 8: warm on cuda:1, right after its step 7: follow-on
+      copy_step(1, pinned, gpu0, kMB, true,
+                9), // 9: crossed cuda:0's link in step 6, cuda:0's last: follow-on
+      copy_step(3, gpu0, gpu1, kMB, false, 10),        // 10: a peer copy pays nothing ...
+      copy_step(3, gpu1, pinned, kMB, true, 11),       // 11: ... and leaves it as cold as it was
       copy_step(2, gpu0, pageable, kStaged, true, 12), // 12: a staged copy out: the processor's work
       copy_step(0, pinned, gpu0, kMB, true, 13),       // 13: after host work
       copy_step(4, gpu1, pinned, kMB, true, 14), // 14: out of cuda:1: cold (no extra after host work out)
   };
   const std::vector<double> after_host_work = {50e-6, 0, 0, 0, 0, 0, 0, 50e-6, 0, 0, 0, 0, 0, 50e-6, 0};
   const std::vector<double> cold = {0, 0, 20e-6, 0, 0, 20e-6, 20e-6, 0, 0, 0, 0, 20e-6, 0, 0, 20e-6};
+  const std::vector<double> follow_on = {0, 5e-6, 0, 0, 0, 0, 0, 0, 5e-6, 5e-6, 0, 0, 0, 0, 0};
   fhr::Timeline t = fhr::predict_timeline(steps, model);
-  check_dma_extras(t, after_host_work, cold);
+  check_dma_extras(t, after_host_work, cold, follow_on);
   // On the engine, as part of the copy: 10 us + 1 ms + 20 us.
   CHECK(t.steps[2].end_seconds - t.steps[2].start_seconds == doctest::Approx(1.03 * kMs).epsilon(1e-12));
   // Out of the device (1 ms + 20 us: the outbound link has no fixed cost here).
@@ -854,19 +862,56 @@ TEST_CASE(
   const double total = t.total_seconds;
 
   // After its own values' DMAs alone (the calibration's windows) nothing
-  // is cold until the processor's work: steps 0 and 2 pay nothing.
+  // is cold until the processor's work: steps 0 and 2 pay nothing, nor
+  // step 1 (step 0 met no extra's state).
   const fhr::TimelineOptions options = after_own_dmas();
   t = fhr::predict_timeline(steps, model, options);
   check_dma_extras(t, {0, 0, 0, 0, 0, 0, 0, 50e-6, 0, 0, 0, 0, 0, 50e-6, 0},
-                   {0, 0, 0, 0, 0, 20e-6, 20e-6, 0, 0, 0, 0, 20e-6, 0, 0, 20e-6});
-  CHECK(t.total_seconds == doctest::Approx(total - 70e-6).epsilon(1e-12));
+                   {0, 0, 0, 0, 0, 20e-6, 20e-6, 0, 0, 0, 0, 20e-6, 0, 0, 20e-6},
+                   {0, 0, 0, 0, 0, 0, 0, 0, 5e-6, 5e-6, 0, 0, 0, 0, 0});
+  CHECK(t.total_seconds == doctest::Approx(total - 75e-6).epsilon(1e-12));
 
   // A profile without the figure (made before it was measured): no extra.
+  // The follow-ons keep theirs: steps 5 and 6 still met a cold value's state.
   model.dma_cold_value_seconds.reset();
   t = fhr::predict_timeline(steps, model);
   CHECK(t.total_seconds == doctest::Approx(total - 100e-6).epsilon(1e-12));
   for (const fhr::StepTime &time : t.steps)
-    CHECK(time.cold_value_seconds == 0);
+    CHECK(time.dma_extra.cold_value_seconds == 0);
+  check_dma_extras(t, after_host_work, {}, follow_on);
+}
+
+TEST_CASE(
+    "timeline: a value's DMA right after its own DMA that met an extra's state pays the follow-on figure") {
+  LinkModel model = round_model();
+  model.dma_after_host_work_seconds = 50e-6;
+  model.dma_cold_value_seconds = 20e-6;
+  model.dma_follow_on_seconds = 5e-6;
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pinned, gpu0, kMB, true, 0),  // 0: after the setup's fills
+      copy_step(0, gpu0, pinned, kMB, true, 1),  // 1: straight after it: follow-on
+      copy_step(0, pinned, gpu0, kMB, true, 2),  // 2: after a follow-on: warm, nothing (no chain)
+      copy_step(1, pinned, gpu0, kMB, true, 3),  // 3: cold
+      copy_step(0, gpu0, pinned, kMB, true, 4),  // 4: another value's DMA came last: nothing
+      copy_step(1, gpu0, pinned, kMB, true, 5),  // 5: its step 3 met a cold state, but step 4 came between
+      loaded(2, pageable, gpu0, 2 * kMB, 6),     // 6: a load: the processor's work, then its copy
+      copy_step(1, pinned, gpu0, kMB, true, 7),  // 7: cold
+      loaded(3, pageable, gpu0, 2 * kMB, 8),     // 8: another load: its copy is cuda:0's last DMA
+      copy_step(1, gpu0, pinned, kMB, true, 9),  // 9: cold again (the fill), not a follow-on
+      copy_step(1, pinned, gpu0, kMB, true, 10), // 10: straight after the cold step 9: follow-on
+  };
+  const fhr::Timeline t = fhr::predict_timeline(steps, model);
+  check_dma_extras(t, {50e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 20e-6, 0, 0, 0, 20e-6, 0, 20e-6, 0},
+                   {0, 5e-6, 0, 0, 0, 0, 0, 0, 0, 0, 5e-6});
+  // On the engine, as part of the copy (out of the device: 1 ms + 5 us).
+  CHECK(t.steps[1].end_seconds - t.steps[1].start_seconds == doctest::Approx(1.005 * kMs).epsilon(1e-12));
+
+  // A profile without the figure: none.
+  model.dma_follow_on_seconds.reset();
+  const fhr::Timeline without = fhr::predict_timeline(steps, model);
+  CHECK(without.total_seconds == doctest::Approx(t.total_seconds - 10e-6).epsilon(1e-12));
+  for (const fhr::StepTime &time : without.steps)
+    CHECK(time.dma_extra.follow_on_seconds == 0);
 }
 
 TEST_CASE("timeline: in a window each cold value's DMA pays on its own engine, in plan order") {

@@ -40,13 +40,11 @@ struct Operation {
     /// go between pageable and pinned memory the same way on the host copy
     /// threads (HostMemorySeries).
     BesideHostCopy,
-    /// A move from pinned memory at `from` into `to` (a device) right
-    /// after the processor wrote host memory (DmaExtrasSeries).
-    CopyAfterHostWork,
-    /// A move between pinned memory and a device of a value whose bytes
-    /// have not crossed the device's link since the processor's last work
-    /// (DmaExtrasSeries: after another value's load).
-    CopyOfColdValue,
+    /// A move between pinned memory and a device in a state that pays one
+    /// of the DMAs' extras beyond the curve (`dma_extra`; DmaExtrasSeries:
+    /// into the device right after the processor wrote host memory, or
+    /// either way after another value's load, its own bytes cold).
+    CopyWithDmaExtra,
   } kind = Kind::Copy;
   Location from, to;
   std::uint64_t bytes = 0;
@@ -54,6 +52,8 @@ struct Operation {
   /// from its TransitionReport), read once the call returned; a clock that
   /// measures leaves them out.
   const std::uint64_t *untimed_ns = nullptr;
+  /// Kind::CopyWithDmaExtra's figure (an entry of kDmaExtraFigures).
+  std::optional<double> LinkModel::*dma_extra = nullptr;
 };
 
 class Clock {
@@ -162,10 +162,11 @@ struct Result {
   /// The moves of DmaExtrasSeries' value between pinned memory and cuda:0,
   /// the medians: into the device straight after its own round trip, after
   /// the processor filled host memory, and after another value's load;
-  /// out of it straight after its move in and after another value's load.
+  /// out of it straight after its move in, after another value's load, and
+  /// straight after its move in after host work.
   std::uint64_t dma_extras_bytes = 0;
   double own_in_seconds = 0, after_host_work_seconds = 0, cold_in_seconds = 0;
-  double own_out_seconds = 0, cold_out_seconds = 0;
+  double own_out_seconds = 0, cold_out_seconds = 0, follow_on_out_seconds = 0;
   /// The host work before the DMAs: a source's fill of this many bytes of
   /// pageable memory (the other value's load fills as many), and its median.
   std::uint64_t host_work_bytes = 0;

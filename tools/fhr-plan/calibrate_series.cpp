@@ -344,18 +344,28 @@ void DmaExtrasSeries::round(bool timed) {
   // Its own round trip first: the other series ran in between.
   manager_.move(value_, kGpu0, kPinned);
   manager_.move(value_, kPinned, kGpu0);
+  const auto with_extra = [&](Location from, Location to, std::optional<double> LinkModel::*extra) {
+    return Operation{.kind = Operation::Kind::CopyWithDmaExtra,
+                     .from = from,
+                     .to = to,
+                     .bytes = bytes_,
+                     .dma_extra = extra};
+  };
   const Operation in{Operation::Kind::Copy, kPinned, kGpu0, bytes_},
       out{Operation::Kind::Copy, kGpu0, kPinned, bytes_},
-      in_after_host_work{Operation::Kind::CopyAfterHostWork, kPinned, kGpu0, bytes_},
-      cold_in{Operation::Kind::CopyOfColdValue, kPinned, kGpu0, bytes_},
-      cold_out{Operation::Kind::CopyOfColdValue, kGpu0, kPinned, bytes_};
+      in_after_host_work = with_extra(kPinned, kGpu0, &LinkModel::dma_after_host_work_seconds),
+      cold_in = with_extra(kPinned, kGpu0, &LinkModel::dma_cold_value_seconds),
+      cold_out = with_extra(kGpu0, kPinned, &LinkModel::dma_cold_value_seconds),
+      follow_on_out = with_extra(kGpu0, kPinned, &LinkModel::dma_follow_on_seconds);
   for (unsigned k = 0; k < kSamplesPerRound; ++k) {
     sample(kGpu0, in, timed, own_in_);
     sample(kPinned, out, timed, own_out_);
     const double fill = time_fill(manager_, clock_, filled_, host_work_bytes_);
     if (timed) fill_seconds_.push_back(fill);
     sample(kGpu0, in_after_host_work, timed, after_host_work_);
-    manager_.move(value_, kPinned, kGpu0);
+    // Out again straight after that move in, as a plan's value meets it
+    // whose first move in after its setup it is.
+    sample(kPinned, follow_on_out, timed, follow_on_out_);
     // Cold into the device as a plan's value placed by the processor meets
     // it (bootstrapping's ciphertext after its first key's load): its
     // pinned block written by a host copy, then another value's load.
@@ -380,6 +390,7 @@ void DmaExtrasSeries::finish(Result &result) {
   result.cold_in_seconds = median(cold_in_);
   result.own_out_seconds = median(own_out_);
   result.cold_out_seconds = median(cold_out_);
+  result.follow_on_out_seconds = median(follow_on_out_);
   result.model.dma_after_host_work_seconds =
       std::max(0.0, result.after_host_work_seconds - result.own_in_seconds);
   // One figure for both directions: on the H200 a 10 MiB ciphertext's
@@ -387,6 +398,7 @@ void DmaExtrasSeries::finish(Result &result) {
   const double cold_in = result.cold_in_seconds - result.own_in_seconds,
                cold_out = result.cold_out_seconds - result.own_out_seconds;
   result.model.dma_cold_value_seconds = std::max(0.0, (cold_in + cold_out) / 2);
+  result.model.dma_follow_on_seconds = std::max(0.0, result.follow_on_out_seconds - result.own_out_seconds);
 }
 
 } // namespace fhr::calibrate

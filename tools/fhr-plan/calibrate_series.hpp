@@ -171,7 +171,11 @@ private:
 ///    processor placed, as a plan's setup does): the mean of the two
 ///    directions' differences is `dma_cold_value_us`. In this state the
 ///    value's moves took 5-13 µs more on the H200, where the plans' cold
-///    steps took 9-33 µs more (docs/benchmarks.md, twenty-second wave).
+///    steps took 9-33 µs more (docs/benchmarks.md, twenty-second wave);
+///  - out of the device straight after its move in after host work (the
+///    value's DMA right after its own that met an extra's state): the
+///    difference from its move out after its own round trip is
+///    `dma_follow_on_us` (twenty-third wave).
 class DmaExtrasSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
@@ -190,7 +194,7 @@ private:
   std::uint64_t bytes_, host_work_bytes_;
   Handle value_;  ///< in pinned memory between samples
   Handle filled_; ///< the host work: a source that fills pageable memory, and the other value
-  std::vector<double> own_in_, after_host_work_, cold_in_, own_out_, cold_out_;
+  std::vector<double> own_in_, after_host_work_, cold_in_, own_out_, cold_out_, follow_on_out_;
   std::vector<double> fill_seconds_; ///< the host work's, timed as a source's fill
 };
 

@@ -29,9 +29,13 @@ constexpr double kGiga = 1e9;
 /// A large cold pinned block's fixed part, beside the DMAs' extras.
 constexpr OptionalMicroseconds kPinnedAllocationFixed = {"pinned_allocation_us",
                                                          &LinkModel::pinned_allocation_fixed_seconds};
-static_assert(std::size(kDmaExtraFigures) == 2, "every DMA extra in the table below");
-constexpr std::array<OptionalMicroseconds, 3> kOptionalMicroseconds = {
-    kPinnedAllocationFixed, kDmaExtraFigures[0], kDmaExtraFigures[1]};
+/// Every optional figure of a profile: that, then the DMAs' extras.
+constexpr auto kOptionalMicroseconds = [] {
+  std::array<OptionalMicroseconds, 1 + std::size(kDmaExtraFigures)> all{};
+  all[0] = kPinnedAllocationFixed;
+  std::copy(std::begin(kDmaExtraFigures), std::end(kDmaExtraFigures), all.begin() + 1);
+  return all;
+}();
 } // namespace
 
 std::string_view link_kind_name(LinkKind kind) { return kLinkNames[static_cast<std::size_t>(kind)]; }

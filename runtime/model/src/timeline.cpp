@@ -343,8 +343,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     time.copy_issue_seconds = flow.allocated_at.value_or(flow.issued_at) - flow.staging;
     time.end_seconds = flow.end;
     time.commit_seconds = committed;
-    time.after_host_work_seconds = flow.dma_extra.after_host_work_seconds;
-    time.cold_value_seconds = flow.dma_extra.cold_value_seconds;
+    time.dma_extra = flow.dma_extra;
     time.engine = flow.engine;
     time.window = window;
     free_replicas(steps[flow.step], pools);
@@ -414,13 +413,10 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       // pageable source it pays nothing beyond its load curve, from a
       // pinned one it is a DMA after that work.
       history.processor_wrote_host();
-      const DmaExtra extra =
-          step.destination == step.source
-              ? DmaExtra{}
-              : apply_dma_history_rule(step.value, step.source, step.destination, links, history);
-      time.after_host_work_seconds = extra.after_host_work_seconds;
-      time.cold_value_seconds = extra.cold_value_seconds;
-      now += extra.seconds() + links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
+      if (step.destination != step.source)
+        time.dma_extra = apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+      now += time.dma_extra.seconds() +
+             links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);
     } else {
       time.copy_issue_seconds = time.copy_start_seconds = now;

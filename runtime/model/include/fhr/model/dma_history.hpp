@@ -2,14 +2,14 @@
 /// \file
 /// What a DMA between pinned memory and a device meets beyond its link's
 /// curve: the state the time predictor (fhr/model/timeline.hpp) keeps, in
-/// plan order, to charge LinkModel::dma_after_host_work_seconds and
-/// LinkModel::dma_cold_value_seconds.
+/// plan order, to charge LinkModel::dma_after_host_work_seconds,
+/// LinkModel::dma_cold_value_seconds and LinkModel::dma_follow_on_seconds.
 ///
 /// `calibrate` measures each link's curve on values that go round the
 /// links one after another: every DMA of a value follows its own previous
 /// copy, with nothing of the processor's in between. A plan's DMAs meet
-/// other states, and on the H200 machine two of them took longer
-/// (docs/benchmarks.md, sixteenth to twenty-second waves):
+/// other states, and on the H200 machine three of them took longer
+/// (docs/benchmarks.md, sixteenth to twenty-third waves):
 ///  - the first DMA into a device after the processor's own work on host
 ///    memory (a source's fill, a host copy, a staged copy's host part, the
 ///    setup's values): 25-55 µs more in the copy, at 8 MiB as at 120;
@@ -17,30 +17,40 @@
 ///    between the host and the device since such work (10 and 16 MiB
 ///    values moved in or out after 120 MiB key loads, or first moved after
 ///    the setup placed them): 9-33 µs more. Straight after other values'
-///    DMAs alone it took its calibrated time.
-/// A DMA that meets both pays the first, which is measured on a value the
-/// work left cold (a warm value's first DMA in after the work, say one
-/// moved out of the device and back, pays it too: rare, and not
-/// measured). The processor's work leaves every value cold; a copy of a
-/// value between the host and a device that ends with the device's DMA
-/// (a DMA either way, a staged copy into the device, a load's copy into
-/// it) leaves it warm there. A copy between two devices leaves the state
-/// as it is (no host memory on its way; not measured: one GPU).
+///    DMAs alone it took its calibrated time;
+///  - a DMA of a value right after its own DMA that met one of those two
+///    states, over the same device's link with no other DMA between (its
+///    move out straight after such a move in): 3-14 µs more in the copy,
+///    where its later round trips took their curve (twenty-third wave: 14-17
+///    such steps in each of four calls, their median 5-11 µs above the
+///    other warm DMAs'). After another value's DMAs it took its curve.
+/// A DMA that meets the first two states pays the first, which is measured
+/// on a value the work left cold (a warm value's first DMA in after the
+/// work, say one moved out of the device and back, pays it too: rare, and
+/// not measured); one that meets the third and another pays the other. The
+/// processor's work leaves every value cold; a copy of a value between the
+/// host and a device that ends with the device's DMA (a DMA either way, a
+/// staged copy into the device, a load's copy into it) leaves it warm
+/// there. A copy between two devices leaves the state as it is (no host
+/// memory on its way; not measured: one GPU).
 #include "fhr/model/action.hpp"
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location.hpp"
 
+#include <array>
 #include <bitset>
+#include <optional>
 #include <set>
 #include <utility>
 
 namespace fhr {
 
-/// What one DMA pays beyond its curve; at most one of the two is charged.
+/// What one DMA pays beyond its curve; at most one of the three is charged.
 struct DmaExtra {
   double after_host_work_seconds = 0;
   double cold_value_seconds = 0;
-  double seconds() const { return after_host_work_seconds + cold_value_seconds; }
+  double follow_on_seconds = 0;
+  double seconds() const { return after_host_work_seconds + cold_value_seconds + follow_on_seconds; }
 };
 
 class DmaHistory {
@@ -66,21 +76,31 @@ public:
     host_work_pending_.set();
     warm_.clear();
     all_warm_ = false;
+    last_dma_.fill(std::nullopt);
   }
 
   /// A DMA of `value` between pinned memory and `device` starts now, into
   /// the device when `into_device`: the extra it pays (after host work: the
   /// device's first DMA in since the processor's work, where the profile
-  /// has that figure; else a cold value's, or none). It leaves the value warm on the device, and a DMA in
+  /// has that figure; else a cold value's; else, right after the value's
+  /// own DMA over the device's link that paid one of those, the follow-on
+  /// figure; or none). It leaves the value warm on the device, and a DMA in
   /// clears the device's host work.
   DmaExtra dma(ValueId value, unsigned device, bool into_device, const LinkModel &links) {
+    const bool after_host_work = into_device && host_work_pending_.test(device);
+    const bool cold = !is_warm(value, device);
+    const std::optional<LastDma> &last = last_dma_[device];
     DmaExtra extra;
-    if (into_device && host_work_pending_.test(device) && links.dma_after_host_work_seconds)
+    if (after_host_work && links.dma_after_host_work_seconds)
       extra.after_host_work_seconds = *links.dma_after_host_work_seconds;
-    else if (!is_warm(value, device))
+    else if (cold)
       extra.cold_value_seconds = links.dma_cold_value_seconds.value_or(0);
+    else if (last && last->value == value && last->met_extra_state)
+      extra.follow_on_seconds = links.dma_follow_on_seconds.value_or(0);
     if (into_device) host_work_pending_.reset(device);
     warm_.insert({value, device});
+    // The state, whether or not the profile has its figure.
+    last_dma_[device] = LastDma{value, after_host_work || cold};
     return extra;
   }
 
@@ -95,12 +115,21 @@ public:
     processor_wrote_host();
     host_work_pending_.reset(device);
     warm_.insert({value, device});
+    last_dma_[device] = LastDma{value, false};
   }
 
 private:
   bool is_warm(ValueId value, unsigned device) const { return all_warm_ || warm_.contains({value, device}); }
 
+  /// A device's last DMA between pinned memory and it: its value, and
+  /// whether it met the state of an extra (after host work, a cold value).
+  struct LastDma {
+    ValueId value;
+    bool met_extra_state = false;
+  };
+
   std::bitset<Location::kMaxCudaDevices> host_work_pending_;
+  std::array<std::optional<LastDma>, Location::kMaxCudaDevices> last_dma_{};
   /// (value, device): the value's bytes crossed the link between the host
   /// and the device since the processor's last work on host memory.
   std::set<std::pair<ValueId, unsigned>> warm_;

@@ -167,6 +167,14 @@ struct LinkModel {
   /// work left cold. Absent in profiles made before it was measured: no
   /// extra.
   std::optional<double> dma_cold_value_seconds;
+  /// What a DMA between pinned memory and a device takes beyond its link's
+  /// curve when it follows, with no other DMA of that device between, its
+  /// own value's DMA that met the state of one of the two extras above
+  /// (dma_history.hpp): on the H200 machine a value's move out straight
+  /// after such a move in took 3-14 µs more, its later round trips nothing
+  /// (docs/links.md). Absent in profiles made before it was measured: no
+  /// extra.
+  std::optional<double> dma_follow_on_seconds;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime
@@ -208,6 +216,7 @@ struct OptionalMicroseconds {
 inline constexpr OptionalMicroseconds kDmaExtraFigures[] = {
     {"dma_after_host_work_us", &LinkModel::dma_after_host_work_seconds},
     {"dma_cold_value_us", &LinkModel::dma_cold_value_seconds},
+    {"dma_follow_on_us", &LinkModel::dma_follow_on_seconds},
 };
 
 /// The rate of a copy streaming at `own_bytes_per_second` while its

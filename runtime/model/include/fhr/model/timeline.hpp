@@ -33,6 +33,7 @@
 /// allocation first, then its copy, which may wait for its engine): the
 /// span the runtime measures (`TransitionReport::started_at_ns`).
 
+#include "fhr/model/dma_history.hpp"
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location_set.hpp"
 #include "fhr/model/runtime_pools.hpp"
@@ -125,16 +126,14 @@ struct StepTime {
   /// (LinkModel::source_load_bytes_per_second), before its copy starts; 0
   /// for other steps. The loader's time, not a link's.
   double source_load_seconds = 0;
-  /// Of its copy's time, what its DMA into a device pays for following the
-  /// processor's work on host memory (LinkModel::dma_after_host_work_seconds,
-  /// fhr/model/dma_history.hpp); 0 for other steps and profiles without it.
-  double after_host_work_seconds = 0;
   /// Of its copy's time, what its DMA between pinned memory and a device
-  /// pays for a value whose bytes have not crossed the device's link since
-  /// the processor's last work on host memory
-  /// (LinkModel::dma_cold_value_seconds); 0 where it pays the extra after
-  /// host work instead, for other steps and for profiles without it.
-  double cold_value_seconds = 0;
+  /// pays beyond its curve for the state it meets (fhr/model/dma_history.hpp):
+  /// the device's first DMA in after the processor's work on host memory
+  /// (LinkModel::dma_after_host_work_seconds), else a value whose bytes
+  /// have not crossed the device's link since that work
+  /// (LinkModel::dma_cold_value_seconds); zero for other steps and for
+  /// profiles without the figures.
+  DmaExtra dma_extra;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
   double end_seconds = 0;
