@@ -380,6 +380,7 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
                  {"after_host_work_us", microseconds(time.dma_extra.after_host_work_seconds)},
                  {"cold_value_us", microseconds(time.dma_extra.cold_value_seconds)},
                  {"follow_on_us", microseconds(time.dma_extra.follow_on_seconds)},
+                 {"dma_state", dma_state_name(time.dma_extra.state)},
                  {"end_us", microseconds(time.end_seconds)},
                  {"commit_us", microseconds(time.commit_seconds)},
                  {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},

@@ -1,10 +1,11 @@
 """bench/dma_states.py on a recorded fhr-run/1 document (issue #14).
 
 tests/bench/inputs/dma-states.run.json is `fhr-plan run --backend sim
---format json tests/bench/inputs/dma-states.fhr`, recorded once: a 10 MiB
-ciphertext moved into cuda:0 first (the extra after host work), out of it
-after a key's load and a drop (a cold value), back in after its own move
-(no extra), and a 20 MiB move the table leaves out (over 16 MiB).
+--format json tests/bench/inputs/dma-states.fhr`, recorded once with the
+shipped profile: a 10 MiB ciphertext moved into cuda:0 first (after host
+work), out of it after a key's load and a drop (a cold value), back in
+straight after that (a follow-on: the shipped profile has no figure for
+it), and a 20 MiB move the table leaves out (over 16 MiB).
 """
 import copy
 import importlib.util
@@ -25,22 +26,50 @@ def load_script():
 
 
 HEADER = [
-    "| file | unit | step | action | extra charged, us | error, us | before the copy, us (measured / predicted) "
-    "| error in the copy, us | the last copy before it |",
+    "| file | unit | step | action | state, extra charged (us) | error, us | before the copy, us "
+    "(measured / predicted) | error in the copy, us | the last copy before it |",
     "|---|---|---|---|---|---|---|---|---|",
 ]
+ROWS = [
+    "| dma-states.fhr | states | 0 | move ct from pinned to cuda:0 | after-host-work, 26.7 | +6201.5 "
+    "| 24.3 / 0.0 | +6177.2 | (none: the first copy) |",
+    # The drop between them moved nothing: the load is the copy before.
+    "| dma-states.fhr | states | 3 | move ct from cuda:0 to pinned | cold-value, 8.7 | +5671.6 "
+    "| 15.7 / 0.0 | +5655.9 | ensure load pageable-device 64 MiB, 67189 us |",
+    "| dma-states.fhr | states | 4 | move ct from pinned to cuda:0 | follow-on, 0.0 | +5421.6 "
+    "| 8.5 / 0.0 | +5413.1 | move device-pinned 10 MiB, 5879 us |",
+]
+SUMMARY_HEADER = ["", "| state | steps | error, us: median (range) | within 5 us |", "|---|---|---|---|"]
+
+
+def run_on(tmp_path, document, capsys, name="changed.run.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    status = load_script().main([str(path)])
+    return status, capsys.readouterr().out.splitlines()
 
 
 def test_every_small_dma_of_the_recorded_run(capsys):
     assert load_script().main([str(RECORDED)]) == 0
-    assert capsys.readouterr().out.splitlines() == HEADER + [
-        "| dma-states.fhr | states | 0 | move ct from pinned to cuda:0 | after host work 26.7 | +6191.0 "
-        "| 37.3 / 0.0 | +6153.6 | (none: the first copy) |",
-        # The drop between them moved nothing: the load is the copy before.
-        "| dma-states.fhr | states | 3 | move ct from cuda:0 to pinned | cold value 8.7 | +6047.9 "
-        "| 26.7 / 0.0 | +6021.2 | ensure load pageable-device 64 MiB, 64888 us |",
-        "| dma-states.fhr | states | 4 | move ct from pinned to cuda:0 | none | +5447.3 "
-        "| 23.4 / 0.0 | +5423.9 | move device-pinned 10 MiB, 6255 us |",
+    assert capsys.readouterr().out.splitlines() == HEADER + ROWS + SUMMARY_HEADER + [
+        "| after-host-work | 1 | +6201.5 (+6201.5 to +6201.5) | 0 |",
+        "| cold-value | 1 | +5671.6 (+5671.6 to +5671.6) | 0 |",
+        "| follow-on | 1 | +5421.6 (+5421.6 to +5421.6) | 0 |",
+    ]
+
+
+def test_the_summary_counts_the_steps_within_the_bound(tmp_path, capsys):
+    # Each step measured 3 us over its prediction, and the follow-on 6 us.
+    document = json.loads(RECORDED.read_text())
+    for k, over in ((0, 3.0), (3, 3.0), (4, 6.0)):
+        step = document["runs"][0]["steps"][k]
+        step["measured"]["duration_us"] = step["predicted"]["duration_us"] + over
+    status, out = run_on(tmp_path, document, capsys)
+    assert status == 0
+    assert out[-3:] == [
+        "| after-host-work | 1 | +3.0 (+3.0 to +3.0) | 1 |",
+        "| cold-value | 1 | +3.0 (+3.0 to +3.0) | 1 |",
+        "| follow-on | 1 | +6.0 (+6.0 to +6.0) | 0 |",
     ]
 
 
@@ -57,10 +86,42 @@ def test_documents_of_one_unit_are_pooled(tmp_path, capsys):
     first.write_text(json.dumps(document))
     second.write_text(json.dumps(slower))
     assert load_script().main([str(first), str(second)]) == 0
-    rows = capsys.readouterr().out.splitlines()[2:]
-    assert len(rows) == 3
-    assert rows[2] == ("| dma-states.fhr | states | 4 | move ct from pinned to cuda:0 | none | +5497.3 "
-                       "| 28.4 / 0.0 | +5468.9 | move device-pinned 10 MiB, 6255 us |")
+    rows = capsys.readouterr().out.splitlines()[2:5]
+    assert rows[:2] == ROWS[:2]
+    assert rows[2] == ("| dma-states.fhr | states | 4 | move ct from pinned to cuda:0 | follow-on, 0.0 | +5471.6 "
+                       "| 13.5 / 0.0 | +5458.1 | move device-pinned 10 MiB, 5879 us |")
+
+
+def test_an_older_document_shows_the_state_it_was_charged_for(tmp_path, capsys):
+    # Written before `dma_state` and `follow_on_us`: the state of the extra
+    # charged; a follow-on without its figure reads as none.
+    document = json.loads(RECORDED.read_text())
+    for step in document["runs"][0]["steps"]:
+        step["predicted"].pop("dma_state", None)
+        step["predicted"].pop("follow_on_us", None)
+    status, out = run_on(tmp_path, document, capsys)
+    assert status == 0
+    assert [row.split(" | ")[4] for row in out[2:5]] == ["after-host-work, 26.7", "cold-value, 8.7", "none, 0.0"]
+    # With the figure charged, the follow-on again.
+    document["runs"][0]["steps"][4]["predicted"]["follow_on_us"] = 7.5
+    status, out = run_on(tmp_path, document, capsys)
+    assert out[4].split(" | ")[4] == "follow-on, 7.5"
+
+
+def test_steps_without_a_prediction_or_a_measurement_are_left_out(tmp_path, capsys):
+    # A refused step has only its result; a run that stopped measured
+    # nothing after it; a step may have no time before its copy.
+    document = json.loads(RECORDED.read_text())
+    steps = document["runs"][0]["steps"]
+    steps[0]["predicted"] = {"result": "refused (budget)"}
+    steps[3]["measured"]["duration_us"] = None
+    steps[4]["measured"]["before_copy_us"] = None
+    steps[4]["predicted"]["before_copy_us"] = None
+    status, out = run_on(tmp_path, document, capsys)
+    assert status == 0
+    # (Step 3, unmeasured, is still the copy before step 4, its time unknown.)
+    assert out[2:3] == ["| dma-states.fhr | states | 4 | move ct from pinned to cuda:0 | follow-on, 0.0 | +5421.6 "
+                        "| - | - | move device-pinned 10 MiB |"]
 
 
 def test_a_bad_document_does_not_hide_the_others(tmp_path, capsys):
@@ -69,15 +130,4 @@ def test_a_bad_document_does_not_hide_the_others(tmp_path, capsys):
     assert load_script().main([str(empty), str(RECORDED)]) == 2
     captured = capsys.readouterr()
     assert f"{empty}: not a JSON document" in captured.err
-    assert len(captured.out.splitlines()) == 5
-
-
-def test_the_follow_on_extra(tmp_path, capsys):
-    # A profile with the figure charges step 4, right after step 3's cold
-    # move (the recorded run predates the key: absent reads as none).
-    document = json.loads(RECORDED.read_text())
-    document["runs"][0]["steps"][4]["predicted"]["follow_on_us"] = 7.5
-    path = tmp_path / "follow-on.run.json"
-    path.write_text(json.dumps(document))
-    assert load_script().main([str(path)]) == 0
-    assert "| states | 4 | move ct from pinned to cuda:0 | follow-on 7.5 | +5447.3 " in capsys.readouterr().out
+    assert captured.out.splitlines()[:5] == HEADER + ROWS

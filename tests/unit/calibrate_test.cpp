@@ -2,7 +2,9 @@
 // a simulated clock that charges what a stand-in profile predicts: the fit
 // must give the stand-in's figures back.
 #include "calibrate.hpp"
+#include "calibrate_series.hpp"
 
+#include "fhr/model/timeline.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <vector>
 
 using fhr::LinkKind;
 using fhr::LinkModel;
@@ -187,6 +190,127 @@ TEST_CASE("calibrate: a DMA out straight after a move in after host work gives t
   result = calibrate_against(stand_in, LinkModel::h200());
   REQUIRE(result.model.dma_follow_on_seconds);
   CHECK(*result.model.dma_follow_on_seconds == 0);
+}
+
+namespace {
+
+/// A simulated clock that also writes down every transition of the
+/// calibration in order (the manager's trace, drained around each timed
+/// call) and which of them each timed call made.
+class StateRecordingClock final : public fhr::calibrate::Clock {
+public:
+  struct Timed {
+    fhr::calibrate::Operation operation;
+    std::size_t first = 0, end = 0; ///< its transitions: transitions[first, end)
+  };
+
+  StateRecordingClock(const LinkModel &stand_in, fhr::Manager &manager)
+      : inner_(stand_in), manager_(manager) {}
+  double time(const std::function<void()> &call, const fhr::calibrate::Operation &operation) override {
+    drain(); // the untimed work since the last timed call
+    const std::size_t first = transitions.size();
+    const double seconds = inner_.time(call, operation);
+    drain();
+    timed.push_back({operation, first, transitions.size()});
+    return seconds;
+  }
+
+  std::vector<fhr::TransitionReport> transitions;
+  std::vector<Timed> timed;
+
+private:
+  void drain() {
+    for (const fhr::TransitionReport &report : manager_.trace())
+      transitions.push_back(report);
+    manager_.clear_trace();
+  }
+  fhr::calibrate::SimulatedClock inner_;
+  fhr::Manager &manager_;
+};
+
+/// The time model's steps of a run of transitions, one window each: a
+/// load (its source filled by the processor, then copied unless in place),
+/// a copy or move, or nothing (a drop, a no-op).
+std::vector<fhr::TimelineStep> timeline_steps(const std::vector<fhr::TransitionReport> &transitions) {
+  std::vector<fhr::TimelineStep> steps;
+  for (std::size_t k = 0; k < transitions.size(); ++k) {
+    const fhr::TransitionReport &r = transitions[k];
+    const auto group = static_cast<std::uint32_t>(k);
+    fhr::TimelineStep step;
+    step.group = group;
+    if (!r.no_op && r.source && r.destination && (r.source_load_ns > 0 || *r.source != *r.destination)) {
+      step = fhr::copy_step(r.value, *r.source, *r.destination, r.logical_nbytes,
+                            r.action == fhr::ActionKind::Move, group);
+      if (r.source_load_ns > 0) step.transfer = fhr::StepTransfer::Load;
+    }
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+} // namespace
+
+TEST_CASE(
+    "calibrate: every timed sample meets the state its figure is measured in, by the time model's rule") {
+  // The DMA rule (fhr/model/dma_history.hpp) replayed over every
+  // transition of a calibration, as `run` predicts a plan's: each curve's
+  // sample must pay no DMA extra, each extra's sample that extra alone.
+  // (The rule is the one the figures go into; a calibration that measured
+  // a curve in an extra's state would count the extra twice.) On one
+  // device, as the H200 machine has, and on two (peer hops between).
+  for (const unsigned devices : {1u, 2u}) {
+    CAPTURE(devices);
+    fhr::ManagerOptions options;
+    options.backend = std::make_shared<fhr::SimulatedBackend>(devices, /*overlap_copies=*/true);
+    options.trace_capacity = std::size_t{1} << 20;
+    fhr::Manager manager(std::move(options));
+    StateRecordingClock clock(LinkModel::h200(), manager);
+    fhr::calibrate::Options measure;
+    measure.max_bytes = kBytes;
+    measure.repetitions = 2;
+    measure.devices = devices;
+    fhr::calibrate::calibrate(manager, clock, measure, fhr::calibrate::FixedCosts{}, nullptr,
+                              LinkModel::h200());
+
+    LinkModel figures = LinkModel::h200();
+    figures.dma_after_host_work_seconds = 100e-6;
+    figures.dma_cold_value_seconds = 10e-6;
+    figures.dma_follow_on_seconds = 1e-6;
+    fhr::TimelineOptions replay;
+    replay.host_work_before = true; // a fresh process: nothing has crossed a link
+    const fhr::Timeline timeline = fhr::predict_timeline(timeline_steps(clock.transitions), figures, replay);
+    using Kind = fhr::calibrate::Operation::Kind;
+    std::size_t curves = 0, extras = 0;
+    for (const StateRecordingClock::Timed &timed : clock.timed) {
+      const fhr::calibrate::Operation &operation = timed.operation;
+      if (operation.kind != Kind::Copy && operation.kind != Kind::LoadCopy &&
+          operation.kind != Kind::CopyWithDmaExtra)
+        continue; // the windows and fills are predicted with their states by the calibration itself
+      CAPTURE(static_cast<int>(operation.kind));
+      CAPTURE(operation.from.name());
+      CAPTURE(operation.to.name());
+      REQUIRE(timed.end > timed.first);
+      for (std::size_t k = timed.first; k < timed.end; ++k) {
+        CAPTURE(k);
+        const fhr::DmaExtra &extra = timeline.steps[k].dma_extra;
+        if (operation.kind != Kind::CopyWithDmaExtra) {
+          CHECK(extra.seconds() == 0);
+          ++curves;
+          continue;
+        }
+        ++extras;
+        CHECK(extra.after_host_work_seconds ==
+              (operation.dma_extra == &LinkModel::dma_after_host_work_seconds ? 100e-6 : 0));
+        CHECK(extra.cold_value_seconds ==
+              (operation.dma_extra == &LinkModel::dma_cold_value_seconds ? 10e-6 : 0));
+        CHECK(extra.follow_on_seconds ==
+              (operation.dma_extra == &LinkModel::dma_follow_on_seconds ? 1e-6 : 0));
+      }
+    }
+    // Every series took its samples: the untimed round and 2 timed ones.
+    CHECK(curves > 100);
+    CHECK(extras == 3 * fhr::calibrate::DmaExtrasSeries::kSamplesPerRound * 4);
+  }
 }
 
 TEST_CASE("calibrate: each host pool keeps seven times --max-bytes, never below the backend's default, "

@@ -872,7 +872,8 @@ TEST_CASE(
   CHECK(t.total_seconds == doctest::Approx(total - 75e-6).epsilon(1e-12));
 
   // A profile without the figure (made before it was measured): no extra.
-  // The follow-ons keep theirs: steps 5 and 6 still met a cold value's state.
+  // The follow-ons keep theirs: step 6 still met a cold value's state
+  // (step 9's), step 7 the state after host work (step 8's).
   model.dma_cold_value_seconds.reset();
   t = fhr::predict_timeline(steps, model);
   CHECK(t.total_seconds == doctest::Approx(total - 100e-6).epsilon(1e-12));
@@ -903,15 +904,66 @@ TEST_CASE(
   const fhr::Timeline t = fhr::predict_timeline(steps, model);
   check_dma_extras(t, {50e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 20e-6, 0, 0, 0, 20e-6, 0, 20e-6, 0},
                    {0, 5e-6, 0, 0, 0, 0, 0, 0, 0, 0, 5e-6});
+  using fhr::DmaState;
+  const std::vector<DmaState> states = {DmaState::AfterHostWork, DmaState::FollowOn,  DmaState::None,
+                                        DmaState::ColdValue,     DmaState::None,      DmaState::None,
+                                        DmaState::None,          DmaState::ColdValue, DmaState::None,
+                                        DmaState::ColdValue,     DmaState::FollowOn};
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].dma_extra.state == states[k]);
+  }
   // On the engine, as part of the copy (out of the device: 1 ms + 5 us).
   CHECK(t.steps[1].end_seconds - t.steps[1].start_seconds == doctest::Approx(1.005 * kMs).epsilon(1e-12));
 
-  // A profile without the figure: none.
+  // A profile without the figure: none, the states the same.
   model.dma_follow_on_seconds.reset();
   const fhr::Timeline without = fhr::predict_timeline(steps, model);
   CHECK(without.total_seconds == doctest::Approx(t.total_seconds - 10e-6).epsilon(1e-12));
-  for (const fhr::StepTime &time : without.steps)
-    CHECK(time.dma_extra.follow_on_seconds == 0);
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    CHECK(without.steps[k].dma_extra.follow_on_seconds == 0);
+    CHECK(without.steps[k].dma_extra.state == states[k]);
+  }
+}
+
+TEST_CASE("timeline: a peer copy is its devices' last copy, and a follow-on never makes another") {
+  LinkModel model = round_model();
+  model.dma_cold_value_seconds = 20e-6;
+  model.dma_follow_on_seconds = 5e-6;
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pinned, gpu0, kMB, true, 0), // 0: after host work (no figure: cold's)
+      copy_step(1, gpu0, gpu1, kMB, false, 1),  // 1: another value's peer copy out of cuda:0
+      copy_step(0, gpu0, pinned, kMB, true, 2), // 2: cuda:0's last copy was the peer copy: none
+      copy_step(0, pinned, gpu1, kMB, true, 3), // 3: cuda:1's first DMA in after host work (cold too)
+      copy_step(0, pinned, gpu0, kMB, true, 4), // 4: after its own move out: warm, its last met nothing
+      copy_step(0, gpu1, pinned, kMB, true, 5), // 5: straight after step 3 on cuda:1: follow-on
+      copy_step(0, gpu0, pinned, kMB, true, 6), // 6: no chain: step 4 met nothing
+  };
+  const fhr::Timeline t = fhr::predict_timeline(steps, model);
+  using fhr::DmaState;
+  const std::vector<DmaState> states = {DmaState::AfterHostWork, DmaState::None, DmaState::None,
+                                        DmaState::AfterHostWork, DmaState::None, DmaState::FollowOn,
+                                        DmaState::None};
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].dma_extra.state == states[k]);
+  }
+  // Without the figure after host work, the cold value's pays for it.
+  check_dma_extras(t, {0, 0, 0, 0, 0, 0, 0}, {20e-6, 0, 0, 20e-6, 0, 0, 0}, {0, 0, 0, 0, 0, 5e-6, 0});
+  CHECK(fhr::dma_state_name(DmaState::FollowOn) == "follow-on");
+  CHECK(fhr::dma_state_name(DmaState::None) == "none");
+
+  // A value set up on cuda:0, out cold, back in warm as the device's first
+  // DMA in after host work: that state, not a follow-on, whether or not
+  // the profile has its figure; then its move out is the follow-on.
+  const std::vector<TimelineStep> back = {copy_step(0, gpu0, pinned, kMB, true, 0),
+                                          copy_step(0, pinned, gpu0, kMB, true, 1),
+                                          copy_step(0, gpu0, pinned, kMB, true, 2)};
+  const fhr::Timeline returned = fhr::predict_timeline(back, model);
+  CHECK(returned.steps[0].dma_extra.state == DmaState::ColdValue);
+  CHECK(returned.steps[1].dma_extra.state == DmaState::AfterHostWork);
+  CHECK(returned.steps[2].dma_extra.state == DmaState::FollowOn);
+  check_dma_extras(returned, {0, 0, 0}, {20e-6, 0, 0}, {0, 0, 5e-6});
 }
 
 TEST_CASE("timeline: in a window each cold value's DMA pays on its own engine, in plan order") {

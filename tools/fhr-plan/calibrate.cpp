@@ -5,6 +5,7 @@
 #include "fhr/model/timeline.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -77,6 +78,7 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
   case Operation::Kind::LoadCopy:
     return stand_in_.load_transfer_seconds(operation.from, operation.to, operation.bytes);
   case Operation::Kind::CopyWithDmaExtra:
+    assert(operation.dma_extra && "a CopyWithDmaExtra names its figure");
     return stand_in_.transfer_seconds(operation.from, operation.to, operation.bytes) +
            (stand_in_.*operation.dma_extra).value_or(0);
   case Operation::Kind::ColdSourceLoad:

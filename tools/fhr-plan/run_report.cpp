@@ -361,6 +361,7 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
         predicted["after_host_work_us"] = rounded_us(s.predicted->dma_extra.after_host_work_seconds * 1e6);
         predicted["cold_value_us"] = rounded_us(s.predicted->dma_extra.cold_value_seconds * 1e6);
         predicted["follow_on_us"] = rounded_us(s.predicted->dma_extra.follow_on_seconds * 1e6);
+        predicted["dma_state"] = dma_state_name(s.predicted->dma_extra.state);
         predicted["before_copy_us"] = optional_us(s.predicted_before_copy_us());
         predicted["end_us"] = rounded_us(s.predicted->end_seconds * 1e6);
         predicted["commit_us"] = rounded_us(s.predicted->commit_seconds * 1e6);

@@ -105,7 +105,7 @@ bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options)
 /// processor's work and then its device's DMA; a copy that writes host
 /// memory on the processor (a memcpy between host locations, a staged
 /// copy's host part out of a device) is the processor's work; a copy
-/// between two devices changes nothing.
+/// between two devices is each device's last copy and pays nothing.
 DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const LinkModel &links,
                                 DmaHistory &history) {
   switch (*link_between(from, to)) {
@@ -115,7 +115,7 @@ DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const
   case LinkKind::PageableToPinned:
   case LinkKind::PinnedToPageable:
   case LinkKind::DeviceToPageable: history.processor_wrote_host(); break;
-  case LinkKind::DeviceToDevice: break;
+  case LinkKind::DeviceToDevice: history.peer_copy(value, from.device(), to.device()); break;
   }
   return {};
 }

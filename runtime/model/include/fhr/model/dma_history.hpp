@@ -18,35 +18,59 @@
 ///    values moved in or out after 120 MiB key loads, or first moved after
 ///    the setup placed them): 9-33 µs more. Straight after other values'
 ///    DMAs alone it took its calibrated time;
-///  - a DMA of a value right after its own DMA that met one of those two
-///    states, over the same device's link with no other DMA between (its
-///    move out straight after such a move in): 3-14 µs more in the copy,
-///    where its later round trips took their curve (twenty-third wave: 14-17
-///    such steps in each of four calls, their median 5-11 µs above the
-///    other warm DMAs'). After another value's DMAs it took its curve.
-/// A DMA that meets the first two states pays the first, which is measured
-/// on a value the work left cold (a warm value's first DMA in after the
-/// work, say one moved out of the device and back, pays it too: rare, and
-/// not measured); one that meets the third and another pays the other. The
-/// processor's work leaves every value cold; a copy of a value between the
-/// host and a device that ends with the device's DMA (a DMA either way, a
-/// staged copy into the device, a load's copy into it) leaves it warm
-/// there. A copy between two devices leaves the state as it is (no host
-/// memory on its way; not measured: one GPU).
+///  - a DMA of a value straight after its own DMA that met one of those two
+///    states, the device's last copy (its move out straight after such a
+///    move in): 7.6-13.9 µs more in the copy in one call, where its later
+///    round trips took their curve (twenty-third wave: twelve such steps in
+///    each of four calls, their median 4.3-10.5 µs over the prediction and
+///    6.0-11.3 µs above the other small warm DMAs'). After another value's
+///    round trip its move out took its curve.
+/// A DMA that meets more than one state pays the first that applies: after
+/// host work (measured on a value the work left cold; a warm value's first
+/// DMA in after the work, say one moved out of the device and back, pays
+/// it too: rare, and not measured), a cold value, a follow-on. A follow-on
+/// makes no other on its device. The processor's work leaves every value
+/// cold; a copy of a value between the host and a device that ends with
+/// the device's DMA (a DMA either way, a staged copy into the device, a
+/// load's copy into it) leaves it warm there. A copy between two devices
+/// leaves the values' state as it is (no host memory on its way; not
+/// measured: one GPU) and is each device's last copy. Only a move out
+/// straight after a move in was measured as a follow-on; the rule takes the
+/// other orders (a move in straight after a cold move out, a value loaded
+/// again after a drop) and the two engines of a window alike, unmeasured.
 #include "fhr/model/action.hpp"
 #include "fhr/model/link_model.hpp"
 #include "fhr/model/location.hpp"
 
 #include <array>
 #include <bitset>
+#include <cstdint>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 namespace fhr {
 
-/// What one DMA pays beyond its curve; at most one of the three is charged.
+/// The state a DMA between pinned memory and a device meets, whether or
+/// not the profile has its figure (explain's and run's `dma_state`).
+enum class DmaState : std::uint8_t { None, AfterHostWork, ColdValue, FollowOn };
+
+/// "none", "after-host-work", "cold-value", "follow-on".
+inline std::string_view dma_state_name(DmaState state) {
+  switch (state) {
+  case DmaState::None: break;
+  case DmaState::AfterHostWork: return "after-host-work";
+  case DmaState::ColdValue: return "cold-value";
+  case DmaState::FollowOn: return "follow-on";
+  }
+  return "none";
+}
+
+/// What one DMA pays beyond its curve, and the state it met; at most one of
+/// the three figures is charged.
 struct DmaExtra {
+  DmaState state = DmaState::None;
   double after_host_work_seconds = 0;
   double cold_value_seconds = 0;
   double follow_on_seconds = 0;
@@ -76,32 +100,48 @@ public:
     host_work_pending_.set();
     warm_.clear();
     all_warm_ = false;
-    last_dma_.fill(std::nullopt);
+    last_copy_.fill(std::nullopt);
   }
 
   /// A DMA of `value` between pinned memory and `device` starts now, into
-  /// the device when `into_device`: the extra it pays (after host work: the
-  /// device's first DMA in since the processor's work, where the profile
-  /// has that figure; else a cold value's; else, right after the value's
-  /// own DMA over the device's link that paid one of those, the follow-on
-  /// figure; or none). It leaves the value warm on the device, and a DMA in
-  /// clears the device's host work.
+  /// the device when `into_device`: the state it meets and the extra it
+  /// pays. After host work (the device's first DMA in since the
+  /// processor's work): that figure, or for a profile without it a cold
+  /// value's when the value is cold too; else a cold value's; else, when
+  /// the device's last copy was the value's own DMA that met one of those
+  /// two states, the follow-on figure; or none. It leaves the value warm on
+  /// the device, and a DMA in clears the device's host work.
   DmaExtra dma(ValueId value, unsigned device, bool into_device, const LinkModel &links) {
-    const bool after_host_work = into_device && host_work_pending_.test(device);
     const bool cold = !is_warm(value, device);
-    const std::optional<LastDma> &last = last_dma_[device];
+    const std::optional<LastCopy> &last = last_copy_[device];
     DmaExtra extra;
-    if (after_host_work && links.dma_after_host_work_seconds)
-      extra.after_host_work_seconds = *links.dma_after_host_work_seconds;
-    else if (cold)
+    if (into_device && host_work_pending_.test(device)) {
+      extra.state = DmaState::AfterHostWork;
+      if (links.dma_after_host_work_seconds)
+        extra.after_host_work_seconds = *links.dma_after_host_work_seconds;
+      else if (cold)
+        extra.cold_value_seconds = links.dma_cold_value_seconds.value_or(0);
+    } else if (cold) {
+      extra.state = DmaState::ColdValue;
       extra.cold_value_seconds = links.dma_cold_value_seconds.value_or(0);
-    else if (last && last->value == value && last->met_extra_state)
+    } else if (last && last->value == value && last->met_extra_state) {
+      extra.state = DmaState::FollowOn;
       extra.follow_on_seconds = links.dma_follow_on_seconds.value_or(0);
+    }
     if (into_device) host_work_pending_.reset(device);
     warm_.insert({value, device});
-    // The state, whether or not the profile has its figure.
-    last_dma_[device] = LastDma{value, after_host_work || cold};
+    last_copy_[device] =
+        LastCopy{value, extra.state == DmaState::AfterHostWork || extra.state == DmaState::ColdValue};
     return extra;
+  }
+
+  /// A copy between two devices ran (over their own link, no host memory
+  /// on its way): the state of the values stays as it was, and it is each
+  /// device's last copy (it runs on their copy engines), so the DMA after
+  /// it is no follow-on.
+  void peer_copy(ValueId value, unsigned from_device, unsigned to_device) {
+    last_copy_[from_device] = LastCopy{value, false};
+    last_copy_[to_device] = LastCopy{value, false};
   }
 
   /// A copy of `value` from pageable memory into `device` ran (staged
@@ -115,21 +155,22 @@ public:
     processor_wrote_host();
     host_work_pending_.reset(device);
     warm_.insert({value, device});
-    last_dma_[device] = LastDma{value, false};
+    last_copy_[device] = LastCopy{value, false};
   }
 
 private:
   bool is_warm(ValueId value, unsigned device) const { return all_warm_ || warm_.contains({value, device}); }
 
-  /// A device's last DMA between pinned memory and it: its value, and
-  /// whether it met the state of an extra (after host work, a cold value).
-  struct LastDma {
+  /// A device's last copy over its links (a DMA to or from pinned memory,
+  /// a copy from pageable memory, a peer copy): its value, and whether it
+  /// was a DMA that met the state of after host work or of a cold value.
+  struct LastCopy {
     ValueId value;
     bool met_extra_state = false;
   };
 
   std::bitset<Location::kMaxCudaDevices> host_work_pending_;
-  std::array<std::optional<LastDma>, Location::kMaxCudaDevices> last_dma_{};
+  std::array<std::optional<LastCopy>, Location::kMaxCudaDevices> last_copy_{};
   /// (value, device): the value's bytes crossed the link between the host
   /// and the device since the processor's last work on host memory.
   std::set<std::pair<ValueId, unsigned>> warm_;

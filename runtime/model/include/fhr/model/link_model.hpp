@@ -171,9 +171,9 @@ struct LinkModel {
   /// curve when it follows, with no other DMA of that device between, its
   /// own value's DMA that met the state of one of the two extras above
   /// (dma_history.hpp): on the H200 machine a value's move out straight
-  /// after such a move in took 3-14 µs more, its later round trips nothing
-  /// (docs/links.md). Absent in profiles made before it was measured: no
-  /// extra.
+  /// after such a move in took 4-11 µs more in the median of each of four
+  /// calls, its later round trips nothing (docs/links.md). Absent in
+  /// profiles made before it was measured: no extra.
   std::optional<double> dma_follow_on_seconds;
   double event_record_seconds = 0;
   double event_query_seconds = 0;

@@ -127,12 +127,13 @@ struct StepTime {
   /// for other steps. The loader's time, not a link's.
   double source_load_seconds = 0;
   /// Of its copy's time, what its DMA between pinned memory and a device
-  /// pays beyond its curve for the state it meets (fhr/model/dma_history.hpp):
-  /// the device's first DMA in after the processor's work on host memory
-  /// (LinkModel::dma_after_host_work_seconds), else a value whose bytes
-  /// have not crossed the device's link since that work
-  /// (LinkModel::dma_cold_value_seconds); zero for other steps and for
-  /// profiles without the figures.
+  /// pays beyond its curve for the state it meets, and that state
+  /// (fhr/model/dma_history.hpp): the device's first DMA in after the
+  /// processor's work on host memory (LinkModel::dma_after_host_work_seconds),
+  /// a value whose bytes have not crossed the device's link since that work
+  /// (LinkModel::dma_cold_value_seconds), the value's DMA straight after its
+  /// own that met one of those (LinkModel::dma_follow_on_seconds); none for
+  /// other steps, and zero for profiles without the figure.
   DmaExtra dma_extra;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
