@@ -364,6 +364,13 @@ namespace {
 double microseconds(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 } // namespace
 
+void add_dma_extra_json(json &time, const DmaExtra &extra) {
+  time["after_host_work_us"] = microseconds(extra.after_host_work_seconds);
+  time["cold_value_us"] = microseconds(extra.cold_value_seconds);
+  time["follow_on_us"] = microseconds(extra.follow_on_seconds);
+  time["dma_state"] = dma_state_name(extra.state);
+}
+
 void add_predicted_time(json &document, const LinkModel &links, const TimelineOptions &options) {
   for (json &file : document.at("files")) {
     for (json &unit : file.at("units")) {
@@ -373,18 +380,15 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
       json &step_list = unit.at("steps");
       for (std::size_t k = 0; k < step_list.size(); ++k) {
         const StepTime &time = timeline.steps[k];
-        step_list[k]["time"] =
-            json{{"start_us", microseconds(time.start_seconds)},
+        json out{{"start_us", microseconds(time.start_seconds)},
                  {"copy_start_us", microseconds(time.copy_start_seconds)},
-                 {"allocation_us", microseconds(time.allocation_seconds)},
-                 {"after_host_work_us", microseconds(time.dma_extra.after_host_work_seconds)},
-                 {"cold_value_us", microseconds(time.dma_extra.cold_value_seconds)},
-                 {"follow_on_us", microseconds(time.dma_extra.follow_on_seconds)},
-                 {"dma_state", dma_state_name(time.dma_extra.state)},
-                 {"end_us", microseconds(time.end_seconds)},
-                 {"commit_us", microseconds(time.commit_seconds)},
-                 {"engine", time.engine ? json(engine_name(*time.engine)) : json(nullptr)},
-                 {"window", time.window ? json(*time.window) : json(nullptr)}};
+                 {"allocation_us", microseconds(time.allocation_seconds)}};
+        add_dma_extra_json(out, time.dma_extra);
+        out["end_us"] = microseconds(time.end_seconds);
+        out["commit_us"] = microseconds(time.commit_seconds);
+        out["engine"] = time.engine ? json(engine_name(*time.engine)) : json(nullptr);
+        out["window"] = time.window ? json(*time.window) : json(nullptr);
+        step_list[k]["time"] = std::move(out);
       }
       unit["predicted_us"] = microseconds(timeline.total_seconds);
     }

@@ -120,10 +120,23 @@ TEST_CASE("calibrate: windows longer than any figure can make them get the most 
   CHECK(result.host_memory.out_predicted_seconds < result.host_memory.out_seconds);
 }
 
+namespace {
+
+/// A stand-in no slower in the state of one of the DMAs' extras (its
+/// figure absent): the calibration gives a measured 0, not an absent figure.
+void check_measured_zero(LinkModel stand_in, std::optional<double> LinkModel::*extra) {
+  stand_in.*extra = std::nullopt;
+  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  REQUIRE(result.model.*extra);
+  CHECK(*(result.model.*extra) == 0);
+}
+
+} // namespace
+
 TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, beside its own round trip") {
   LinkModel stand_in = LinkModel::h200();
   stand_in.dma_after_host_work_seconds = 40e-6;
-  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
   CHECK(result.dma_extras_bytes == kBytes); // the 16 MiB value, capped at --max-bytes
   // The host work ran before each DMA: a source's fill of 128 MiB, capped.
   CHECK(result.host_work_bytes == kBytes);
@@ -136,11 +149,7 @@ TEST_CASE("calibrate: a DMA into cuda:0 after host work gives the extra back, be
   CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9));
   CHECK(fhr::calibrate::result_text(result).find("a DMA into cuda:0 after host work (a 1048576 B fill, ") !=
         std::string::npos);
-  // No slower after host work: a measured 0, not an absent figure.
-  stand_in.dma_after_host_work_seconds.reset();
-  result = calibrate_against(stand_in, LinkModel::h200());
-  REQUIRE(result.model.dma_after_host_work_seconds);
-  CHECK(*result.model.dma_after_host_work_seconds == 0);
+  check_measured_zero(stand_in, &LinkModel::dma_after_host_work_seconds);
 }
 
 TEST_CASE("calibrate: a cold value's DMAs either way give their extra back, beside its own moves") {
@@ -161,11 +170,7 @@ TEST_CASE("calibrate: a cold value's DMAs either way give their extra back, besi
   CHECK(fhr::calibrate::result_text(result).find(
             "a DMA of a cold value (after another value's 1048576 B load), "
             "1048576 B: into cuda:0 ") != std::string::npos);
-  // No slower: a measured 0, not an absent figure.
-  stand_in.dma_cold_value_seconds.reset();
-  result = calibrate_against(stand_in, LinkModel::h200());
-  REQUIRE(result.model.dma_cold_value_seconds);
-  CHECK(*result.model.dma_cold_value_seconds == 0);
+  check_measured_zero(stand_in, &LinkModel::dma_cold_value_seconds);
 }
 
 TEST_CASE("calibrate: a DMA out straight after a move in after host work gives the follow-on extra back") {
@@ -185,11 +190,7 @@ TEST_CASE("calibrate: a DMA out straight after a move in after host work gives t
   CHECK(fhr::calibrate::result_text(result).find(
             "a DMA out of cuda:0 straight after its move in after host work, 1048576 B: ") !=
         std::string::npos);
-  // No slower: a measured 0, not an absent figure.
-  stand_in.dma_follow_on_seconds.reset();
-  result = calibrate_against(stand_in, LinkModel::h200());
-  REQUIRE(result.model.dma_follow_on_seconds);
-  CHECK(*result.model.dma_follow_on_seconds == 0);
+  check_measured_zero(stand_in, &LinkModel::dma_follow_on_seconds);
 }
 
 namespace {

@@ -358,10 +358,7 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
         predicted["copy_start_us"] = rounded_us(s.predicted->copy_start_seconds * 1e6);
         predicted["allocation_us"] = rounded_us(s.predicted->allocation_seconds * 1e6);
         predicted["source_load_us"] = rounded_us(s.predicted->source_load_seconds * 1e6);
-        predicted["after_host_work_us"] = rounded_us(s.predicted->dma_extra.after_host_work_seconds * 1e6);
-        predicted["cold_value_us"] = rounded_us(s.predicted->dma_extra.cold_value_seconds * 1e6);
-        predicted["follow_on_us"] = rounded_us(s.predicted->dma_extra.follow_on_seconds * 1e6);
-        predicted["dma_state"] = dma_state_name(s.predicted->dma_extra.state);
+        add_dma_extra_json(predicted, s.predicted->dma_extra);
         predicted["before_copy_us"] = optional_us(s.predicted_before_copy_us());
         predicted["end_us"] = rounded_us(s.predicted->end_seconds * 1e6);
         predicted["commit_us"] = rounded_us(s.predicted->commit_seconds * 1e6);

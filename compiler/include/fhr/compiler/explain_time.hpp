@@ -90,6 +90,12 @@ TimelineOptions unit_timeline_options(const UnitMemory &memory, TimelineOptions 
 /// The steps of one unit as the time predictor needs them (one per step).
 std::vector<TimelineStep> unit_timeline_steps(const nlohmann::ordered_json &unit, const UnitMemory &memory);
 
+/// Writes what a step's DMA pays beyond its curve into its `time` (an
+/// explain document's) or `predicted` (a run document's) object, in
+/// microseconds: `after_host_work_us`, `cold_value_us`, `follow_on_us` and
+/// the state it met, `dma_state` (docs/explain-json.md).
+void add_dma_extra_json(nlohmann::ordered_json &time, const DmaExtra &extra);
+
 /// Adds the predicted time to every unit of an explain document (fhr-explain/1 or /2): a
 /// `time` object per step, `predicted_us` per unit and `links` (the
 /// profile's machine) at the top (docs/explain-json.md).
