@@ -80,7 +80,12 @@ void schedule_prefetch(const Workload &workload, const GapModel &model,
         const std::optional<CopyQueue> engine = engine_of(from, a.location);
         // The copy moves the logical bytes (the runtime allocates and copies
         // a value's logical length); the room is charged its storage bytes.
-        const double seconds = links.transfer_seconds(from, a.location, value.logical_bytes);
+        // A value the workload rebuilds is dropped where it leaves, so its
+        // copy is a load's, as the schedule's clock times it (its DMA's
+        // extras, microseconds, left out).
+        const double seconds = value.adopted
+                                   ? links.transfer_seconds(from, a.location, value.logical_bytes)
+                                   : links.load_transfer_seconds(from, a.location, value.logical_bytes);
         const std::uint32_t release = release_of(a.value, a.location);
         const auto bytes = static_cast<std::int64_t>(value.storage_bytes);
         if (engine && release < u) {

@@ -5,6 +5,9 @@
 
 #include "queue_key.hpp"
 
+#include "fhr/model/dma_history.hpp"
+#include "fhr/model/timeline.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -16,7 +19,7 @@ namespace fhr::planner {
 namespace {
 
 /// A copy on a queue: when it streams, at what rate alone, and the bytes
-/// of host memory it reads and writes per byte (Clock::host_traffic).
+/// of host memory it reads and writes per byte (copy_host_traffic).
 struct Interval {
   double begin, end;
   double bytes_per_second = 0;
@@ -45,25 +48,34 @@ struct OtherQueue {
 /// (fhr/model/timeline.hpp) times the windows of one plan phase; a
 /// schedule also issues copies while steps compute (prefetch), which no
 /// plan phase expresses, so the planner keeps this clock, on the model's
-/// queues (engine_of), link costs (transfer_seconds), duplex rule and host
-/// memory rule. A copy's rate is shared with the copies issued before it
-/// that are still streaming, counted at their own rates alone; theirs keep
-/// the times they were given (the predictor, which times one window at a
-/// time, slows both).
+/// pieces: its queues (engine_of), a copy's curve (transfer_seconds) or a
+/// load's (load_transfer_seconds), what a DMA pays beyond its curve
+/// (DmaHistory, fed in plan order as the predictor feeds it), the duplex
+/// rule and the host memory rule. A copy's rate is shared with the copies
+/// issued before it that are still streaming, counted at their own rates
+/// alone; theirs keep the times they were given (the predictor, which
+/// times one window at a time, slows both).
 class Clock {
 public:
   Clock(const LinkModel &links) : links_(links) {}
 
-  /// Runs a copy issued at `issue`; returns when it ends.
+  /// Runs a copy issued at `issue` on its queue; returns when it ends. A
+  /// load is timed from its copy: its source's fill is the client's
+  /// loader's, whose speed the workload does not give (as EXPLAIN ANALYZE
+  /// compares a load, docs/links.md).
   double run(const Transfer &x, double issue) {
+    const DmaExtra extra =
+        x.load ? history_.load(x.value, x.from, x.to, links_) : history_.copy(x.value, x.from, x.to, links_);
     const std::optional<CopyQueue> which = engine_of(x.from, x.to);
-    const double nominal = links_.transfer_seconds(x.from, x.to, x.logical_bytes);
+    const double nominal =
+        extra.seconds() + (x.load ? links_.load_transfer_seconds(x.from, x.to, x.logical_bytes)
+                                  : links_.transfer_seconds(x.from, x.to, x.logical_bytes));
     if (!which || nominal <= 0) return issue;
     const int key = queue_key(*which);
     Queue &queue = queues_[key];
     const double start = std::max(issue, queue.free);
     const Interval own{start, start, static_cast<double>(x.logical_bytes) / nominal,
-                       host_traffic(x.from, x.to)};
+                       copy_host_traffic(x.from, x.to, staged(x)).total()};
     // A value of no bytes pays its link's fixed cost alone.
     const double end = x.logical_bytes == 0
                            ? start + nominal
@@ -75,15 +87,18 @@ public:
   }
   const std::vector<Interval> &copies() const { return copies_; }
 
-private:
-  /// The host memory a copy moves per byte at its own (average) rate: both
-  /// phases of the model's copy_host_traffic, which the predictor times
-  /// apart. The clock has no staging threshold and counts every pageable
-  /// <-> device copy as staged (the driver, too, copies pageable memory
-  /// through pinned buffers of its own).
-  static unsigned host_traffic(Location from, Location to) {
-    return copy_host_traffic(from, to, /*staged=*/true).total();
+  /// Whether the runtime makes the copy inside its start (a staged copy, a
+  /// copy between host locations): the copies issued after it wait for it.
+  bool runs_in_its_start(const Transfer &x) const {
+    return copy_runs_in_its_start(x.from, x.to, x.logical_bytes, options_);
   }
+
+private:
+  /// Whether the runtime stages the copy through its bounce buffers (the
+  /// CUDA backend's threshold, TimelineOptions::staged_min_bytes): its
+  /// host memory traffic is then the DMA's and the memcpy's, both at the
+  /// copy's average rate (the predictor times them apart).
+  bool staged(const Transfer &x) const { return is_staged_copy(x.from, x.to, x.logical_bytes, options_); }
 
   /// The other queues, each from its first copy that ends after `start`
   /// (a binary search: each queue's busy times are in order and disjoint).
@@ -140,6 +155,11 @@ private:
   }
 
   const LinkModel &links_;
+  /// The CUDA backend's options, as `explain --profile` times a program.
+  const TimelineOptions options_;
+  /// Host work before the first step, as `explain` and `run` assume (the
+  /// values the workload adopts were written by the processor).
+  DmaHistory history_{DmaHistory::Before::HostWork};
   std::map<int, Queue> queues_;
   std::vector<Interval> copies_;
 };
@@ -158,12 +178,18 @@ Timeline time_schedule(const Workload &workload, const Verification &verificatio
   std::size_t next = 0;
   double previous_end = 0;
   for (std::uint32_t t = 0; t < workload.steps.size(); ++t) {
+    // A phase's copies are issued in order from `issue`, as the runtime's
+    // window issues them: a copy made inside its start holds back the ones
+    // after it until it ends, and a load runs alone, after every earlier
+    // copy of the phase and before the later ones.
     const auto run_phase = [&](Transfer::Phase phase, double issue) {
-      double end = issue;
+      double cursor = issue, end = issue;
       for (; next < transfers.size() && transfers[next].step == t && transfers[next].phase == phase; ++next) {
-        const double done = clock.run(transfers[next], issue);
-        arrival[pair_key(transfers[next].value, transfers[next].to)] = done;
+        const Transfer &x = transfers[next];
+        const double done = clock.run(x, x.load ? end : cursor);
+        arrival[pair_key(x.value, x.to)] = done;
         end = std::max(end, done);
+        if (x.load || clock.runs_in_its_start(x)) cursor = done;
       }
       return end;
     };

@@ -82,7 +82,8 @@ private:
   bool apply(std::uint32_t t, Transfer::Phase phase, const Action &action, std::size_t index) {
     const bool was_there = state_.value(action.value).resident.contains(action.location);
     FailureDetail detail;
-    const Outcome o = state_.apply(action, &detail);
+    StepTransfer transfer = StepTransfer::None;
+    const Outcome o = state_.apply(action, &detail, transfer);
     if (o.failed()) {
       fail(where(t) + ", " + phase_text(phase) + " action " + std::to_string(index) + ": " +
            describe(o, {w_.values[action.value].name, {}}, &detail));
@@ -92,7 +93,8 @@ private:
     if (copies && o.verdict == Verdict::Ok && !was_there && o.source) {
       const std::uint64_t bytes = w_.values[action.value].storage_bytes;
       out_.transfers.push_back(Transfer{t, phase, action.value, *o.source, action.location, bytes,
-                                        w_.values[action.value].logical_bytes});
+                                        w_.values[action.value].logical_bytes,
+                                        transfer == StepTransfer::Load});
       out_.bytes_moved += bytes;
       if (const std::optional<LinkKind> link = link_between(*o.source, action.location))
         out_.bytes_per_link[static_cast<std::size_t>(*link)] += bytes;

@@ -4,7 +4,10 @@
 // program accepted by the compiler; prefetch and timing; the LRU baseline
 // deciding exactly as a Controller on a Manager does.
 #include "planner_support.hpp"
+#include "test_support.hpp"
 
+#include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/output.hpp"
 #include "fhr/controller/controller.hpp"
 #include "fhr/planner/lru_baseline.hpp"
 #include "fhr/planner/solve.hpp"
@@ -12,7 +15,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace fhr;
@@ -102,15 +107,21 @@ TEST_CASE("solve: the schedule clock slows a later copy by the model's host memo
   links.host_memory_bytes_per_second = 0;
   t = planner::time_schedule(w, v, links);
   CHECK(t.transfer_seconds == doctest::Approx(3e-3).epsilon(1e-12));
-  // A copy from pageable memory into cuda:0 beside the eviction: three
-  // bytes of host memory a byte (its DMA and the memcpy through its bounce
-  // buffers), 3 GB/s with the eviction's 1 over a capacity of 3 (its own
-  // demand): 0.75 GB/s, 1.3333 ms.
+  // A copy of 1 MB from pageable memory into cuda:0 beside the eviction,
+  // under the CUDA backend's staging threshold (4 MiB): the driver's copy,
+  // one byte of host memory a byte, 2 GB/s with the eviction's: its 1 ms.
   links.host_memory_bytes_per_second = 2e9;
   v.transfers[1].from = Location::pageable();
   v.transfers[1].to = Location::cuda(0);
   t = planner::time_schedule(w, v, links);
-  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 1e-3 / 0.75).epsilon(1e-12));
+  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 1e-3).epsilon(1e-12));
+  // 5 MB, staged: three bytes of host memory a byte (its DMA and the memcpy
+  // through the bounce buffers), 3 GB/s with the eviction's 1 over a
+  // capacity of 3 (its own demand): 0.75 GB/s while the eviction streams
+  // (1.5 MB in its 2 ms), then 1 GB/s alone (3.5 ms).
+  v.transfers[1].bytes = v.transfers[1].logical_bytes = 5'000'000;
+  t = planner::time_schedule(w, v, links);
+  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 5.5e-3).epsilon(1e-12));
   // A value of no bytes pays its link's fixed cost (10 us), not a rate.
   links.links[static_cast<std::size_t>(LinkKind::PageableToDevice)].classes = {{std::nullopt, 10e-6, 1e9}};
   v.transfers[1].bytes = v.transfers[1].logical_bytes = 0;
@@ -119,8 +130,9 @@ TEST_CASE("solve: the schedule clock slows a later copy by the model's host memo
 }
 
 TEST_CASE("solve: prefetch issues a load while an earlier step computes; bytes stay the same") {
-  // Four keys of 1 GiB in pinned memory, room for three on the device: the
-  // load for step 2 can run while step 1 computes (10 ms each).
+  // Three keys of 1 GiB rebuilt from sources in pinned memory, room for
+  // all three on the device: the load for each later step can run while
+  // the step before it computes (30 ms).
   const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "prefetch", "devices": 1,
     "budgets": [{"at": "cuda:0", "bytes": 3221225472}],
     "values": [{"name": "k", "count": 3, "bytes": 1073741824, "mode": "replicable", "source": "pinned"}],
@@ -134,21 +146,28 @@ TEST_CASE("solve: prefetch issues a load while an earlier step computes; bytes s
   REQUIRE(ahead.ok());
   CHECK(plain.bytes_moved == 3ull << 30);
   CHECK(ahead.bytes_moved == plain.bytes_moved);
-  // Each later key is loaded while the step before computes (30 ms covers a
-  // 1 GiB copy from pinned memory), just early enough.
+  // Each later key is loaded while the step before computes, just early
+  // enough.
   REQUIRE(ahead.schedule.steps[0].during.size() == 1);
   CHECK(ahead.schedule.steps[0].during[0].value == 1);
   REQUIRE(ahead.schedule.steps[1].during.size() == 1);
   CHECK(ahead.schedule.steps[1].during[0].value == 2);
   CHECK(ahead.schedule.steps[1].enter.empty());
   CHECK(ahead.schedule.steps[2].enter.empty());
-  const double one = LinkModel::h200().transfer_seconds(Location::pinned(), Location::cuda(0), 1ull << 30);
+  // A load's copy from pinned memory follows its source's fill (the
+  // processor's work, the client's loader, not timed): the device's first
+  // DMA in after host work.
+  const LinkModel &links = LinkModel::h200();
+  REQUIRE(links.dma_after_host_work_seconds);
+  const double one = links.transfer_seconds(Location::pinned(), Location::cuda(0), 1ull << 30) +
+                     *links.dma_after_host_work_seconds;
   REQUIRE(one < 0.03);
   // Without prefetch every load stalls its step; with it only the first.
   CHECK(plain.timeline.stall_seconds == doctest::Approx(3 * one));
   CHECK(plain.timeline.total_seconds == doctest::Approx(3 * one + 0.09));
   CHECK(ahead.timeline.stall_seconds == doctest::Approx(one));
   CHECK(ahead.timeline.total_seconds == doctest::Approx(one + 0.09));
+  CHECK(ahead.timeline.transfer_seconds == doctest::Approx(3 * one));
   CHECK(ahead.timeline.overlapped_seconds == doctest::Approx(2 * one));
   const std::string program = planner::emit_program(w, ahead.schedule, "prefetch");
   CHECK(program.find(
@@ -263,9 +282,15 @@ TEST_CASE("timeline: copies on one engine queue, steps wait for their values") {
   const planner::SolveResult r = planner::solve_planner(w);
   REQUIRE(r.ok());
   const LinkModel &links = LinkModel::h200();
-  const double a = links.transfer_seconds(Location::pinned(), Location::cuda(0), 512ull << 20);
-  const double b = links.transfer_seconds(Location::pageable(), Location::cuda(0), 512ull << 20);
-  // Both copies use the inbound engine, one after the other; step 0 waits for both.
+  REQUIRE(links.dma_after_host_work_seconds);
+  // Each is a load, timed from its copy (its source's fill is the client's
+  // loader's): from pageable memory at the load curve, from pinned memory a
+  // DMA after the fill, which pays the extra after host work. A load runs
+  // alone, one after the other; step 0 waits for both.
+  const double a = links.transfer_seconds(Location::pinned(), Location::cuda(0), 512ull << 20) +
+                   *links.dma_after_host_work_seconds;
+  const double b = links.load_transfer_seconds(Location::pageable(), Location::cuda(0), 512ull << 20);
+  REQUIRE(b != links.transfer_seconds(Location::pageable(), Location::cuda(0), 512ull << 20));
   CHECK(r.timeline.stall_seconds == doctest::Approx(a + b));
   CHECK(r.timeline.total_seconds == doctest::Approx(a + b + 0.003));
   CHECK(r.timeline.transfer_seconds == doctest::Approx(a + b));
@@ -287,10 +312,83 @@ TEST_CASE("timeline: a copy takes the time of its logical bytes and is charged i
   const double logical = links.transfer_seconds(Location::pinned(), Location::cuda(0), 120ull << 20);
   const double storage = links.transfer_seconds(Location::pinned(), Location::cuda(0), 124ull << 20);
   REQUIRE(logical < storage);
-  CHECK(r.timeline.transfer_seconds == doctest::Approx(logical));
-  CHECK(r.timeline.stall_seconds == doctest::Approx(logical));
+  REQUIRE(links.dma_after_host_work_seconds);
+  const double copy = logical + *links.dma_after_host_work_seconds;
+  CHECK(r.timeline.transfer_seconds == doctest::Approx(copy));
+  CHECK(r.timeline.stall_seconds == doctest::Approx(copy));
   REQUIRE(r.verification.transfers.size() == 1);
   CHECK(r.verification.transfers[0].bytes == 124ull << 20);
   CHECK(r.verification.transfers[0].logical_bytes == 120ull << 20);
   CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::PinnedToDevice)] == 124ull << 20);
+}
+
+TEST_CASE(
+    "timeline: the schedule clock and explain's predictor agree on a printed program, DMA extras included") {
+  // Steps that compute for no time and phases whose copies run one at a
+  // time (loads, single DMAs): the planner's clock and the time predictor
+  // that `explain --profile` runs on the printed program must agree, priced
+  // by the same pieces of the model: the curves (a load's own from
+  // pageable memory, staged), and what each DMA pays beyond its curve by
+  // the state it meets (dma_history.hpp). The clock leaves out what the
+  // predictor adds for a load's fill (the source's, the client's loader).
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "agree", "devices": 1,
+    "budgets": [{"at": "cuda:0", "bytes": 256901120}],
+    "tiers": [{"from": "cuda:0", "to": ["pinned"]}],
+    "values": [{"name": "rk", "count": 2, "bytes": 125829120, "mode": "replicable", "source": "pinned"},
+               {"name": "ct", "bytes": 10485760, "mode": "exclusive", "at": "pinned"},
+               {"name": "w", "bytes": 15728640, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["ct"]}]},
+              {"name": "1", "needs": [{"at": "cuda:0", "values": ["rk[0]", "rk[1]"]}]},
+              {"name": "2", "needs": [{"at": "cuda:0", "values": ["ct", "w"]}]},
+              {"name": "3", "needs": [{"at": "cuda:0", "values": ["rk[0]", "rk[1]"]}]},
+              {"name": "4", "needs": [{"at": "cuda:0", "values": ["ct"]}]}]})");
+  LinkModel links = LinkModel::h200();
+  REQUIRE(links.dma_after_host_work_seconds);
+  REQUIRE(links.dma_cold_value_seconds);
+  REQUIRE(!links.load_pageable_to_device.classes.empty());
+  links.dma_follow_on_seconds = 9e-6;
+  planner::SolveOptions options;
+  options.links = &links;
+  const planner::SolveResult planned = planner::solve_planner(w, options);
+  REQUIRE(planned.ok());
+  const std::string program = planner::emit_program(w, planned.schedule, "agree");
+  REQUIRE(check_printed(program, w) == "ok");
+  const Explained explained = explain(program);
+
+  // explain's predicted total of the program, less its loads' fills, and
+  // how many DMAs met each state.
+  const auto predicted = [&](const LinkModel &model, std::map<std::string, int> *states) {
+    nlohmann::ordered_json document = explain_json({explained.report});
+    add_predicted_time(document, model);
+    for (const auto &unit : document["files"][0]["units"]) {
+      if (unit["kind"] != "program") continue;
+      double us = unit["predicted_us"].get<double>();
+      for (const auto &step : unit["steps"]) {
+        const auto &time = step["time"];
+        if (step["transfer"] == "load")
+          us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
+                time["allocation_us"].get<double>();
+        if (states) ++(*states)[time["dma_state"].get<std::string>()];
+      }
+      return us;
+    }
+    FAIL("no program unit");
+    return 0.0;
+  };
+  // Every state a DMA can meet is on the way, and each pays its figure.
+  std::map<std::string, int> states;
+  const double with_extras = predicted(links, &states);
+  CHECK(states["after-host-work"] > 0);
+  CHECK(states["cold-value"] > 0);
+  CHECK(states["follow-on"] > 0);
+  // Within 10 ns: explain's JSON gives each figure to the nanosecond.
+  const double resolution = 0.01;
+  CHECK(std::abs(planned.timeline.total_seconds * 1e6 - with_extras) <= resolution);
+  // Without the extras both are shorter, by the same amount.
+  LinkModel plain = links;
+  plain.dma_after_host_work_seconds = plain.dma_cold_value_seconds = plain.dma_follow_on_seconds =
+      std::nullopt;
+  const planner::Timeline without = planner::time_schedule(w, planned.verification, plain);
+  CHECK(without.total_seconds < planned.timeline.total_seconds);
+  CHECK(std::abs(without.total_seconds * 1e6 - predicted(plain, nullptr)) <= resolution);
 }

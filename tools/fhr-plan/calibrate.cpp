@@ -73,8 +73,7 @@ double SimulatedClock::time(const std::function<void()> &call, const Operation &
     return operation.from.is_cuda()
                ? predict_beside_host_copy(stand_in_, operation.from, operation.bytes, true)
                : predict_beside_host_copy(stand_in_, operation.to, operation.bytes, false);
-  case Operation::Kind::SourceLoad:
-    return static_cast<double>(operation.bytes) / stand_in_.source_load_bytes_per_second;
+  case Operation::Kind::SourceLoad: return stand_in_.source_fill_seconds(operation.bytes);
   case Operation::Kind::LoadCopy:
     return stand_in_.load_transfer_seconds(operation.from, operation.to, operation.bytes);
   case Operation::Kind::CopyWithDmaExtra:

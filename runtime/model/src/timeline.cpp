@@ -84,40 +84,11 @@ void free_replicas(const TimelineStep &step, RuntimePools *pools) {
 }
 
 bool is_staged(const TimelineStep &step, const TimelineOptions &options) {
-  const std::optional<LinkKind> link = link_between(step.source, step.destination);
-  return link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable) &&
-         step.logical_bytes >= options.staged_min_bytes;
+  return is_staged_copy(step.source, step.destination, step.logical_bytes, options);
 }
 
-/// Whether the runtime does the step's copy inside its start, before it
-/// starts the next copy of the window: a staged copy, and a copy between
-/// two host locations (a memcpy, on the copy threads from 4 MiB up). (A
-/// device-to-device copy without peer access is one too; the link model
-/// has no figure for peer access and times every peer copy as a DMA.)
 bool runs_in_its_start(const TimelineStep &step, const TimelineOptions &options) {
-  return is_staged(step, options) || (!step.source.is_cuda() && !step.destination.is_cuda());
-}
-
-/// Applies a copy of `value` from `from` to `to` to the DMA history
-/// (dma_history.hpp) and returns what its DMA pays beyond its curve: a DMA
-/// between pinned memory and a device pays after host work or for a cold
-/// value; a copy from pageable memory into a device (a load's too) is the
-/// processor's work and then its device's DMA; a copy that writes host
-/// memory on the processor (a memcpy between host locations, a staged
-/// copy's host part out of a device) is the processor's work; a copy
-/// between two devices is each device's last copy and pays nothing.
-DmaExtra apply_dma_history_rule(ValueId value, Location from, Location to, const LinkModel &links,
-                                DmaHistory &history) {
-  switch (*link_between(from, to)) {
-  case LinkKind::PinnedToDevice: return history.dma(value, to.device(), true, links);
-  case LinkKind::DeviceToPinned: return history.dma(value, from.device(), false, links);
-  case LinkKind::PageableToDevice: history.copied_from_pageable_into(value, to.device()); break;
-  case LinkKind::PageableToPinned:
-  case LinkKind::PinnedToPageable:
-  case LinkKind::DeviceToPageable: history.processor_wrote_host(); break;
-  case LinkKind::DeviceToDevice: history.peer_copy(value, from.device(), to.device()); break;
-  }
-  return {};
+  return copy_runs_in_its_start(step.source, step.destination, step.logical_bytes, options);
 }
 
 /// Splits a staged copy's calibrated time into the DMA its engine carries
@@ -220,7 +191,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     flow.synchronous = runs_in_its_start(step, options);
     if (staged) split_staged(flow, step, links);
     // In plan order, as the runtime issues the window's copies.
-    flow.dma_extra = apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+    flow.dma_extra = history.copy(step.value, step.source, step.destination, links);
     flow.latency_left += flow.dma_extra.seconds();
     // The runtime allocates every destination of the window, in plan
     // order, before any of the window commits (and frees a source).
@@ -353,6 +324,17 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
 
 } // namespace
 
+bool is_staged_copy(Location from, Location to, std::uint64_t logical_bytes, const TimelineOptions &options) {
+  const std::optional<LinkKind> link = link_between(from, to);
+  return link && (*link == LinkKind::PageableToDevice || *link == LinkKind::DeviceToPageable) &&
+         logical_bytes >= options.staged_min_bytes;
+}
+
+bool copy_runs_in_its_start(Location from, Location to, std::uint64_t logical_bytes,
+                            const TimelineOptions &options) {
+  return is_staged_copy(from, to, logical_bytes, options) || (!from.is_cuda() && !to.is_cuda());
+}
+
 Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &links,
                           const TimelineOptions &options) {
   Timeline out;
@@ -391,7 +373,7 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
     if (step.transfer == StepTransfer::Load) {
       // The source fills fresh storage at its location; a copy takes it on
       // to the destination and the temporary replica goes.
-      time.source_load_seconds = static_cast<double>(step.logical_bytes) / links.source_load_bytes_per_second;
+      time.source_load_seconds = links.source_fill_seconds(step.logical_bytes);
       double staging = 0; // made inside the copy, after the runtime issued it
       if (pools) {
         // Fresh pageable pages are faulted in by the source's own writes:
@@ -409,12 +391,8 @@ Timeline predict_timeline(std::span<const TimelineStep> steps, const LinkModel &
       now += time.allocation_seconds + time.source_load_seconds;
       time.copy_issue_seconds = now - staging;
       time.copy_start_seconds = now;
-      // The fill is the processor's work; then the copy, if any: from a
-      // pageable source it pays nothing beyond its load curve, from a
-      // pinned one it is a DMA after that work.
-      history.processor_wrote_host();
-      if (step.destination != step.source)
-        time.dma_extra = apply_dma_history_rule(step.value, step.source, step.destination, links, history);
+      // The fill, then the copy if any (DmaHistory::load says what its DMA pays).
+      time.dma_extra = history.load(step.value, step.source, step.destination, links);
       now += time.dma_extra.seconds() +
              links.load_transfer_seconds(step.source, step.destination, step.logical_bytes);
       time.engine = engine_of(step.source, step.destination);

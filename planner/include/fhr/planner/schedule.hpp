@@ -54,6 +54,9 @@ struct Transfer {
   /// What the copy moves, and so what it takes time for: the runtime
   /// allocates and copies a value's logical bytes.
   std::uint64_t logical_bytes = 0;
+  /// A reconstruction: the value's source fills storage at `from` first
+  /// (the model's StepTransfer::Load), where `from` may be `to`.
+  bool load = false;
 };
 
 struct Verification {

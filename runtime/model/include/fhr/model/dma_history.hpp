@@ -158,6 +158,35 @@ public:
     last_copy_[device] = LastCopy{value, false};
   }
 
+  /// Applies a copy of `value` from `from` to `to` (locations that differ)
+  /// and returns what its DMA pays beyond its curve: a DMA between pinned
+  /// memory and a device is dma(); a copy from pageable memory into a
+  /// device is the processor's work and then its device's DMA; a copy that
+  /// writes host memory on the processor (a memcpy between host locations,
+  /// a staged copy's host part out of a device) is the processor's work; a
+  /// copy between two devices is each device's last copy. Only a DMA pays.
+  DmaExtra copy(ValueId value, Location from, Location to, const LinkModel &links) {
+    switch (*link_between(from, to)) {
+    case LinkKind::PinnedToDevice: return dma(value, to.device(), true, links);
+    case LinkKind::DeviceToPinned: return dma(value, from.device(), false, links);
+    case LinkKind::PageableToDevice: copied_from_pageable_into(value, to.device()); break;
+    case LinkKind::PageableToPinned:
+    case LinkKind::PinnedToPageable:
+    case LinkKind::DeviceToPageable: processor_wrote_host(); break;
+    case LinkKind::DeviceToDevice: peer_copy(value, from.device(), to.device()); break;
+    }
+    return {};
+  }
+
+  /// Applies a load of `value`: its source fills storage at `source` (the
+  /// processor's work), then, when `destination` differs, copy() takes it
+  /// there: from a pageable source it pays nothing beyond its load curve,
+  /// from a pinned one it is a DMA after that work.
+  DmaExtra load(ValueId value, Location source, Location destination, const LinkModel &links) {
+    processor_wrote_host();
+    return destination == source ? DmaExtra{} : copy(value, source, destination, links);
+  }
+
 private:
   bool is_warm(ValueId value, unsigned device) const { return all_warm_ || warm_.contains({value, device}); }
 

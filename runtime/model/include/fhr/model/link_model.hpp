@@ -194,6 +194,11 @@ struct LinkModel {
   /// Seconds a load's copy from `from` to `to` takes once its source has
   /// filled the storage at `from` (transfer_seconds but for the curve above).
   double load_transfer_seconds(Location from, Location to, std::uint64_t bytes) const;
+  /// Seconds a value's source takes to fill `bytes` of fresh host storage
+  /// (a load's first part, on the processor).
+  double source_fill_seconds(std::uint64_t bytes) const {
+    return static_cast<double>(bytes) / source_load_bytes_per_second;
+  }
 
   const LinkCurve &curve(LinkKind kind) const { return links[static_cast<std::size_t>(kind)]; }
   /// Seconds a copy of `bytes` from `from` to `to` takes alone; 0 for a

@@ -3,8 +3,13 @@
 /// Predicted time: when each step of a plan or program runs, on which copy
 /// engine, and how long the whole takes, under a link model
 /// (fhr/model/link_model.hpp) and the runtime's overlap rule
-/// (fhr/model/overlap_window.hpp). `explain --profile`, its pictures and
-/// the planner use this one predictor; docs/links.md describes the model.
+/// (fhr/model/overlap_window.hpp). `explain --profile`, its pictures,
+/// `run`'s EXPLAIN ANALYZE and `calibrate` use this one predictor; the
+/// planner's schedule clock (planner/src/timeline.cpp) prices each copy
+/// with the same pieces (the curves, a load's included, the staging, the
+/// DMA extras, the sharing rules) and gives the same total, loads' fills
+/// aside, on a printed program whose phases copy one at a time.
+/// docs/links.md describes the model.
 ///
 /// The runtime overlaps the copies of a window: they start together in
 /// plan order (an engine carries one copy at a time, so copies on one
@@ -104,6 +109,19 @@ struct TimelineOptions {
   /// values' DMAs alone (the calibration's windows).
   bool host_work_before = true;
 };
+
+/// Whether the runtime stages a copy of `logical_bytes` from `from` to `to`
+/// through its pinned bounce buffers: pageable <-> device, at least
+/// TimelineOptions::staged_min_bytes.
+bool is_staged_copy(Location from, Location to, std::uint64_t logical_bytes, const TimelineOptions &options);
+
+/// Whether the runtime does the copy inside its start, before it starts
+/// the next copy of its window: a staged copy, and a copy between two host
+/// locations (a memcpy, on the copy threads from 4 MiB up). (A
+/// device-to-device copy without peer access is one too; the link model
+/// has no figure for peer access and times every peer copy as a DMA.)
+bool copy_runs_in_its_start(Location from, Location to, std::uint64_t logical_bytes,
+                            const TimelineOptions &options);
 
 /// When one step runs. A step that moves nothing starts and ends at once.
 struct StepTime {
