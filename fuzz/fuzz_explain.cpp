@@ -1,10 +1,15 @@
 // libFuzzer target: any bytes through the parser, sema, lowering, the
-// verifier, the interpreter's explain pass and every output format. A
-// finding is a crash, a sanitizer report or a hang.
+// verifier, the interpreter's explain pass and every output format, the
+// time predictor (`explain --profile`, on the shipped H200 profile) and
+// the pictures and trace drawn from it. A finding is a crash, a sanitizer
+// report or a hang.
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/diagnostic_output.hpp"
+#include "fhr/compiler/explain_time.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/output.hpp"
+#include "fhr/compiler/pictures.hpp"
+#include "fhr/compiler/trace.hpp"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -25,7 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
   std::vector<fhr::FileReport> reports{fhr::build_report(*compiled.lowered, analysis)};
   fhr::print_explain_text(sink, *compiled.lowered, analysis);
-  sink << fhr::json_text(fhr::explain_json(reports));
+  nlohmann::ordered_json document = fhr::explain_json(reports);
+  sink << fhr::json_text(document);
+  const fhr::LinkModel &links = fhr::LinkModel::h200();
+  sink << fhr::render_html(document, links) << fhr::render_svg(document, links);
+  fhr::add_predicted_time(document, links);
+  sink << fhr::json_text(fhr::trace_json(fhr::predicted_trace(document)));
   fhr::print_check_text(sink, reports);
   fhr::print_check_github(sink, reports);
   sink << fhr::json_text(fhr::check_sarif(reports, diagnostics, "fuzz"));

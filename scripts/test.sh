@@ -84,7 +84,11 @@ PYTHONPATH=$(dirname "$python_dir") /usr/bin/python3 -c \
 
 stage "runtime-only build (no LLVM, PEGTL or doctest) with the Python package; plan files through fhr-plan"
 cmake -S . -B build-runtime-only -G Ninja "${normal_flags[@]}" -DFHR_RUNTIME_ONLY=ON -DFHR_WITH_CUDA=OFF >/dev/null
-! grep -q "^LLVM_DIR:" build-runtime-only/CMakeCache.txt
+# (`! grep` would not stop the script: errexit ignores a negated command.)
+if grep -q "^LLVM_DIR:" build-runtime-only/CMakeCache.txt; then
+  echo "the runtime-only build looked for LLVM" >&2
+  exit 1
+fi
 cmake --build build-runtime-only -j "$jobs"
 runtime_prefix=$(mktemp -d)
 cmake --install build-runtime-only --prefix "$runtime_prefix" >/dev/null
@@ -97,7 +101,7 @@ FHR_PLAN=$PWD/build/tools/fhr-plan PYTHONPATH=$PWD/build-runtime-only/python \
 stage "fuzz smoke runs (libFuzzer, ASan + UBSan)"
 cmake -S . -B build-fuzz -G Ninja "${sanitizer_flags[@]}" -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF -DFHR_PYTHON=OFF -DFHR_WITH_CUDA=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module
+cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module fuzz_workload
 corpus=$(mktemp -d)
 cp examples/*.fhr tests/golden/inputs/*.fhr "$corpus"/
 ./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
@@ -108,4 +112,8 @@ for example in examples/*.fhr; do
 done
 ./build-fuzz/fuzz/fuzz_module -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
   -rss_limit_mb=2048 "$modules"
+workloads=$(mktemp -d)
+cp tests/golden/inputs/solve-*.json "$workloads"/
+./build-fuzz/fuzz/fuzz_workload -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
+  -rss_limit_mb=2048 -dict=fuzz/workload.dict "$workloads"
 echo "fuzz smoke runs: no finding"

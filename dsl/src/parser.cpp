@@ -722,4 +722,17 @@ bool parse_expression(SourceFile &source, ast::File &file, ast::ExprId &expressi
   return !source.has_errors();
 }
 
+namespace {
+/// Whether the whole of `word` matches `Rule`.
+template <typename Rule>
+bool matches_whole(std::string_view word) {
+  tao::pegtl::memory_input<> input(word.data(), word.size(), "");
+  return tao::pegtl::parse<tao::pegtl::seq<Rule, tao::pegtl::eof>>(input);
+}
+} // namespace
+
+bool is_identifier(std::string_view word) { return matches_whole<tao::pegtl::identifier>(word); }
+
+bool is_keyword(std::string_view word) { return matches_whole<grammar::keyword>(word); }
+
 } // namespace fhr

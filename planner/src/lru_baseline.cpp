@@ -66,7 +66,18 @@ SolveResult solve_lru(const Workload &workload, const LruOptions &options) {
     std::vector<LifetimeId> reserved;
     for (const Reservation &r : plan.reservations) {
       LifetimeId id = 0;
-      state.reserve(r.location, r.nbytes, r.label, &id);
+      FailureDetail detail;
+      if (const Outcome o = state.reserve(r.location, r.nbytes, r.label, &id, &detail); o.failed()) {
+        // A Controller takes no request without a requirement, so nothing
+        // makes room for the workspace of a step that needs no value.
+        result.failure = "step " + std::to_string(t) + " '" + step.name + "': " +
+                         (requirements.empty() ? "the reference controller takes no request without a value, "
+                                                 "and the workspace does not fit: "
+                                               : "the workspace does not fit after the decision: ") +
+                         describe(o, {{}, r.label}, &detail);
+        result.schedule.steps.resize(t);
+        return result;
+      }
       reserved.push_back(id);
     }
     for (const Action &a : plan.enter)

@@ -80,9 +80,11 @@ void schedule_prefetch(const Workload &workload, const GapModel &model,
         const std::optional<CopyQueue> engine = engine_of(from, a.location);
         // The copy moves the logical bytes (the runtime allocates and copies
         // a value's logical length); the room is charged its storage bytes.
-        // A value the workload rebuilds is dropped where it leaves, so its
-        // copy is a load's, as the schedule's clock times it (its DMA's
-        // extras, microseconds, left out).
+        // A value the workload rebuilds is taken to be loaded from its
+        // source here (realize drops it where it leaves a budgeted
+        // location; a copy from a replica elsewhere is rarer), at the load's
+        // curve, as the schedule's clock times it (its DMA's extras,
+        // microseconds, left out).
         const double seconds = value.adopted
                                    ? links.transfer_seconds(from, a.location, value.logical_bytes)
                                    : links.load_transfer_seconds(from, a.location, value.logical_bytes);

@@ -157,9 +157,10 @@ private:
   const LinkModel &links_;
   /// The CUDA backend's options, as `explain --profile` times a program.
   const TimelineOptions options_;
-  /// Host work before the first step, as `explain` and `run` assume (the
-  /// values the workload adopts were written by the processor).
-  DmaHistory history_{DmaHistory::Before::HostWork};
+  /// What came before the first step, as the predictor takes it
+  /// (TimelineOptions::host_work_before: the processor wrote the values
+  /// the workload adopts).
+  DmaHistory history_{options_.host_work_before ? DmaHistory::Before::HostWork : DmaHistory::Before::OwnDmas};
   std::map<int, Queue> queues_;
   std::vector<Interval> copies_;
 };

@@ -67,15 +67,17 @@ private:
     const Explanation e = simulator.explain(view);
     if (e.feasible) return true;
     const SimulatedStep &failed = *e.first_failure();
-    std::string name;
-    if (failed.phase != Phase::Reserve) {
+    std::string name, label;
+    if (failed.phase == Phase::Reserve) {
+      label = view.reservations[failed.index].label;
+    } else {
       const std::span<const Action> actions = failed.phase == Phase::Reclaim ? view.reclaim
                                               : failed.phase == Phase::Exit  ? view.exit
                                                                              : view.enter;
       name = w_.values[actions[failed.index].value].name;
     }
     fail(where(t) + ", " + what + " " + std::string(phase_name(failed.phase)) + " " +
-         std::to_string(failed.index) + ": " + describe(failed.outcome, {name, {}}, &e.failure_detail));
+         std::to_string(failed.index) + ": " + describe(failed.outcome, {name, label}, &e.failure_detail));
     return false;
   }
 

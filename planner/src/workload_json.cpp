@@ -3,6 +3,8 @@
 // JSON path.
 #include "fhr/planner/workload_json.hpp"
 
+#include "fhr/dsl/parser.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -54,12 +56,6 @@ Location location_of(const json &value, const std::string &path) {
   const std::optional<Location> at = parse_location(value.get<std::string>(), &error);
   if (!at) fail(path, error.message);
   return *at;
-}
-
-bool identifier(std::string_view name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 struct Names {
@@ -152,7 +148,10 @@ Workload parse(const json &root) {
     const json &v = values[i];
     only_keys(v, path, {"name", "count", "bytes", "storage_bytes", "mode", "at", "source"});
     const std::string name = text_field(v, path, "name");
-    if (!identifier(name)) fail(path + ".name", "'" + name + "' is not an identifier");
+    // The printed program names it in .fhr (docs/language.md).
+    if (!is_identifier(name)) fail(path + ".name", "'" + name + "' is not an identifier");
+    if (is_keyword(name))
+      fail(path + ".name", "'" + name + "' is a .fhr keyword, which no value may be named");
     Value value;
     value.logical_bytes = bytes_of(field(v, path, "bytes"), path + ".bytes");
     value.storage_bytes = v.contains("storage_bytes") ? bytes_of(v["storage_bytes"], path + ".storage_bytes")
@@ -258,6 +257,9 @@ std::variant<Workload, WorkloadError> parse_workload_json(std::string_view text)
     root = json::parse(text.begin(), text.end());
   } catch (const json::parse_error &e) {
     return WorkloadError{"", std::string("not JSON: ") + e.what()};
+  } catch (const json::out_of_range &e) {
+    // A number no double holds (406): valid JSON, out of the parser's range.
+    return WorkloadError{"", std::string("a number out of range: ") + e.what()};
   }
   try {
     Workload w = parse(root);

@@ -273,7 +273,7 @@ TEST_CASE("lru baseline: decides every step exactly as a Controller on a Manager
   manager.close(true, true);
 }
 
-TEST_CASE("timeline: copies on one engine queue, steps wait for their values") {
+TEST_CASE("timeline: loads run one after the other, steps wait for their values") {
   const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "devices": 1, "budgets": [],
     "values": [{"name": "a", "bytes": 536870912, "mode": "replicable", "source": "pinned"},
                {"name": "b", "bytes": 536870912, "mode": "replicable", "source": "pageable"}],
@@ -320,6 +320,83 @@ TEST_CASE("timeline: a copy takes the time of its logical bytes and is charged i
   CHECK(r.verification.transfers[0].bytes == 124ull << 20);
   CHECK(r.verification.transfers[0].logical_bytes == 120ull << 20);
   CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::PinnedToDevice)] == 124ull << 20);
+}
+
+TEST_CASE("timeline: a phase's copies in order, as the runtime's window issues them") {
+  // Every link 1 GB/s with no fixed cost, nothing shared, no DMA extras:
+  // each copy of N MB takes N ms alone.
+  const planner::Workload w =
+      workload(R"({"schema": "fhr-workload/1", "name": "order", "devices": 2, "budgets": [],
+    "values": [{"name": "v", "count": 4, "bytes": 1024, "mode": "replicable", "source": "pinned"}],
+    "steps": [{"name": "0", "needs": [], "compute_seconds": 0}]})");
+  LinkModel links;
+  for (LinkCurve &curve : links.links)
+    curve.classes = {{std::nullopt, 0.0, 1e9}};
+  REQUIRE(!links.dma_after_host_work_seconds);
+  const auto copy = [](ValueId v, Location from, Location to, std::uint64_t bytes, bool load = false) {
+    return planner::Transfer{0, planner::Transfer::Phase::Enter, v, from, to, bytes, bytes, load};
+  };
+  const auto total = [&](std::vector<planner::Transfer> transfers) {
+    planner::Verification v;
+    v.transfers = std::move(transfers);
+    return planner::time_schedule(w, v, links).total_seconds;
+  };
+  const Location pinned = Location::pinned(), pageable = Location::pageable();
+  const Location gpu0 = Location::cuda(0), gpu1 = Location::cuda(1);
+  // Two DMAs on different engines stream at once; two on one engine queue.
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, gpu1, pinned, 3'000'000)}) ==
+        doctest::Approx(3e-3).epsilon(1e-12));
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, pinned, gpu0, 3'000'000)}) ==
+        doctest::Approx(5e-3).epsilon(1e-12));
+  // A staged copy (pageable -> device, 4 MiB and up) is made inside its
+  // start: the DMA after it, on another engine, waits for it.
+  CHECK(total({copy(0, pageable, gpu0, 5'000'000), copy(1, gpu1, pinned, 3'000'000)}) ==
+        doctest::Approx(8e-3).epsilon(1e-12));
+  // Under the threshold the driver's copy does not hold it back.
+  CHECK(total({copy(0, pageable, gpu0, 2'000'000), copy(1, gpu1, pinned, 3'000'000)}) ==
+        doctest::Approx(3e-3).epsilon(1e-12));
+  // A copy made inside its start does not wait for the copies before it.
+  CHECK(total({copy(1, gpu1, pinned, 3'000'000), copy(0, pageable, gpu0, 5'000'000)}) ==
+        doctest::Approx(5e-3).epsilon(1e-12));
+  // A load runs alone: after the DMA before it, before the DMA after it,
+  // whatever their engines.
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, pinned, gpu1, 3'000'000, true)}) ==
+        doctest::Approx(5e-3).epsilon(1e-12));
+  CHECK(total({copy(1, pinned, gpu1, 3'000'000, true), copy(0, gpu0, pinned, 2'000'000)}) ==
+        doctest::Approx(5e-3).epsilon(1e-12));
+  // A load's copy from pageable memory takes the load curve when the
+  // profile has one (here twice as slow).
+  links.load_pageable_to_device.classes = {{std::nullopt, 0.0, 0.5e9}};
+  CHECK(total({copy(2, pageable, gpu0, 1'000'000, true)}) == doctest::Approx(2e-3).epsilon(1e-12));
+  CHECK(total({copy(2, pageable, gpu0, 1'000'000)}) == doctest::Approx(1e-3).epsilon(1e-12));
+}
+
+TEST_CASE("solve: prefetch prices a rebuilt value's load at the load curve") {
+  // A 256 MiB key rebuilt from pageable memory: its load's copy is slower
+  // than a copy of resident bytes. Each step computes for a time between
+  // the two, so the load for step 2 needs the idle time of two steps.
+  const LinkModel &links = LinkModel::h200();
+  const std::uint64_t bytes = 256ull << 20;
+  const double plain = links.transfer_seconds(Location::pageable(), Location::cuda(0), bytes);
+  const double load = links.load_transfer_seconds(Location::pageable(), Location::cuda(0), bytes);
+  REQUIRE(plain < load);
+  const std::string compute = std::to_string((plain + load) / 2);
+  const std::string step = R"(, "compute_seconds": )" + compute + "}";
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "curve", "devices": 1,
+    "budgets": [{"at": "cuda:0", "bytes": 1073741824}],
+    "values": [{"name": "k", "count": 2, "bytes": 268435456, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["k[0]"]}])" +
+                                       step + R"(,
+              {"name": "1", "needs": [{"at": "cuda:0", "values": ["k[0]"]}])" +
+                                       step + R"(,
+              {"name": "2", "needs": [{"at": "cuda:0", "values": ["k[1]"]}])" +
+                                       step + "]}");
+  const planner::SolveResult r = planner::solve_planner(w);
+  REQUIRE(r.ok());
+  // At the plain curve step 1's compute would have covered it.
+  REQUIRE(r.schedule.steps[0].during.size() == 1);
+  CHECK(r.schedule.steps[0].during[0].value == 1);
+  CHECK(r.schedule.steps[1].during.empty());
 }
 
 TEST_CASE(

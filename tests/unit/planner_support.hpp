@@ -2,8 +2,7 @@
 // Helpers of the planner tests: workloads from JSON text, small random
 // workloads, a brute-force optimum independent of the planner's model, and
 // the compiler's verdict on a printed program.
-#include "fhr/compiler/analysis.hpp"
-#include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/printed_program.hpp"
 #include "fhr/planner/workload_json.hpp"
 
 #include <doctest/doctest.h>
@@ -120,21 +119,12 @@ inline std::uint64_t brute_force_optimum(const planner::Workload &w) {
   return *std::min_element(best.begin(), best.end());
 }
 
-/// Compiles a printed program as `fhr-plan check` would and returns the
-/// first problem, or "ok" (no diagnostics, every plan and program feasible,
-/// every predicted peak within its budget).
+/// "ok", or why `fhr-plan solve` would refuse to print the program (it
+/// does not compile, `check` refuses it, or a predicted peak is over its
+/// budget).
 inline std::string check_printed(const std::string &program, const planner::Workload &w) {
-  CompiledFile compiled = compile_text(program, "<printed>");
-  if (!compiled.ok()) return "does not compile";
-  const Analysis analysis = analyze_module(*compiled.lowered);
-  if (analysis.setup.failed_step) return "setup fails";
-  for (const PlanExplanation &p : analysis.plans)
-    if (!p.explanation.feasible) return "plan '" + p.name + "' is infeasible on its own";
-  if (analysis.programs.size() != 1) return "not one program";
-  if (!analysis.programs[0].feasible) return "the program is infeasible";
-  for (const LocationPrediction &p : analysis.programs[0].locations)
-    if (const auto budget = w.budget(p.location); budget && p.peak_charged > *budget) return "over budget";
-  return "ok";
+  const PrintedProgramCheck check = check_printed_program(program, w.budgets);
+  return check.accepted ? "ok" : check.detail;
 }
 
 } // namespace fhr::test

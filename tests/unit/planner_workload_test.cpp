@@ -2,6 +2,8 @@
 // what, and every error with its JSON path.
 #include "planner_support.hpp"
 
+#include "fhr/planner/solve.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace fhr;
@@ -73,6 +75,10 @@ TEST_CASE("workload: written back, it reads the same") {
 TEST_CASE("workload: every problem is reported with its path") {
   const std::string step = R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["ct"]}]}])";
   CHECK(parse_error("[1, 2").starts_with("not JSON"));
+  // A number no double holds (found by fuzz_workload: it was thrown past
+  // the parser's handler and aborted `fhr-plan solve`).
+  CHECK(parse_error(R"({"schema": "fhr-workload/1", "budgets": [{"at": "cuda:0", "bytes": 10E4857600}]})") ==
+        "a number out of range: [json.exception.out_of_range.406] number overflow parsing '10E4857600'");
   CHECK(parse_error(R"({"schema": "fhr-workload/2", "budgets": [], "values": [], "steps": []})") ==
         "schema: must be \"fhr-workload/1\"");
   CHECK(
@@ -97,6 +103,13 @@ TEST_CASE("workload: every problem is reported with its path") {
                  "[]")) == "values[0].storage_bytes: must be at least bytes");
   CHECK(parse_error(with(R"([{"name": "1x", "bytes": 1, "mode": "exclusive", "at": "pinned"}])", "[]")) ==
         "values[0].name: '1x' is not an identifier");
+  // A keyword would make the printed program unreadable (found by
+  // fuzz_workload: `value location 40 MiB ...`).
+  CHECK(
+      parse_error(with(R"([{"name": "location", "bytes": 1, "mode": "exclusive", "at": "pinned"}])", "[]")) ==
+      "values[0].name: 'location' is a .fhr keyword, which no value may be named");
+  CHECK(parse_error(with(R"([{"name": "plan", "count": 2, "bytes": 1, "mode": "exclusive", "at": "pinned"}])",
+                         "[]")) == "values[0].name: 'plan' is a .fhr keyword, which no value may be named");
   CHECK(parse_error(with(R"([{"name": "x", "bytes": 1, "mode": "exclusive", "at": "pinned"},
                              {"name": "x", "bytes": 1, "mode": "exclusive", "at": "pinned"}])",
                          "[]")) == "values[1].name: a second value named 'x'");
@@ -127,6 +140,29 @@ TEST_CASE("workload: every problem is reported with its path") {
   CHECK(parse_error(
             with(kValues, R"([{"name": "a", "workspace": [{"at": "cuda:0", "bytes": 1, "label": ""}]}])")) ==
         "steps[0].workspace[0]: a workspace needs a non-blank label");
+  // Names the printed program could not spell (found by fuzz_workload: a
+  // step name with a carriage return made `fhr-plan solve` print a program
+  // that did not compile).
+  CHECK(parse_error(with(kValues, R"([{"name": "a\rb"}])")) ==
+        "steps[0].name: must not contain a carriage return: a .fhr string cannot spell it");
+  CHECK(parse_error(with(
+            kValues, R"([{"name": "a", "workspace": [{"at": "cuda:0", "bytes": 1, "label": "x\ry"}]}])")) ==
+        "steps[0].workspace[0].label: must not contain a carriage return: a .fhr string cannot spell it");
+  CHECK(
+      parse_error(
+          R"({"schema": "fhr-workload/1", "name": "two\nlines", "budgets": [], "values": [], "steps": []})") ==
+      "name: must not contain a line break: the printed program names it in a comment");
+}
+
+TEST_CASE("workload: step names and labels with escapes come back from the printed program") {
+  // Tabs, line breaks, quotes, backslashes and braces: .fhr strings escape
+  // each of them, so the printed program compiles and checks.
+  const planner::Workload w = workload(
+      with(kValues, R"([{"name": "a\tb\nc \"q\" \\ {x}", "needs": [{"at": "cuda:0", "values": ["ct"]}],
+                    "workspace": [{"at": "cuda:0", "bytes": 60, "label": "t\nmp{}"}]}])"));
+  const planner::SolveResult planned = planner::solve_planner(w);
+  REQUIRE(planned.ok());
+  CHECK(check_printed(planner::emit_program(w, planned.schedule, "escapes"), w) == "ok");
 }
 
 TEST_CASE("workload: spill tiers are checked like the policy's") {

@@ -5,6 +5,7 @@
 
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/printed_program.hpp"
 #include "fhr/dsl/format.hpp"
 #include "fhr/dsl/parser.hpp"
 #include "fhr/planner/lru_baseline.hpp"
@@ -112,31 +113,8 @@ std::string canonical_layout(const std::string &program) {
 }
 
 ProgramCheck check_program(const std::string &program, const Workload &w) {
-  ProgramCheck check;
-  check.ran = true;
-  CompiledFile compiled = compile_text(program, "<solve>");
-  if (!compiled.ok()) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    compiled.source->print(os, false);
-    check.detail = "the printed program does not compile: " + os.str();
-    return check;
-  }
-  const Analysis analysis = analyze_module(*compiled.lowered);
-  if (!analysis.feasible()) {
-    check.detail = "fhr-plan check refuses the printed program";
-    return check;
-  }
-  for (const ProgramReport &program_report : analysis.programs)
-    for (const LocationPrediction &p : program_report.locations)
-      if (const std::optional<std::uint64_t> budget = w.budget(p.location);
-          budget && p.peak_charged > *budget) {
-        check.detail = "explain predicts " + std::to_string(p.peak_charged) + " bytes at " +
-                       p.location.name() + ", over its budget";
-        return check;
-      }
-  check.accepted = true;
-  return check;
+  const PrintedProgramCheck printed = check_printed_program(program, w.budgets);
+  return {true, printed.accepted, printed.detail};
 }
 
 const char *status_text(planner::ExactResult::Status status) {

@@ -94,12 +94,16 @@ struct Timeline {
   }
 };
 
-/// Times a verified schedule with a link model (docs/planner.md, "Time"):
-/// copies run first come first served on their copy engine, a step's
-/// reclaim before its enter, a step starts once the previous one ended and
-/// every value it needs has arrived; copies issued `during` a step start
-/// when it does. An inbound and an outbound copy of one device running at
-/// once share the duplex bandwidth.
+/// Times a verified schedule with a link model (docs/planner.md, "Time"),
+/// pricing each copy as the time predictor of `explain --profile` does (a
+/// load at its load curve, its source's fill left out; what a DMA pays for
+/// the state it meets). Copies run first come first served on their copy
+/// engine; a phase issues its copies in order, a staged copy or a copy
+/// between host locations holding back the later ones until it ends and a
+/// load running alone; a step's reclaim runs before its enter, and a step
+/// starts once the previous one ended and every value it needs has
+/// arrived; copies issued `during` a step are issued when it starts. Copies
+/// streaming at once share the duplex and host memory bandwidths.
 Timeline time_schedule(const Workload &workload, const Verification &verification, const LinkModel &links);
 
 /// Moves loads into the `during` list of an earlier step where the room

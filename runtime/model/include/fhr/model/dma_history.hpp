@@ -158,15 +158,15 @@ public:
     last_copy_[device] = LastCopy{value, false};
   }
 
-  /// Applies a copy of `value` from `from` to `to` (locations that differ)
-  /// and returns what its DMA pays beyond its curve: a DMA between pinned
-  /// memory and a device is dma(); a copy from pageable memory into a
-  /// device is the processor's work and then its device's DMA; a copy that
-  /// writes host memory on the processor (a memcpy between host locations,
-  /// a staged copy's host part out of a device) is the processor's work; a
-  /// copy between two devices is each device's last copy. Only a DMA pays.
+  /// Applies a copy of `value` from `from` to `to` and returns what its DMA pays beyond its curve: a DMA
+  /// between pinned memory and a device is dma(); a copy from pageable memory into a device is the
+  /// processor's work and then its device's DMA; a copy that writes host memory on the processor (a memcpy
+  /// between host locations, a staged copy's host part out of a device) is the processor's work; a copy
+  /// between two devices is each device's last copy. Only a DMA pays.
   DmaExtra copy(ValueId value, Location from, Location to, const LinkModel &links) {
-    switch (*link_between(from, to)) {
+    const std::optional<LinkKind> link = link_between(from, to);
+    if (!link) return {}; // a location to itself: nothing crosses a link
+    switch (*link) {
     case LinkKind::PinnedToDevice: return dma(value, to.device(), true, links);
     case LinkKind::DeviceToPinned: return dma(value, from.device(), false, links);
     case LinkKind::PageableToDevice: copied_from_pageable_into(value, to.device()); break;

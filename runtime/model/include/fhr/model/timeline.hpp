@@ -8,7 +8,8 @@
 /// planner's schedule clock (planner/src/timeline.cpp) prices each copy
 /// with the same pieces (the curves, a load's included, the staging, the
 /// DMA extras, the sharing rules) and gives the same total, loads' fills
-/// aside, on a printed program whose phases copy one at a time.
+/// aside, on a printed program whose steps compute for no time and whose
+/// phases copy one at a time.
 /// docs/links.md describes the model.
 ///
 /// The runtime overlaps the copies of a window: they start together in

@@ -1,0 +1,61 @@
+// libFuzzer target: any bytes as a workload (`fhr-workload/1`, the JSON a
+// client's trace is written in) through the parser and its rules, the
+// planner (gap model, heuristic, realisation, prefetch, verification, bound
+// and the schedule clock) and the reference LRU controller; the programs
+// they print then go back through the compiler and its checker. A finding
+// is a crash, a sanitizer report, a hang, or a broken promise of `fhr-plan
+// solve`: a schedule that does not verify, or a printed program that does
+// not compile, that `check` refuses or that explain puts over a budget
+// (check_printed_program, docs/planner.md).
+#include "fhr/compiler/printed_program.hpp"
+#include "fhr/planner/lru_baseline.hpp"
+#include "fhr/planner/schedule.hpp"
+#include "fhr/planner/solve.hpp"
+#include "fhr/planner/workload_json.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace {
+
+/// A workload of 4 KiB may declare a million values; solving one that large
+/// under the sanitizers takes longer than the fuzzer's timeout without
+/// telling anything the small ones do not (the planner's scale is
+/// planner_bench's). Parsing it is still fuzzed.
+constexpr std::size_t kMaxValues = 10'000, kMaxNeeds = 10'000;
+
+[[noreturn]] void finding(const std::string &what, const std::string &detail) {
+  std::fprintf(stderr, "%s: %s\n", what.c_str(), detail.c_str());
+  std::abort();
+}
+
+/// Every schedule made must verify, and its printed program must be what
+/// `fhr-plan solve` promises.
+void check(const fhr::planner::Workload &workload, const fhr::planner::SolveResult &result) {
+  if (!result.verification.feasible) finding(result.policy + "'s schedule", result.failure);
+  if (!result.ok()) return; // infeasible, or the LRU controller gave up
+  const std::string program = fhr::planner::emit_program(workload, result.schedule, "fuzz");
+  const fhr::PrintedProgramCheck printed = fhr::check_printed_program(program, workload.budgets);
+  if (!printed.accepted) finding(result.policy + "'s printed program", printed.detail + "\n" + program);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char *>(data), size);
+  auto parsed = fhr::planner::parse_workload_json(text);
+  const auto *workload = std::get_if<fhr::planner::Workload>(&parsed);
+  if (!workload || workload->values.size() > kMaxValues) return 0;
+  std::size_t needs = 0;
+  for (const fhr::planner::Step &step : workload->steps)
+    needs += step.needs.size() + 1;
+  if (needs > kMaxNeeds) return 0;
+  check(*workload, fhr::planner::solve_planner(*workload));
+  check(*workload, fhr::planner::solve_lru(*workload));
+  return 0;
+}
