@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+
+#include <functional>
+
 using namespace fhr;
 using namespace fhr::test;
 
@@ -359,4 +363,66 @@ TEST_CASE("decide: a user policy decides the order and the tiers; one that loses
   CHECK_THROWS_WITH_AS(broken.decide(request),
                        "policy 'broken' must return every eviction candidate exactly once",
                        std::runtime_error);
+}
+
+namespace {
+
+/// Runs `body` on a thread of `stack_bytes` of stack and waits for it.
+void on_small_stack(std::size_t stack_bytes, const std::function<void()> &body) {
+  pthread_attr_t attributes;
+  REQUIRE(pthread_attr_init(&attributes) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attributes, stack_bytes) == 0);
+  pthread_t thread;
+  const auto run = [](void *argument) -> void * {
+    (*static_cast<const std::function<void()> *>(argument))();
+    return nullptr;
+  };
+  REQUIRE(pthread_create(&thread, &attributes, run, const_cast<std::function<void()> *>(&body)) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attributes);
+}
+
+} // namespace
+
+TEST_CASE("decide: a search nested as deep as its thread's stack allows stops, inconclusive") {
+  // Each reclaim the search tries nests a level deeper: to fit one value
+  // of 5,000 bytes it drops 5,000 values of one byte, one level each. On a
+  // 4 MiB stack that is deeper than any build can go (it crashed at 3,000
+  // to 3,500 levels of an 8 MiB stack, optimised); the search stops before
+  // the stack's end with the search-limit error. A request that evicts 20
+  // goes through on the same stack.
+  constexpr std::size_t kSmall = 5000;
+  ControllerFixture f({{gpu0, kSmall}});
+  std::vector<Handle> small;
+  for (std::size_t i = 0; i < kSmall; ++i) {
+    small.push_back(f.source(1));
+    f.manager->ensure(small.back(), gpu0);
+  }
+  const Handle big = f.source(kSmall), twenty = f.source(20);
+  Controller controller(*f.manager);
+  std::string outcome;
+  std::uint64_t explored = 0;
+  on_small_stack(std::size_t{4} << 20, [&] {
+    try {
+      controller.decide(need("big", {{big, gpu0}}));
+      outcome = "decided";
+    } catch (const ResidencySearchLimitError &e) {
+      outcome = e.detail();
+      explored = e.explored_states();
+    } catch (const std::exception &e) {
+      outcome = std::string("other error: ") + e.what();
+    }
+  });
+  CHECK(outcome.starts_with("it nested reclaims as deep as its thread's stack allows ("));
+  CHECK(explored > 20);
+  CHECK(explored < kSmall);
+  std::size_t evictions = 0;
+  on_small_stack(std::size_t{4} << 20, [&] {
+    try {
+      evictions = controller.decide(need("twenty", {{twenty, gpu0}})).evictions.size();
+    } catch (const std::exception &e) {
+      outcome = std::string("other error: ") + e.what();
+    }
+  });
+  CHECK(evictions == 20);
 }

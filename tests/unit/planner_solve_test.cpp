@@ -469,3 +469,31 @@ TEST_CASE(
   CHECK(without.total_seconds < planned.timeline.total_seconds);
   CHECK(std::abs(without.total_seconds * 1e6 - predicted(plain, nullptr)) <= resolution);
 }
+
+TEST_CASE("lru baseline: a search whose reclaims lead back to a state on its path ends") {
+  // Found by fuzz_workload: step 2 needs 120 MB at a 100 MB cuda:0. To make
+  // room the controller's search moved a ciphertext to pinned memory, and
+  // to make room there moved one back to cuda:0, its requested
+  // destination: the same state again, one level deeper, until the stack
+  // ran out (a segmentation fault in `fhr-plan solve --policy lru`). The
+  // search now leaves a state already on its path, and the request fails
+  // as exhausted.
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "cycle", "devices": 1,
+    "budgets": [{"at": "cuda:0", "bytes": 104857600}, {"at": "pinned", "bytes": 83886080}],
+    "tiers": [{"from": "cuda:0", "to": ["pinned", "pageable"]}],
+    "values": [{"name": "relin", "bytes": 41941020, "mode": "exclusive", "source": "pageable"},
+               {"name": "c", "count": 4, "bytes": 41943040, "mode": "exclusive", "at": "pageable"}],
+    "steps": [{"name": "mul-0", "needs": [{"at": "cuda:0", "values": ["relin", "c[1]"]}]},
+              {"name": "add-0", "needs": [{"at": "cuda:0", "values": ["c[0]", "c[2]"]}]},
+              {"name": "mul-2", "needs": [{"at": "cuda:0", "values": ["relin", "c[1]", "c[2]"]}]}]})");
+  const planner::SolveResult lru = planner::solve_lru(w);
+  CHECK_FALSE(lru.ok());
+  CHECK(lru.failure.starts_with("step 2 'mul-2': "));
+  CHECK(lru.failure.find("no invariant-valid victim sequence satisfies the whole request") !=
+        std::string::npos);
+  CHECK(lru.schedule.steps.size() == 2);
+  // The planner finds the step infeasible by its bytes alone.
+  const planner::SolveResult planned = planner::solve_planner(w);
+  REQUIRE(planned.infeasible);
+  CHECK(planned.infeasible->step == 2);
+}

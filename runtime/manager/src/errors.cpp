@@ -11,10 +11,11 @@ ResidencyStaleStateError::ResidencyStaleStateError(std::uint64_t expected_versio
 
 ResidencySearchLimitError::ResidencySearchLimitError(std::string request_name, std::uint64_t state_limit,
                                                      std::uint64_t explored_states, std::string detail)
-    : ResidencyPlanError("automatic residency search for '" + request_name +
-                         "' is inconclusive: it stopped at its limit of " + std::to_string(state_limit) +
-                         " explored states (explored_states=" + std::to_string(explored_states) +
-                         "): " + detail),
+    : ResidencyPlanError(
+          "automatic residency search for '" + request_name + "' is inconclusive: it stopped " +
+          (explored_states >= state_limit ? "at its limit of " + std::to_string(state_limit)
+                                          : "within its limit of " + std::to_string(state_limit)) +
+          " explored states (explored_states=" + std::to_string(explored_states) + "): " + detail),
       request_name_(std::move(request_name)), state_limit_(state_limit), explored_states_(explored_states),
       detail_(std::move(detail)) {}
 

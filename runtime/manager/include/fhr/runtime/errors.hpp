@@ -83,7 +83,8 @@ private:
   std::uint64_t actual_version_;
 };
 
-/// The controller's search stopped at its search_state_limit (§18.3 step 4):
+/// The controller's search stopped at its search_state_limit (§18.3 step 4),
+/// or before that where it nested as deep as its thread's stack allows:
 /// inconclusive, not a proof that the request cannot be met.
 class ResidencySearchLimitError : public ResidencyPlanError {
 public:
