@@ -134,6 +134,11 @@ TEST_CASE("workload: every problem is reported with its path") {
   CHECK(
       parse_error(with(kValues, R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["ct", "ct"]}]}])")) ==
       "steps[0].needs[1]: needs ct at cuda:0 twice");
+  // A repeat found past a first need elsewhere (the check keeps each
+  // value's first need and every pair, in one pass).
+  CHECK(parse_error(with(kValues, R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["rk[1]"]},
+                                                               {"at": "cuda:1", "values": ["rk[1]", "rk[1]"]}]}])")) ==
+        "steps[0].needs[2]: needs rk[1] at cuda:1 twice");
   CHECK(parse_error(with(kValues, R"([{"name": " "}])")) == "steps[0].name: a step needs a non-blank name");
   CHECK(parse_error(with(kValues, R"([{"name": "a", "compute_seconds": -1}])")) ==
         "steps[0].compute_seconds: must be a finite number of seconds, at least 0");
