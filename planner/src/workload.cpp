@@ -27,14 +27,10 @@ namespace {
 bool blank(const std::string &text) { return text.find_first_not_of(" \t\n\r") == std::string::npos; }
 
 /// The printed program spells step names and labels as .fhr strings, which
-/// have no escape for a carriage return (docs/language.md), and the
-/// workload's name on a comment line, which a line break would end.
-std::optional<WorkloadError> check_printable(const std::string &text, const std::string &path,
-                                             bool one_line) {
+/// have no escape for a carriage return (docs/language.md).
+std::optional<WorkloadError> check_printable(const std::string &text, const std::string &path) {
   if (text.find('\r') != std::string::npos)
     return WorkloadError{path, "must not contain a carriage return: a .fhr string cannot spell it"};
-  if (one_line && text.find('\n') != std::string::npos)
-    return WorkloadError{path, "must not contain a line break: the printed program names it in a comment"};
   return std::nullopt;
 }
 
@@ -48,7 +44,6 @@ std::optional<WorkloadError> check_location(const Workload &w, Location at, cons
 } // namespace
 
 std::optional<WorkloadError> check_workload(const Workload &w) {
-  if (auto e = check_printable(w.name, "name", true)) return e;
   LocationSet budgeted;
   for (std::size_t i = 0; i < w.budgets.size(); ++i) {
     const std::string path = "budgets[" + std::to_string(i) + "]";
@@ -100,7 +95,7 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
     const Step &step = w.steps[s];
     const std::string path = "steps[" + std::to_string(s) + "]";
     if (blank(step.name)) return WorkloadError{path + ".name", "a step needs a non-blank name"};
-    if (auto e = check_printable(step.name, path + ".name", false)) return e;
+    if (auto e = check_printable(step.name, path + ".name")) return e;
     if (step.compute_seconds && (!std::isfinite(*step.compute_seconds) || *step.compute_seconds < 0))
       return WorkloadError{path + ".compute_seconds", "must be a finite number of seconds, at least 0"};
     // Each value's first need in the step, and every (value, location)
@@ -135,7 +130,7 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
       const std::string ws_path = path + ".workspace[" + std::to_string(k) + "]";
       if (auto e = check_location(w, ws.at, ws_path)) return e;
       if (blank(ws.label)) return WorkloadError{ws_path, "a workspace needs a non-blank label"};
-      if (auto e = check_printable(ws.label, ws_path + ".label", false)) return e;
+      if (auto e = check_printable(ws.label, ws_path + ".label")) return e;
     }
   }
   return std::nullopt;

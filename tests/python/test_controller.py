@@ -221,6 +221,8 @@ def test_infeasible_inconclusive_and_invalid_requests(gpu):
     with pytest.raises(fhr.ResidencySearchLimitError) as limit:
         fhr.ResidencyController(gpu, search_state_limit=1).decide(need("n", (k4, CUDA0)))
     assert (limit.value.request_name, limit.value.state_limit) == ("n", 1)
+    # The runtime's own text, which says which stop the search met.
+    assert "is inconclusive: it stopped at its limit of 1 explored states" in str(limit.value)
     assert isinstance(limit.value, fhr.ResidencyPlanError)
     exclusive = gpu.adopt(array(10))
     with pytest.raises(fhr.ResidencyOwnershipError):

@@ -426,3 +426,31 @@ TEST_CASE("decide: a search nested as deep as its thread's stack allows stops, i
   });
   CHECK(evictions == 20);
 }
+
+TEST_CASE("decide: room-making that leads back to its own state goes on to the next victim") {
+  // From a review: x (50) and y (40) on cuda:0 (100), w (40) on pinned (80);
+  // the request needs w and y on cuda:0. Making room at pinned for a value
+  // leaving cuda:0 moves w to cuda:0, its requested destination, which
+  // needs room there, which moves a value to pinned: the same room-making
+  // state again, one level deeper, until the stack ran out (now: the
+  // stack guard, inconclusive). Going round is cut, and the search goes on
+  // to its first plan, depth first: a detour (y and w go round once) that
+  // ends with x in pinned memory, y on cuda:0 and w in pageable memory, to
+  // be moved to cuda:0 by the plan's enter.
+  ControllerFixture f({{gpu0, 100}, {pinned, 80}});
+  const Handle x = f.adopt(50, gpu0), y = f.adopt(40, gpu0), w = f.adopt(40, pinned);
+  Controller controller(*f.manager, tiers({{gpu0, {pinned, pageable}}}));
+  Decision decision = controller.decide(need("n", {{w, gpu0}, {y, gpu0}}));
+  const std::vector<ActionSpec> &reclaim = decision.plan.reclaim;
+  const std::vector<std::tuple<Handle, Location, Location>> expected = {
+      {y, pinned, gpu0}, {w, gpu0, pinned}, {w, pageable, gpu0}, {y, gpu0, pinned}, {x, pinned, gpu0}};
+  REQUIRE(reclaim.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(reclaim[i].kind == ActionKind::Move);
+    CHECK(reclaim[i].handle.handle_id == std::get<0>(expected[i]).handle_id);
+    CHECK(reclaim[i].location == std::get<1>(expected[i]));
+    CHECK(reclaim[i].from == std::get<2>(expected[i]));
+  }
+  CHECK(decision.explanation.feasible);
+}

@@ -64,27 +64,34 @@ struct LimitReached {
   std::string detail;
 };
 
-/// The lowest address of the calling thread's stack, 0 when unknown. Found
-/// once per thread: for the main thread glibc reads /proc/self/maps.
-std::uintptr_t stack_bottom() {
-  thread_local const std::uintptr_t bottom = [] {
-    std::uintptr_t low = 0;
+/// The calling thread's stack: its lowest address (0 when unknown) and its
+/// size. Found once per thread: for the main thread glibc reads
+/// /proc/self/maps.
+struct ThreadStack {
+  std::uintptr_t bottom = 0;
+  std::size_t size = 0;
+};
+ThreadStack thread_stack() {
+  thread_local const ThreadStack stack = [] {
+    ThreadStack found;
     pthread_attr_t attributes;
-    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return low;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return found;
     void *address = nullptr;
     std::size_t size = 0;
     if (pthread_attr_getstack(&attributes, &address, &size) == 0)
-      low = reinterpret_cast<std::uintptr_t>(address);
+      found = {reinterpret_cast<std::uintptr_t>(address), size};
     pthread_attr_destroy(&attributes);
-    return low;
+    return found;
   }();
-  return bottom;
+  return stack;
 }
 
 /// Stack the search keeps free below its deepest frame: room to build the
-/// limit's message and unwind, in every build (an AddressSanitizer frame of
-/// the search takes several kilobytes).
-constexpr std::uintptr_t kStackReserve = 512 * 1024;
+/// limit's message and unwind in every build (an AddressSanitizer frame of
+/// the search takes several kilobytes), a quarter of a smaller stack.
+std::size_t stack_reserve(std::size_t stack_size) {
+  return std::min<std::size_t>(512 * 1024, stack_size / 4);
+}
 
 using Key = std::vector<std::uint64_t>;
 struct KeyHash {
@@ -200,11 +207,15 @@ private:
   /// evicts a thousand values goes a thousand reclaims down): it stops,
   /// inconclusive, before its thread's stack runs out, where it would have
   /// crashed (3,000 to 3,500 levels on an 8 MiB stack in an optimised
-  /// build, a few hundred under AddressSanitizer).
+  /// build, a few hundred under AddressSanitizer). How deep it may go so
+  /// depends on the thread's stack and the build; the limit error says
+  /// which stop it met.
   void check_stack() const {
-    const std::uintptr_t bottom = stack_bottom();
+    const ThreadStack stack = thread_stack();
     const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    if (bottom != 0 && frame - bottom < kStackReserve)
+    // Off a known stack (a fiber's, say) the check does not apply.
+    if (stack.bottom != 0 && frame >= stack.bottom && frame - stack.bottom < stack.size &&
+        frame - stack.bottom < stack_reserve(stack.size))
       throw LimitReached{"it nested reclaims as deep as its thread's stack allows (" +
                          std::to_string(reclaim_.size()) + " reclaims in the plan so far)"};
   }
@@ -472,7 +483,7 @@ private:
   /// Tries the whole request from the current state; true on success (the
   /// result is filled), false with failure_ set.
   bool search_request() {
-    Key key = request_key();
+    const Key key = request_key();
     if (failed_requests_.contains(key)) {
       failure_ = "an equivalent state was already exhausted";
       return false;
@@ -569,8 +580,21 @@ private:
   bool capacity_states(Location at, std::uint64_t additional, const Exclusions &exclusions,
                        Continuation next) {
     if (fits(at, additional)) return next();
-    Key key = capacity_key(at, additional, exclusions);
+    const Key key = capacity_key(at, additional, exclusions);
     if (failed_capacities_.contains(key)) return false;
+    // Room-making that leads back to a state it is already making room in
+    // (a value moved to a tier, another moved back to its requested
+    // destination to make room there) would go round until the stack ran
+    // out; the frame further up goes on to the same states, so this way
+    // fails. Unlike a request, room found does not end the search, so a
+    // failure that a cut caused is not remembered: from another path the
+    // state may have room.
+    if (!capacities_on_path_.insert(key).second) {
+      ++capacity_cuts_;
+      return false;
+    }
+    const OnPath leave{capacities_on_path_, key};
+    const std::uint64_t cuts_before = capacity_cuts_;
     count("room for " + std::to_string(additional) + " bytes at " + at.name());
     bool produced = false;
     CandidateOrder order(*this, at, exclusions);
@@ -585,7 +609,7 @@ private:
       });
       if (done) return true;
     }
-    if (!produced) failed_capacities_.insert(std::move(key));
+    if (!produced && capacity_cuts_ == cuts_before) failed_capacities_.insert(key);
     return false;
   }
 
@@ -616,8 +640,10 @@ private:
   std::vector<Action> reclaim_;
   std::vector<PlannedEviction> evictions_;
   std::unordered_set<Key, KeyHash> failed_requests_, failed_capacities_;
-  /// The request states on the search's current path, outermost first.
-  std::unordered_set<Key, KeyHash> requests_on_path_;
+  /// The request states and the room-making states on the search's
+  /// current path, and how many times room-making was cut for going round.
+  std::unordered_set<Key, KeyHash> requests_on_path_, capacities_on_path_;
+  std::uint64_t capacity_cuts_ = 0;
   /// Takes a state off the path when its search returns (or throws).
   struct OnPath {
     std::unordered_set<Key, KeyHash> &path;

@@ -113,15 +113,26 @@ class ResidencyStaleStateError(ResidencyPlanError):
 
 
 class ResidencySearchLimitError(ResidencyPlanError):
-    """Automatic planning stopped at its state limit (§18.3); inconclusive."""
+    """Automatic planning stopped at its state limit, or as deep as its
+    thread's stack allows (§18.3); inconclusive."""
 
-    def __init__(self, *, request_name: str, state_limit: int, explored_states: int, detail: str) -> None:
+    def __init__(
+        self,
+        *,
+        request_name: str,
+        state_limit: int,
+        explored_states: int,
+        detail: str,
+        message: str | None = None,
+    ) -> None:
         self.request_name = str(request_name)
         self.state_limit = int(state_limit)
         self.explored_states = int(explored_states)
         self.detail = str(detail)
         super().__init__(
-            f"search for {self.request_name!r} reached its limit of {self.state_limit} states "
+            message
+            if message is not None
+            else f"search for {self.request_name!r} reached its limit of {self.state_limit} states "
             f"(explored_states={self.explored_states}): {self.detail}"
         )
 

@@ -101,7 +101,8 @@ py::object python_exception(std::exception_ptr error) {
   } catch (const ResidencySearchLimitError &e) {
     return error_class("ResidencySearchLimitError")(
         py::arg("request_name") = e.request_name(), py::arg("state_limit") = e.state_limit(),
-        py::arg("explored_states") = e.explored_states(), py::arg("detail") = e.detail());
+        py::arg("explored_states") = e.explored_states(), py::arg("detail") = e.detail(),
+        py::arg("message") = e.what());
   } catch (const ResidencyPlanExecutionError &e) {
     // Without the plan's Python objects (the callers that have them build
     // a complete one, records.cpp): the report's transitions are left out.

@@ -78,7 +78,8 @@ struct SearchResult {
 /// The first plan of the deterministic depth-first search that meets the
 /// request from `state`. Throws ResidencyPlanError when the search is
 /// exhausted and ResidencySearchLimitError when it reached `state_limit`
-/// states first (std::invalid_argument for a limit of 0).
+/// states first, or nested as deep as the thread's stack allows
+/// (std::invalid_argument for a limit of 0).
 SearchResult search_request(const State &state, const SearchRequest &request, const Policy &policy,
                             const PolicyInputs &inputs, std::uint64_t state_limit);
 
