@@ -98,10 +98,10 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
     if (auto e = check_printable(step.name, path + ".name")) return e;
     if (step.compute_seconds && (!std::isfinite(*step.compute_seconds) || *step.compute_seconds < 0))
       return WorkloadError{path + ".compute_seconds", "must be a finite number of seconds, at least 0"};
-    // Each value's first need in the step, and every (value, location)
-    // needed: one pass, where comparing every pair took minutes on a step
-    // of 10^5 needs (found by fuzz_workload).
-    std::unordered_map<ValueId, std::size_t> first_need;
+    // Every (value, location) needed and where each value was first
+    // needed in the step: one pass, where comparing every pair took minutes on a step of
+    // 10^5 needs (found by fuzz_workload).
+    std::unordered_map<ValueId, Location> first_at;
     std::unordered_set<std::uint64_t> needed;
     for (std::size_t n = 0; n < step.needs.size(); ++n) {
       const Need &need = step.needs[n];
@@ -109,12 +109,13 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
       if (need.value >= w.values.size()) return WorkloadError{need_path, "no such value"};
       if (auto e = check_location(w, need.at, need_path)) return e;
       const Value &v = w.values[need.value];
-      const bool twice = !needed.insert((std::uint64_t{need.value} << 8) | need.at.index()).second;
-      const auto [first, fresh] = first_need.emplace(need.value, n);
-      if (fresh) continue;
-      const Location other = step.needs[first->second].at;
-      if (other == need.at)
+      if (!needed.insert((std::uint64_t{need.value} << 8) | need.at.index()).second)
         return WorkloadError{need_path, "needs " + v.name + " at " + need.at.name() + " twice"};
+      const auto [first, fresh] = first_at.emplace(need.value, need.at);
+      if (fresh) continue;
+      // The value's second location: an EXCLUSIVE or budgeted adopted value
+      // has one replica, so this is as far as either gets.
+      const Location other = first->second;
       if (v.mode == ReplicaMode::Exclusive)
         return WorkloadError{need_path, "needs EXCLUSIVE value " + v.name + " at " + other.name() + " and " +
                                             need.at.name() + " at once"};
@@ -123,7 +124,6 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
         return WorkloadError{need_path, v.name + " is adopted at budgeted " + v.home.name() +
                                             " and planned as one replica: it cannot be needed at " +
                                             other.name() + " and " + need.at.name() + " at once"};
-      if (twice) return WorkloadError{need_path, "needs " + v.name + " at " + need.at.name() + " twice"};
     }
     for (std::size_t k = 0; k < step.workspace.size(); ++k) {
       const Workspace &ws = step.workspace[k];

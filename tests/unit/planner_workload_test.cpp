@@ -139,6 +139,14 @@ TEST_CASE("workload: every problem is reported with its path") {
   CHECK(parse_error(with(kValues, R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["rk[1]"]},
                                                                {"at": "cuda:1", "values": ["rk[1]", "rk[1]"]}]}])")) ==
         "steps[0].needs[2]: needs rk[1] at cuda:1 twice");
+  // A replicable value adopted at a budgeted location is planned as one
+  // movable replica: one location per step.
+  CHECK(
+      parse_error(with(R"([{"name": "w", "bytes": 10, "mode": "replicable", "at": "cuda:0"}])",
+                       R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["w"]},
+                                                     {"at": "cuda:1", "values": ["w"]}]}])")) ==
+      "steps[0].needs[1]: w is adopted at budgeted cuda:0 and planned as one replica: it cannot be needed at "
+      "cuda:0 and cuda:1 at once");
   CHECK(parse_error(with(kValues, R"([{"name": " "}])")) == "steps[0].name: a step needs a non-blank name");
   CHECK(parse_error(with(kValues, R"([{"name": "a", "compute_seconds": -1}])")) ==
         "steps[0].compute_seconds: must be a finite number of seconds, at least 0");
