@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace fhr::planner {
 
@@ -122,6 +123,33 @@ void value_declarations(std::string &out, const Workload &w) {
   }
 }
 
+/// One plan name per step: its name, or where steps share one, the name
+/// and the step's index ("ks #3"); never a name another step already has
+/// (a step may be called "ks #3" itself: then "ks #3.1").
+std::vector<std::string> plan_names(const std::vector<Step> &steps) {
+  std::unordered_map<std::string, std::size_t> seen;
+  for (const Step &s : steps)
+    ++seen[s.name];
+  std::unordered_set<std::string> taken;
+  for (const auto &[name, count] : seen)
+    taken.insert(name);
+  std::vector<std::string> names;
+  names.reserve(steps.size());
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    const std::string &name = steps[t].name;
+    if (seen[name] == 1) {
+      names.push_back(name);
+      continue;
+    }
+    std::string unique = name + " #" + std::to_string(t);
+    for (std::size_t k = 1; taken.contains(unique); ++k)
+      unique = name + " #" + std::to_string(t) + "." + std::to_string(k);
+    taken.insert(unique);
+    names.push_back(std::move(unique));
+  }
+  return names;
+}
+
 } // namespace
 
 std::string emit_program(const Workload &w, const Schedule &schedule, const std::string &header) {
@@ -137,14 +165,7 @@ std::string emit_program(const Workload &w, const Schedule &schedule, const std:
   if (w.devices) out += "devices " + std::to_string(*w.devices) + "\n";
   out += "\n";
   value_declarations(out, w);
-  // Plan names are the step names, made unique where steps share one.
-  std::unordered_map<std::string, std::size_t> seen;
-  for (const Step &s : w.steps)
-    ++seen[s.name];
-  std::vector<std::string> names;
-  names.reserve(w.steps.size());
-  for (std::size_t t = 0; t < w.steps.size(); ++t)
-    names.push_back(seen[w.steps[t].name] > 1 ? w.steps[t].name + " #" + std::to_string(t) : w.steps[t].name);
+  const std::vector<std::string> names = plan_names(w.steps);
   const State setup = setup_state(w);
   std::vector<Form> forms;
   forms.reserve(schedule.steps.size());

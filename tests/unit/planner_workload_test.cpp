@@ -178,6 +178,25 @@ TEST_CASE("workload: step names and labels with escapes come back from the print
         "ok");
 }
 
+TEST_CASE("workload: steps that share a name get plan names no other step has") {
+  // Found by fuzz_workload: two steps "ks" and a third called "ks #0" were
+  // printed as two plans "ks #0", a program that did not compile.
+  const planner::Workload w =
+      workload(with(kValues, R"([{"name": "ks", "needs": [{"at": "cuda:0", "values": ["ct"]}]},
+                    {"name": "ks", "needs": [{"at": "cuda:0", "values": ["ct"]}]},
+                    {"name": "ks #0", "needs": [{"at": "cuda:0", "values": ["ct"]}]},
+                    {"name": "ks #1.1"}])"));
+  const planner::SolveResult planned = planner::solve_planner(w);
+  REQUIRE(planned.ok());
+  const std::string program = planner::emit_program(w, planned.schedule, "names");
+  CHECK(check_printed(program, w) == "ok");
+  for (const char *plan :
+       {"plan \"ks #0.1\" {", "plan \"ks #1\" {", "plan \"ks #0\" {", "plan \"ks #1.1\" {"})
+    CHECK_MESSAGE(program.find(plan) != std::string::npos, plan);
+  CHECK(program.find("run \"ks #0.1\"\n  run \"ks #1\"\n  run \"ks #0\"\n  run \"ks #1.1\"") !=
+        std::string::npos);
+}
+
 TEST_CASE("workload: spill tiers are checked like the policy's") {
   const auto tiers = [](const std::string &t) {
     return R"({"schema": "fhr-workload/1", "budgets": [], "tiers": )" + t + R"(, "values": [], "steps": []})";
