@@ -10,7 +10,8 @@
 #   build     build FHElium's native operators and fhr's runtime-only tree
 #             with the CUDA backend and `_fhr` for that machine's Python
 #             and pybind11
-#   test      pytest tests/python (the GPU and FHElium cases run there)
+#   test      pytest tests/python (the GPU and FHElium cases run there;
+#             FHR_PLAN, or else carried/fhr-plan, compiles .fhr text)
 #   bench     bench/python_bench.py beside FHElium's manager
 #   bootstrap tests/integration/fhelium_bootstrap.py: plain, trace (writes
 #             $OUT/bootstrap-trace.json), then REPEATS (1) rounds of
@@ -66,6 +67,12 @@ build() {
 }
 
 run_tests() {
+  # The runtime-only build has no compiler: the cases that compile .fhr
+  # text use fhr-plan, the one built here and carried (docs/testing.md).
+  if [ -z "${FHR_PLAN:-}" ] && [ -x carried/fhr-plan ]; then
+    export FHR_PLAN=$PWD/carried/fhr-plan LD_LIBRARY_PATH=$PWD/carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  [ -n "${FHR_PLAN:-}" ] || echo "FHR_PLAN is not set and carried/fhr-plan is absent: the cases that compile .fhr text will skip" >&2
   python3 -m pytest -q -p no:cacheprovider -rs tests/python 2>&1 | tee "$out/pytest.txt"
 }
 
