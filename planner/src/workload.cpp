@@ -26,8 +26,9 @@ namespace {
 
 bool blank(const std::string &text) { return text.find_first_not_of(" \t\n\r") == std::string::npos; }
 
-/// The printed program spells step names and labels as .fhr strings, which
-/// have no escape for a carriage return (docs/language.md).
+/// The printed program spells the workload's name (its program's), step
+/// names and labels as .fhr strings, which have no escape for a carriage
+/// return (docs/language.md).
 std::optional<WorkloadError> check_printable(const std::string &text, const std::string &path) {
   if (text.find('\r') != std::string::npos)
     return WorkloadError{path, "must not contain a carriage return: a .fhr string cannot spell it"};
@@ -44,6 +45,7 @@ std::optional<WorkloadError> check_location(const Workload &w, Location at, cons
 } // namespace
 
 std::optional<WorkloadError> check_workload(const Workload &w) {
+  if (auto e = check_printable(w.name, "name")) return e;
   LocationSet budgeted;
   for (std::size_t i = 0; i < w.budgets.size(); ++i) {
     const std::string path = "budgets[" + std::to_string(i) + "]";

@@ -161,6 +161,10 @@ TEST_CASE("workload: every problem is reported with its path") {
   CHECK(parse_error(with(
             kValues, R"([{"name": "a", "workspace": [{"at": "cuda:0", "bytes": 1, "label": "x\ry"}]}])")) ==
         "steps[0].workspace[0].label: must not contain a carriage return: a .fhr string cannot spell it");
+  // The workload's name is its printed program's (found by fuzz_workload).
+  std::string named = with(kValues, "[]");
+  named.replace(named.find(R"("name": "w")"), 11, R"("name": "w\rx")");
+  CHECK(parse_error(named) == "name: must not contain a carriage return: a .fhr string cannot spell it");
 }
 
 TEST_CASE("workload: step names and labels with escapes come back from the printed program") {
