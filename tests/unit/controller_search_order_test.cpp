@@ -123,3 +123,41 @@ TEST_CASE("search: the walk of the tiered-LRU order decides as the policy's own 
   CHECK(refused > 10);
   CHECK(searched_deeper > 10);
 }
+
+TEST_CASE("search: a level walks past its first few victims into the sorted order") {
+  // Nine values on cuda:0, its spill tier pinned memory full: the eight
+  // adopted ones (the earliest keys) have no way out, the ninth has a
+  // source and is dropped. The level passes over eight victims, the last
+  // four from the search's sorted order, and drops the ninth at rank 8;
+  // a tie_order that is no permutation (all zero) still orders every value.
+  constexpr std::uint64_t kUnit = 100;
+  State state(DeviceConfig{true, 1});
+  state.set_budget(gpu0, 9 * kUnit);
+  state.set_budget(pinned, kUnit);
+  const ValueSpec kept{kUnit, kUnit, ReplicaMode::Exclusive, Recoverability::MustPreserve};
+  for (ValueId v = 0; v < 8; ++v)
+    REQUIRE_FALSE(state.adopt(v, kept, gpu0).failed());
+  REQUIRE_FALSE(state
+                    .register_source(
+                        8, {kUnit, kUnit, ReplicaMode::Replicable, Recoverability::Reconstructible}, pageable)
+                    .failed());
+  REQUIRE_FALSE(state.apply(Action{ActionKind::Ensure, 8, gpu0, std::nullopt}).failed());
+  REQUIRE_FALSE(state.adopt(9, kept, pinned).failed());
+  REQUIRE_FALSE(state.adopt(10, kept, pageable).failed());
+  const std::vector<std::pair<ValueId, Location>> requirements = {{10, gpu0}};
+  const SearchRequest request{"r", requirements, {}};
+  const DeterministicTieredLRU walked({{gpu0, {pinned}}});
+  const ListedTieredLru listed({{gpu0, {pinned}}});
+  // The eight never accessed, value 8 lately: under the all-zero
+  // tie_order the eight keys differ only in their value.
+  std::vector<std::uint64_t> last_access(11, 0);
+  last_access[8] = 30;
+  const std::vector<PolicyMetadata> metadata(11);
+  const std::vector<std::uint32_t> no_permutation(11, 0);
+  for (const std::vector<std::uint32_t> &tie_order : {std::vector<std::uint32_t>{}, no_permutation}) {
+    const PolicyInputs inputs{1, metadata, last_access, tie_order};
+    const std::string by_walk = outcome(state, request, walked, inputs);
+    CHECK(by_walk == outcome(state, request, listed, inputs));
+    CHECK(by_walk.find(" drop 8 cuda:0 rank 8; enter move 10;") != std::string::npos);
+  }
+}

@@ -344,35 +344,37 @@ private:
 
   // ---- candidates in the policy's order ------------------------------------
   /// The tiered-LRU key (tiered_lru_less on numbers): priority, epoch (0:
-  /// never, before every real epoch), then the tie-break position, unique
-  /// per value, so the order is total.
+  /// never, before every real epoch), the tie-break position, and the
+  /// value last, so that the order is total even where the caller's
+  /// tie_order is not a permutation.
   struct LruKey {
     std::int64_t priority;
     std::uint64_t epoch;
     std::uint64_t tie;
+    ValueId value;
   };
   static bool earlier(const LruKey &a, const LruKey &b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.epoch != b.epoch) return a.epoch < b.epoch;
-    return a.tie < b.tie;
+    if (a.tie != b.tie) return a.tie < b.tie;
+    return a.value < b.value;
   }
   LruKey lru_key(ValueId v) const {
     const PolicyInputs &in = inputs_;
-    LruKey key{0, 0, 0};
+    LruKey key{0, 0, 0, v};
     if (v < in.metadata.size()) key.priority = in.metadata[v].priority;
     if (v < in.last_access.size()) key.epoch = in.last_access[v];
     key.tie = v < in.tie_order.size() ? in.tie_order[v] : std::uint64_t{v} + in.tie_order.size();
     return key;
   }
-  /// Every value in tiered-LRU order, sorted once per search the first time
-  /// a level needs a second victim.
-  const std::vector<ValueId> &lru_order() {
+  /// Every value's key in tiered-LRU order, sorted once per search, the
+  /// first time a level walks past its first few victims.
+  const std::vector<LruKey> &lru_order() {
     if (lru_order_.empty() && state_.value_count() > 0) {
-      lru_order_.resize(state_.value_count());
-      for (ValueId v = 0; v < lru_order_.size(); ++v)
-        lru_order_[v] = v;
-      std::sort(lru_order_.begin(), lru_order_.end(),
-                [&](ValueId a, ValueId b) { return earlier(lru_key(a), lru_key(b)); });
+      lru_order_.reserve(state_.value_count());
+      for (ValueId v = 0; v < state_.value_count(); ++v)
+        lru_order_.push_back(lru_key(v));
+      std::sort(lru_order_.begin(), lru_order_.end(), earlier);
     }
     return lru_order_;
   }
@@ -384,11 +386,12 @@ private:
   /// made in.
   ///
   /// With the tiered-LRU key the order is found as it is walked and holds
-  /// no list: the first victim by one pass over the values (most searches
-  /// need no other), the later ones from the search's one sorted order.
-  /// A search that nests a reclaim per evicted value (thousands, where a
-  /// request evicts thousands) so keeps a few words per level, not a list
-  /// of every candidate. Another policy orders a list made here.
+  /// no list: each of a level's first few victims by one pass over the
+  /// values (the earliest key after the last victim's; most searches need
+  /// one), the later ones from the search's one sorted order. A search
+  /// that nests a reclaim per evicted value (thousands, where a request
+  /// evicts thousands) so keeps a few words per level, not a list of
+  /// every candidate. Another policy orders a list made here.
   class CandidateOrder {
   public:
     CandidateOrder(Search &search, Location at, const Exclusions &exclusions)
@@ -406,13 +409,20 @@ private:
     }
     std::optional<ValueId> next() {
       if (!lazy_) return position_ < ordered_.size() ? std::optional(ordered_[position_++]) : std::nullopt;
-      for (; group_ < 2; ++group_) {
+      // Required endpoints form a group of their own only where the
+      // request requires something here.
+      for (const std::size_t groups = any_required_here_ ? 2 : 1; group_ < groups; ++group_) {
         if (const std::optional<ValueId> victim = next_in_group()) return victim;
       }
       return std::nullopt;
     }
 
   private:
+    /// Passes over the values a level makes before it sorts: a pass costs
+    /// one look at each value, a sort of them all about log2(values)
+    /// looks, and most levels stop after their first victim.
+    static constexpr unsigned kPassesBeforeSort = 4;
+
     /// The value's group (0 ordinary, 1 a required endpoint here) when it
     /// is a candidate in the current state; none when it is not. Inlined:
     /// the first victim's pass asks it of every value, and a call each
@@ -424,41 +434,48 @@ private:
       return any_required_here_ && search_.required_at(v).contains(at_) ? 1 : 0;
     }
     std::optional<ValueId> next_in_group() {
-      if (!walked_) {
-        // The first victim: the candidate with the earliest key, one pass.
-        std::optional<ValueId> first;
+      if (passes_ < kPassesBeforeSort) {
+        // The candidate of this group with the earliest key after the
+        // last victim's, in one pass.
+        const bool after_last = passes_ > 0;
+        const std::size_t group = group_;
+        bool any = false;
         LruKey best{};
         const auto count = static_cast<ValueId>(search_.state_.value_count());
         for (ValueId v = 0; v < count; ++v) {
-          if (group_of(v) != group_) continue;
+          if (group_of(v) != group) continue;
           const LruKey key = search_.lru_key(v);
-          if (!first || earlier(key, best)) {
-            first = v;
+          if (after_last && !earlier(last_, key)) continue;
+          if (!any || earlier(key, best)) {
             best = key;
+            any = true;
           }
         }
-        if (!first) return std::nullopt;
-        walked_ = true;
-        last_ = best;
-        return first;
+        ++passes_;
+        return found(any ? std::optional(best) : std::nullopt);
       }
-      const std::vector<ValueId> &order = search_.lru_order();
-      if (!cursor_) {
-        // Resume the sorted order just after the victim found by the pass.
-        const auto after =
-            std::upper_bound(order.begin(), order.end(), last_,
-                             [&](const LruKey &key, ValueId v) { return earlier(key, search_.lru_key(v)); });
-        cursor_ = static_cast<std::size_t>(after - order.begin());
-      }
+      const std::vector<LruKey> &order = search_.lru_order();
+      // Resume the sorted order just after the last victim.
+      if (!cursor_)
+        cursor_ = static_cast<std::size_t>(std::upper_bound(order.begin(), order.end(), last_, earlier) -
+                                           order.begin());
       for (; *cursor_ < order.size(); ++*cursor_) {
-        const ValueId v = order[*cursor_];
-        if (group_of(v) == group_) {
+        const LruKey &key = order[*cursor_];
+        if (group_of(key.value) == group_) {
           ++*cursor_;
-          return v;
+          return found(key);
         }
       }
-      // The group is done: the next one starts with its own pass.
-      walked_ = false;
+      return found(std::nullopt);
+    }
+    /// The victim found, remembered as the last; none ends the group, and
+    /// the next group starts with its own passes.
+    std::optional<ValueId> found(const std::optional<LruKey> &victim) {
+      if (victim) {
+        last_ = *victim;
+        return victim->value;
+      }
+      passes_ = 0;
       cursor_.reset();
       return std::nullopt;
     }
@@ -504,10 +521,10 @@ private:
     bool lazy_;
     bool any_required_here_;
     // The tiered-LRU walk: the group walked (ordinary, then required
-    // endpoints), whether its first pass was made and the key it found,
-    // and where in the sorted order the walk goes on.
+    // endpoints), the passes made over it, its last victim's key, and
+    // where in the sorted order the walk goes on.
     std::size_t group_ = 0;
-    bool walked_ = false;
+    unsigned passes_ = 0;
     LruKey last_{};
     std::optional<std::size_t> cursor_;
     // Another policy's order.
@@ -697,7 +714,7 @@ private:
 
   std::vector<Action> reclaim_;
   std::vector<PlannedEviction> evictions_;
-  std::vector<ValueId> lru_order_; ///< lru_order(), made on first use
+  std::vector<LruKey> lru_order_; ///< lru_order(), made on first use
   std::unordered_set<Key, KeyHash> failed_requests_, failed_capacities_;
   /// The request states and the room-making states on the search's
   /// current path, and how many times room-making was cut for going round.
