@@ -368,7 +368,7 @@ private:
     return key;
   }
   /// Every value's key in tiered-LRU order, sorted once per search, the
-  /// first time a level walks past its first few victims.
+  /// first time a level walks past the victims of its pass.
   const std::vector<LruKey> &lru_order() {
     if (lru_order_.empty() && state_.value_count() > 0) {
       lru_order_.reserve(state_.value_count());
@@ -386,9 +386,9 @@ private:
   /// made in.
   ///
   /// With the tiered-LRU key the order is found as it is walked and holds
-  /// no list: each of a level's first few victims by one pass over the
-  /// values (the earliest key after the last victim's; most searches need
-  /// one), the later ones from the search's one sorted order. A search
+  /// no list: a level's first four victims by one pass over the values
+  /// (most searches need one), the later ones from the search's one
+  /// sorted order. A search
   /// that nests a reclaim per evicted value (thousands, where a request
   /// evicts thousands) so keeps a few words per level, not a list of
   /// every candidate. Another policy orders a list made here.
@@ -411,17 +411,17 @@ private:
       if (!lazy_) return position_ < ordered_.size() ? std::optional(ordered_[position_++]) : std::nullopt;
       // Required endpoints form a group of their own only where the
       // request requires something here.
-      for (const std::size_t groups = any_required_here_ ? 2 : 1; group_ < groups; ++group_) {
+      for (const unsigned groups = any_required_here_ ? 2 : 1; group_ < groups; ++group_) {
         if (const std::optional<ValueId> victim = next_in_group()) return victim;
       }
       return std::nullopt;
     }
 
   private:
-    /// Passes over the values a level makes before it sorts: a pass costs
-    /// one look at each value, a sort of them all about log2(values)
-    /// looks, and most levels stop after their first victim.
-    static constexpr unsigned kPassesBeforeSort = 4;
+    /// The victims a level's one pass keeps, earliest first: most levels
+    /// stop after their first, and a level that walks past these goes on
+    /// in the search's sorted order.
+    static constexpr std::size_t kPassVictims = 4;
 
     /// The value's group (0 ordinary, 1 a required endpoint here) when it
     /// is a candidate in the current state; none when it is not. Inlined:
@@ -434,49 +434,57 @@ private:
       return any_required_here_ && search_.required_at(v).contains(at_) ? 1 : 0;
     }
     std::optional<ValueId> next_in_group() {
-      if (passes_ < kPassesBeforeSort) {
-        // The candidate of this group with the earliest key after the
-        // last victim's, in one pass.
-        const bool after_last = passes_ > 0;
-        const std::size_t group = group_;
-        bool any = false;
-        LruKey best{};
-        const auto count = static_cast<ValueId>(search_.state_.value_count());
-        for (ValueId v = 0; v < count; ++v) {
-          if (group_of(v) != group) continue;
-          const LruKey key = search_.lru_key(v);
-          if (after_last && !earlier(last_, key)) continue;
-          if (!any || earlier(key, best)) {
-            best = key;
-            any = true;
-          }
-        }
-        ++passes_;
-        return found(any ? std::optional(best) : std::nullopt);
-      }
+      if (!passed_) pass();
+      if (taken_ < kept_) return found(pass_victims_[taken_++]);
+      // Fewer candidates than the pass keeps: the group is done.
+      if (kept_ < kPassVictims) return found(std::nullopt);
       const std::vector<LruKey> &order = search_.lru_order();
       // Resume the sorted order just after the last victim.
-      if (!cursor_)
-        cursor_ = static_cast<std::size_t>(std::upper_bound(order.begin(), order.end(), last_, earlier) -
-                                           order.begin());
-      for (; *cursor_ < order.size(); ++*cursor_) {
-        const LruKey &key = order[*cursor_];
-        if (group_of(key.value) == group_) {
-          ++*cursor_;
-          return found(key);
+      if (cursor_ == kNoCursor)
+        cursor_ = static_cast<std::size_t>(
+            std::upper_bound(order.begin(), order.end(), search_.lru_key(last_), earlier) - order.begin());
+      for (; cursor_ < order.size(); ++cursor_) {
+        const ValueId v = order[cursor_].value;
+        if (group_of(v) == group_) {
+          ++cursor_;
+          return found(v);
         }
       }
       return found(std::nullopt);
     }
+    /// One pass over the values: the group's candidates with the earliest
+    /// keys, up to kPassVictims of them, in order. Their keys stay in this
+    /// call's frame: the order is in every frame of the search's
+    /// recursion, so what it keeps costs depth.
+    void pass() {
+      const std::size_t group = group_;
+      std::array<LruKey, kPassVictims> keys{};
+      std::size_t kept = 0;
+      const auto count = static_cast<ValueId>(search_.state_.value_count());
+      for (ValueId v = 0; v < count; ++v) {
+        if (group_of(v) != group) continue;
+        const LruKey key = search_.lru_key(v);
+        if (kept == kPassVictims && !earlier(key, keys[kPassVictims - 1])) continue;
+        std::size_t at = kept < kPassVictims ? kept++ : kPassVictims - 1;
+        for (; at > 0 && earlier(key, keys[at - 1]); --at)
+          keys[at] = keys[at - 1];
+        keys[at] = key;
+      }
+      for (std::size_t i = 0; i < kept; ++i)
+        pass_victims_[i] = keys[i].value;
+      kept_ = static_cast<std::uint8_t>(kept);
+      taken_ = 0;
+      passed_ = true;
+    }
     /// The victim found, remembered as the last; none ends the group, and
-    /// the next group starts with its own passes.
-    std::optional<ValueId> found(const std::optional<LruKey> &victim) {
+    /// the next group starts with its own pass.
+    std::optional<ValueId> found(std::optional<ValueId> victim) {
       if (victim) {
         last_ = *victim;
-        return victim->value;
+        return victim;
       }
-      passes_ = 0;
-      cursor_.reset();
+      passed_ = false;
+      cursor_ = kNoCursor;
       return std::nullopt;
     }
 
@@ -520,13 +528,18 @@ private:
     const Exclusions &exclusions_;
     bool lazy_;
     bool any_required_here_;
-    // The tiered-LRU walk: the group walked (ordinary, then required
-    // endpoints), the passes made over it, its last victim's key, and
-    // where in the sorted order the walk goes on.
-    std::size_t group_ = 0;
-    unsigned passes_ = 0;
-    LruKey last_{};
-    std::optional<std::size_t> cursor_;
+    // The tiered-LRU walk, kept small (an order is in every frame of the
+    // search's recursion): the group walked (ordinary, then required
+    // endpoints), whether its pass was made, the victims the pass kept and
+    // how many of them were taken, the last victim, and where in the
+    // sorted order the walk goes on.
+    static constexpr std::size_t kNoCursor = std::numeric_limits<std::size_t>::max();
+    std::uint8_t group_ = 0;
+    bool passed_ = false;
+    std::uint8_t kept_ = 0, taken_ = 0;
+    std::array<ValueId, kPassVictims> pass_victims_{};
+    ValueId last_ = 0;
+    std::size_t cursor_ = kNoCursor;
     // Another policy's order.
     std::vector<ValueId> ordered_;
     std::size_t position_ = 0;
