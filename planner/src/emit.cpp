@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace fhr::planner {
 
@@ -127,24 +126,22 @@ void value_declarations(std::string &out, const Workload &w) {
 /// and the step's index ("ks #3"); never a name another step already has
 /// (a step may be called "ks #3" itself: then "ks #3.1").
 std::vector<std::string> plan_names(const std::vector<Step> &steps) {
-  std::unordered_map<std::string, std::size_t> seen;
+  // Every name in use, with how many steps have it (a made-up name: 0).
+  std::unordered_map<std::string, std::size_t> taken;
   for (const Step &s : steps)
-    ++seen[s.name];
-  std::unordered_set<std::string> taken;
-  for (const auto &[name, count] : seen)
-    taken.insert(name);
+    ++taken[s.name];
   std::vector<std::string> names;
   names.reserve(steps.size());
   for (std::size_t t = 0; t < steps.size(); ++t) {
     const std::string &name = steps[t].name;
-    if (seen[name] == 1) {
+    if (taken.at(name) == 1) {
       names.push_back(name);
       continue;
     }
     std::string unique = name + " #" + std::to_string(t);
     for (std::size_t k = 1; taken.contains(unique); ++k)
       unique = name + " #" + std::to_string(t) + "." + std::to_string(k);
-    taken.insert(unique);
+    taken.emplace(unique, 0);
     names.push_back(std::move(unique));
   }
   return names;
