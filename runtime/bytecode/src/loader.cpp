@@ -518,9 +518,18 @@ private:
   void verify_setup() {
     std::uint32_t declared = 0, declared_values = 0;
     std::vector<std::uint8_t> released(module_.setup.end, 0);
+    // The names of the named lifetimes not yet released: a name is free
+    // again once its lifetime is released (the language's rule, E0102).
+    std::set<std::string_view> open_names;
+    const auto name_of = [&](const Instruction &in) {
+      return std::string_view(module_.strings[in.alias() - 1]);
+    };
     for (std::uint32_t i = module_.setup.begin; i < module_.setup.end;) {
       require_context(i, Context::Setup);
       const Instruction &in = module_.code[i];
+      if (has_alias(in.opcode) && in.alias() != 0 && !open_names.insert(name_of(in)).second)
+        fail_at(i, ModuleErrorCode::BadStructure,
+                "'" + std::string(name_of(in)) + "' already names a lifetime not yet released");
       if (has_items(in.opcode)) {
         const std::uint32_t next = items(i, module_.setup.end);
         for (std::uint32_t k = i + 1; k < next; ++k)
@@ -543,6 +552,7 @@ private:
                   "release target is not a named hold, lease or reservation");
         if (released[in.index()]) fail_at(i, ModuleErrorCode::BadStructure, "released twice");
         released[in.index()] = 1;
+        open_names.erase(name_of(target));
       } else if (is_action(in.opcode)) {
         check_values_declared(i, declared_values);
       }
