@@ -68,7 +68,9 @@ SolveResult solve_planner(const Workload &workload, const SolveOptions &options)
     return result;
   }
   result.bytes_moved = result.verification.bytes_moved;
+  const auto timed = std::chrono::steady_clock::now();
   result.timeline = time_schedule(workload, result.verification, links);
+  result.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
   return result;
 }
 

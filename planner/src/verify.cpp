@@ -1,8 +1,11 @@
 // A schedule run on the model State, step by step, as its printed program
 // runs under `fhr-plan check`: the same simulator, the same rules.
+#include "fhr/model/overlap_window.hpp"
 #include "fhr/model/simulator.hpp"
 #include "fhr/model/state.hpp"
 #include "fhr/planner/schedule.hpp"
+
+#include <algorithm>
 
 namespace fhr::planner {
 
@@ -16,6 +19,64 @@ std::string phase_text(Transfer::Phase phase) {
   }
   return {};
 }
+
+/// The runtime's overlap windows over one phase's actions, as the manager
+/// forms them (manager/src/overlap.cpp): the model's rule, asked with each
+/// destination's account as the window found it (none of a window's
+/// actions commits before the window is formed). The verifier applies the
+/// actions one at a time, so the accounts each action is about to change
+/// are remembered the first time the window meets them.
+class Windows {
+public:
+  /// A new phase: its first action starts a window.
+  void end_window() {
+    rule_.clear();
+    at_start_.clear();
+  }
+  /// Before `action` is applied: the accounts it may change, as they are.
+  void before(const State &state, const Action &action) {
+    before_.clear();
+    const auto note = [&](Location l) {
+      if (std::none_of(before_.begin(), before_.end(), [&](const auto &e) { return e.first == l; }))
+        before_.emplace_back(l, state.account(l));
+    };
+    note(action.location);
+    state.value(action.value).resident.for_each(note);
+    if (const std::optional<Location> &source = state.value(action.value).source_location) note(*source);
+  }
+  /// After it was applied as `candidate` (no plain copy source: a load, a
+  /// drop, a no-op, which runs alone): the window it joins or starts.
+  std::uint32_t place(const OverlapCandidate &candidate) {
+    if (!rule_.empty() && rule_.admits(candidate, start_account(candidate.destination))) {
+      for (const auto &entry : before_)
+        if (std::none_of(at_start_.begin(), at_start_.end(),
+                         [&](const auto &e) { return e.first == entry.first; }))
+          at_start_.push_back(entry);
+      rule_.add(candidate);
+      return id_;
+    }
+    ++id_;
+    rule_.clear();
+    at_start_ = before_;
+    if (candidate.plain_copy_source)
+      rule_.add(candidate);
+    else
+      at_start_.clear(); // runs alone: the next action starts a window
+    return id_;
+  }
+
+private:
+  LocationAccount start_account(Location l) const {
+    for (const auto *list : {&at_start_, &before_})
+      for (const auto &[at, account] : *list)
+        if (at == l) return account;
+    return {}; // not reached: before() noted every destination
+  }
+
+  OverlapWindow rule_;
+  std::vector<std::pair<Location, LocationAccount>> at_start_, before_;
+  std::uint32_t id_ = 0;
+};
 
 class Verifier {
 public:
@@ -83,6 +144,7 @@ private:
 
   bool apply(std::uint32_t t, Transfer::Phase phase, const Action &action, std::size_t index) {
     const bool was_there = state_.value(action.value).resident.contains(action.location);
+    windows_.before(state_, action);
     FailureDetail detail;
     StepTransfer transfer = StepTransfer::None;
     const Outcome o = state_.apply(action, &detail, transfer);
@@ -92,11 +154,15 @@ private:
       return false;
     }
     const bool copies = action.kind != ActionKind::Drop && action.kind != ActionKind::Discard;
-    if (copies && o.verdict == Verdict::Ok && !was_there && o.source) {
+    const bool transfers = copies && o.verdict == Verdict::Ok && !was_there && o.source;
+    const bool load = transfer == StepTransfer::Load;
+    const std::uint32_t window =
+        windows_.place(OverlapCandidate{transfers && !load ? o.source : std::nullopt, action.value,
+                                        action.location, w_.values[action.value].storage_bytes});
+    if (transfers) {
       const std::uint64_t bytes = w_.values[action.value].storage_bytes;
       out_.transfers.push_back(Transfer{t, phase, action.value, *o.source, action.location, bytes,
-                                        w_.values[action.value].logical_bytes,
-                                        transfer == StepTransfer::Load});
+                                        w_.values[action.value].logical_bytes, load, window});
       out_.bytes_moved += bytes;
       if (const std::optional<LinkKind> link = link_between(*o.source, action.location))
         out_.bytes_per_link[static_cast<std::size_t>(*link)] += bytes;
@@ -108,6 +174,7 @@ private:
 
   void step(std::uint32_t t, const StepPlan &plan) {
     if (!preflight(t, PlanView{plan.reclaim, plan.reservations, plan.enter, {}}, "plan")) return;
+    windows_.end_window();
     for (std::size_t i = 0; i < plan.reclaim.size(); ++i)
       if (!apply(t, Transfer::Phase::Reclaim, plan.reclaim[i], i)) return;
     std::vector<LifetimeId> reservations;
@@ -119,6 +186,7 @@ private:
         return fail(where(t) + ", reservation '" + r.label + "': " + describe(o, {{}, r.label}, &detail));
       reservations.push_back(id);
     }
+    windows_.end_window();
     for (std::size_t i = 0; i < plan.enter.size(); ++i)
       if (!apply(t, Transfer::Phase::Enter, plan.enter[i], i)) return;
     // The step's values must all be there now.
@@ -127,6 +195,7 @@ private:
         return fail(where(t) + ": " + w_.values[n.value].name + " is not resident at " + n.at.name());
     if (!plan.during.empty()) {
       if (!preflight(t, PlanView{{}, {}, plan.during, {}}, "prefetch")) return;
+      windows_.end_window();
       for (std::size_t i = 0; i < plan.during.size(); ++i)
         if (!apply(t, Transfer::Phase::During, plan.during[i], i)) return;
     }
@@ -139,6 +208,7 @@ private:
   const Workload &w_;
   Verification &out_;
   State state_;
+  Windows windows_;
 };
 
 } // namespace

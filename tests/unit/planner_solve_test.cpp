@@ -30,6 +30,67 @@ std::uint64_t model_bytes(const planner::Workload &w) {
   return planner::bytes_moved(m, planner::solve_heuristic(m));
 }
 
+/// What `explain --profile` predicts for a printed program: its total less
+/// its loads' fills (the planner's clock times a load from its copy), how
+/// many DMAs met each state, and how many windows of two copies or more it
+/// formed.
+struct ProgramTime {
+  double us = 0;
+  std::map<std::string, int> dma_states;
+  int shared_windows = 0;
+};
+ProgramTime predicted_time(const std::string &program, const LinkModel &links) {
+  nlohmann::ordered_json document = explain_json({explain(program).report});
+  add_predicted_time(document, links);
+  for (const auto &unit : document["files"][0]["units"]) {
+    if (unit["kind"] != "program") continue;
+    ProgramTime out;
+    out.us = unit["predicted_us"].get<double>();
+    std::map<std::int64_t, int> per_window;
+    for (const auto &step : unit["steps"]) {
+      const auto &time = step["time"];
+      if (step["transfer"] == "load")
+        out.us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
+                  time["allocation_us"].get<double>();
+      ++out.dma_states[time["dma_state"].get<std::string>()];
+      if (time["window"].is_number()) ++per_window[time["window"].get<std::int64_t>()];
+    }
+    for (const auto &[window, copies] : per_window)
+      out.shared_windows += copies >= 2;
+    return out;
+  }
+  FAIL("no program unit");
+  return {};
+}
+
+/// The planner's schedule of `w` on `links`, feasible.
+planner::SolveResult solved_with(const planner::Workload &w, const LinkModel &links) {
+  planner::SolveOptions options;
+  options.links = &links;
+  planner::SolveResult r = planner::solve_planner(w, options);
+  REQUIRE(r.ok());
+  return r;
+}
+
+/// The schedule printed as a program, which the compiler accepts.
+std::string printed_program(const planner::Workload &w, const planner::SolveResult &r) {
+  std::string program = planner::emit_program(w, r.schedule, w.name);
+  REQUIRE(check_printed(program, w) == "ok");
+  return program;
+}
+
+/// explain's JSON gives each figure to the nanosecond: agreement within 10 ns.
+constexpr double kAgreementUs = 0.01;
+
+/// The planned schedule timed again on `cheaper` links (a figure left out):
+/// shorter, and the clock and explain agree on it too.
+void check_agrees_when_cheaper(const planner::Workload &w, const planner::SolveResult &planned,
+                               const std::string &program, const LinkModel &cheaper) {
+  const planner::Timeline timeline = planner::time_schedule(w, planned.verification, cheaper);
+  CHECK(timeline.total_seconds < planned.timeline.total_seconds);
+  CHECK(std::abs(timeline.total_seconds * 1e6 - predicted_time(program, cheaper).us) <= kAgreementUs);
+}
+
 } // namespace
 
 TEST_CASE("solve: bound <= exact = brute force <= heuristic <= LRU on random small workloads") {
@@ -81,12 +142,14 @@ TEST_CASE("solve: an infeasible workload is answered with its first step that ca
   CHECK(planner::solve_lru(w).failure.starts_with("step 5 's5'"));
 }
 
-TEST_CASE("solve: the schedule clock slows a later copy by the model's host memory rule") {
+TEST_CASE("solve: the schedule clock shares the host's memory between copies as the predictor does") {
   // One step whose enter evicts 2 MB from cuda:0 and copies 1 MB from
   // pageable into pinned memory, both issued at once; every link 1 GB/s,
   // the host memory 2 GB/s. The host copy (two bytes of host memory a
-  // byte) beside the DMA (one) would move 3 GB/s through it: it runs at
-  // 2/3 GB/s, 1.5 ms; the DMA, issued first, keeps its 2 ms.
+  // byte) beside the DMA (one) would move 3 GB/s through it: both run at
+  // 2/3 GB/s while they stream together (the model's engines,
+  // copy_flows.hpp). The host copy ends at 1.5 ms, the DMA, 1 MB left,
+  // at 2.5 ms.
   const planner::Workload w =
       workload(R"({"schema": "fhr-workload/1", "name": "host", "devices": 1, "budgets": [],
     "values": [{"name": "v", "bytes": 1024, "mode": "replicable", "source": "pinned"}],
@@ -101,11 +164,12 @@ TEST_CASE("solve: the schedule clock slows a later copy by the model's host memo
     curve.classes = {{std::nullopt, 0.0, 1e9}};
   links.host_memory_bytes_per_second = 2e9;
   planner::Timeline t = planner::time_schedule(w, v, links);
-  CHECK(t.total_seconds == doctest::Approx(2e-3).epsilon(1e-12));
-  CHECK(t.transfer_seconds == doctest::Approx(3.5e-3).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(2.5e-3).epsilon(1e-12));
+  CHECK(t.transfer_seconds == doctest::Approx(2.5e-3 + 1.5e-3).epsilon(1e-12));
   // Without the figure each runs at its own rate.
   links.host_memory_bytes_per_second = 0;
   t = planner::time_schedule(w, v, links);
+  CHECK(t.total_seconds == doctest::Approx(2e-3).epsilon(1e-12));
   CHECK(t.transfer_seconds == doctest::Approx(3e-3).epsilon(1e-12));
   // A copy of 1 MB from pageable memory into cuda:0 beside the eviction,
   // under the CUDA backend's staging threshold (4 MiB): the driver's copy,
@@ -115,13 +179,17 @@ TEST_CASE("solve: the schedule clock slows a later copy by the model's host memo
   v.transfers[1].to = Location::cuda(0);
   t = planner::time_schedule(w, v, links);
   CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 1e-3).epsilon(1e-12));
-  // 5 MB, staged: three bytes of host memory a byte (its DMA and the memcpy
-  // through the bounce buffers), 3 GB/s with the eviction's 1 over a
-  // capacity of 3 (its own demand): 0.75 GB/s while the eviction streams
-  // (1.5 MB in its 2 ms), then 1 GB/s alone (3.5 ms).
+  // 5 MB, staged, its curve 0.5 GB/s (10 ms): the DMA into the device on
+  // the pinned link's curve (5 ms) after a host part into a bounce buffer
+  // (the other 5 ms, 1 GB/s, two bytes of host memory a byte). The host
+  // part beside the eviction asks 3 GB/s of the host's 2: both at 2/3 GB/s
+  // until the eviction ends (3 ms), then the host part alone (its last 3 MB
+  // by 6 ms), then the DMA (by 11 ms).
+  links.links[static_cast<std::size_t>(LinkKind::PageableToDevice)].classes = {{std::nullopt, 0.0, 0.5e9}};
   v.transfers[1].bytes = v.transfers[1].logical_bytes = 5'000'000;
   t = planner::time_schedule(w, v, links);
-  CHECK(t.transfer_seconds == doctest::Approx(2e-3 + 5.5e-3).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(11e-3).epsilon(1e-12));
+  CHECK(t.transfer_seconds == doctest::Approx(3e-3 + 11e-3).epsilon(1e-12));
   // A value of no bytes pays its link's fixed cost (10 us), not a rate.
   links.links[static_cast<std::size_t>(LinkKind::PageableToDevice)].classes = {{std::nullopt, 10e-6, 1e9}};
   v.transfers[1].bytes = v.transfers[1].logical_bytes = 0;
@@ -333,8 +401,11 @@ TEST_CASE("timeline: a phase's copies in order, as the runtime's window issues t
   for (LinkCurve &curve : links.links)
     curve.classes = {{std::nullopt, 0.0, 1e9}};
   REQUIRE(!links.dma_after_host_work_seconds);
-  const auto copy = [](ValueId v, Location from, Location to, std::uint64_t bytes, bool load = false) {
-    return planner::Transfer{0, planner::Transfer::Phase::Enter, v, from, to, bytes, bytes, load};
+  // The copies of one window (the verifier numbers them by the runtime's
+  // overlap rule) unless given another; a load is a window of its own.
+  const auto copy = [](ValueId v, Location from, Location to, std::uint64_t bytes, bool load = false,
+                       std::uint32_t window = 0) {
+    return planner::Transfer{0, planner::Transfer::Phase::Enter, v, from, to, bytes, bytes, load, window};
   };
   const auto total = [&](std::vector<planner::Transfer> transfers) {
     planner::Verification v;
@@ -358,12 +429,19 @@ TEST_CASE("timeline: a phase's copies in order, as the runtime's window issues t
   // A copy made inside its start does not wait for the copies before it.
   CHECK(total({copy(1, gpu1, pinned, 3'000'000), copy(0, pageable, gpu0, 5'000'000)}) ==
         doctest::Approx(5e-3).epsilon(1e-12));
+  // A window starts once the one before it is done, whatever the engines.
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, gpu1, pinned, 3'000'000, false, 1)}) ==
+        doctest::Approx(5e-3).epsilon(1e-12));
   // A load runs alone: after the DMA before it, before the DMA after it,
   // whatever their engines.
-  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, pinned, gpu1, 3'000'000, true)}) ==
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(1, pinned, gpu1, 3'000'000, true, 1)}) ==
         doctest::Approx(5e-3).epsilon(1e-12));
-  CHECK(total({copy(1, pinned, gpu1, 3'000'000, true), copy(0, gpu0, pinned, 2'000'000)}) ==
+  CHECK(total({copy(1, pinned, gpu1, 3'000'000, true), copy(0, gpu0, pinned, 2'000'000, false, 1)}) ==
         doctest::Approx(5e-3).epsilon(1e-12));
+  // A window that takes no time (a load in place) between two: the second
+  // still waits for the first.
+  CHECK(total({copy(0, pinned, gpu0, 2'000'000), copy(2, pinned, pinned, 1'000'000, true, 1),
+               copy(1, gpu1, pinned, 3'000'000, false, 2)}) == doctest::Approx(5e-3).epsilon(1e-12));
   // A load's copy from pageable memory takes the load curve when the
   // profile has one (here twice as slow).
   links.load_pageable_to_device.classes = {{std::nullopt, 0.0, 0.5e9}};
@@ -424,50 +502,146 @@ TEST_CASE(
   REQUIRE(links.dma_cold_value_seconds);
   REQUIRE(!links.load_pageable_to_device.classes.empty());
   links.dma_follow_on_seconds = 9e-6;
-  planner::SolveOptions options;
-  options.links = &links;
-  const planner::SolveResult planned = planner::solve_planner(w, options);
-  REQUIRE(planned.ok());
-  const std::string program = planner::emit_program(w, planned.schedule, "agree");
-  REQUIRE(check_printed(program, w) == "ok");
-  const Explained explained = explain(program);
-
-  // explain's predicted total of the program, less its loads' fills, and
-  // how many DMAs met each state.
-  const auto predicted = [&](const LinkModel &model, std::map<std::string, int> *states) {
-    nlohmann::ordered_json document = explain_json({explained.report});
-    add_predicted_time(document, model);
-    for (const auto &unit : document["files"][0]["units"]) {
-      if (unit["kind"] != "program") continue;
-      double us = unit["predicted_us"].get<double>();
-      for (const auto &step : unit["steps"]) {
-        const auto &time = step["time"];
-        if (step["transfer"] == "load")
-          us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
-                time["allocation_us"].get<double>();
-        if (states) ++(*states)[time["dma_state"].get<std::string>()];
-      }
-      return us;
-    }
-    FAIL("no program unit");
-    return 0.0;
-  };
+  const planner::SolveResult planned = solved_with(w, links);
+  const std::string program = printed_program(w, planned);
   // Every state a DMA can meet is on the way, and each pays its figure.
-  std::map<std::string, int> states;
-  const double with_extras = predicted(links, &states);
-  CHECK(states["after-host-work"] > 0);
-  CHECK(states["cold-value"] > 0);
-  CHECK(states["follow-on"] > 0);
-  // Within 10 ns: explain's JSON gives each figure to the nanosecond.
-  const double resolution = 0.01;
-  CHECK(std::abs(planned.timeline.total_seconds * 1e6 - with_extras) <= resolution);
+  const ProgramTime with_extras = predicted_time(program, links);
+  CHECK(with_extras.dma_states.at("after-host-work") > 0);
+  CHECK(with_extras.dma_states.at("cold-value") > 0);
+  CHECK(with_extras.dma_states.at("follow-on") > 0);
+  CHECK(std::abs(planned.timeline.total_seconds * 1e6 - with_extras.us) <= kAgreementUs);
   // Without the extras both are shorter, by the same amount.
   LinkModel plain = links;
   plain.dma_after_host_work_seconds = plain.dma_cold_value_seconds = plain.dma_follow_on_seconds =
       std::nullopt;
-  const planner::Timeline without = planner::time_schedule(w, planned.verification, plain);
-  CHECK(without.total_seconds < planned.timeline.total_seconds);
-  CHECK(std::abs(without.total_seconds * 1e6 - predicted(plain, nullptr)) <= resolution);
+  check_agrees_when_cheaper(w, planned, program, plain);
+}
+
+TEST_CASE(
+    "timeline: the schedule clock and explain's predictor agree where a phase's copies share the links") {
+  // Step 1 moves ct[0] into cuda:0 and ct[1] out of it in one phase: the
+  // printed program's plan makes them one overlap window, whose two
+  // directions share the duplex bandwidth while both stream. Step 2 moves
+  // ct[2] and ct[3] into cuda:0 and cuda:1 at once. The planner's clock and
+  // explain's predictor time them on the same engines (copy_flows.hpp), so
+  // the totals agree (explain's loads' fills aside: there are none).
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "share", "devices": 2,
+    "budgets": [],
+    "values": [{"name": "ct", "count": 4, "bytes": 125829120, "mode": "exclusive", "at": "pinned"}],
+    "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["ct[1]"]}]},
+              {"name": "1", "needs": [{"at": "cuda:0", "values": ["ct[0]"]}, {"at": "pinned", "values": ["ct[1]"]}]},
+              {"name": "2", "needs": [{"at": "cuda:0", "values": ["ct[2]"]}, {"at": "cuda:1", "values": ["ct[3]"]}]}]})");
+  LinkModel links = LinkModel::h200();
+  REQUIRE(links.duplex_bytes_per_second > 0);
+  const planner::SolveResult planned = solved_with(w, links);
+  const std::string program = printed_program(w, planned);
+  const ProgramTime shared = predicted_time(program, links);
+  CHECK(shared.shared_windows == 2);
+  CHECK(std::abs(planned.timeline.total_seconds * 1e6 - shared.us) <= kAgreementUs);
+  // Without the duplex figure the moves in and out no longer share: both
+  // are shorter, by the same amount.
+  LinkModel unshared = links;
+  unshared.duplex_bytes_per_second = 0;
+  check_agrees_when_cheaper(w, planned, program, unshared);
+}
+
+TEST_CASE("timeline: the schedule clock and explain's predictor agree on random printed programs") {
+  // Random workloads of ciphertexts (in pageable memory, staged) and keys
+  // (rebuilt from pinned sources), tens of MiB, steps that compute for no
+  // time: the planner's and the LRU policy's schedules, printed, explained
+  // with the shipped profile, take the time the planner's clock gave them
+  // (explain's loads' fills aside): one engine (copy_flows.hpp), one DMA
+  // history, one overlap rule.
+  LinkModel links = LinkModel::h200();
+  links.dma_follow_on_seconds = 9e-6;
+  planner::SolveOptions options;
+  options.links = &links;
+  planner::LruOptions lru_options;
+  lru_options.links = &links;
+  int compared = 0, windows_shared = 0;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    planner::Workload w = random_workload(seed, 4 + seed % 5, 6 + seed % 7, true);
+    for (planner::Value &value : w.values)
+      value.logical_bytes = value.storage_bytes = value.storage_bytes * 100 * 1024;
+    for (auto &[at, budget] : w.budgets)
+      budget *= 100 * 1024;
+    // Every third workload keeps half of its ciphertexts in pinned memory,
+    // with room for those alone: the LRU controller spills one from cuda:0
+    // there by first moving another on to pageable memory, in the same
+    // phase, and the runtime's window rule starts the spill only once that
+    // move has freed its room.
+    if (seed % 3 == 0) {
+      std::uint64_t ciphertexts = 0;
+      bool in_pinned = true;
+      for (planner::Value &value : w.values) {
+        // The keys' sources move to pageable memory: a source in budgeted
+        // memory keeps room for its load at every step.
+        value.home = Location::pageable();
+        if (!value.adopted) continue;
+        if (in_pinned) {
+          value.home = Location::pinned();
+          ciphertexts += value.storage_bytes;
+        }
+        in_pinned = !in_pinned;
+      }
+      w.budgets.push_back({Location::pinned(), ciphertexts});
+      w.tiers.push_back({Location::pinned(), {Location::pageable()}});
+    }
+    for (planner::Step &step : w.steps) {
+      step.compute_seconds = 0.0;
+      for (planner::Workspace &ws : step.workspace)
+        ws.bytes *= 100 * 1024;
+    }
+    CAPTURE(seed);
+    for (const bool lru : {false, true}) {
+      CAPTURE(lru);
+      const planner::SolveResult r =
+          lru ? planner::solve_lru(w, lru_options) : planner::solve_planner(w, options);
+      REQUIRE(r.ok());
+      const ProgramTime predicted = predicted_time(printed_program(w, r), links);
+      windows_shared += predicted.shared_windows;
+      CHECK(std::abs(r.timeline.total_seconds * 1e6 - predicted.us) <= kAgreementUs);
+      ++compared;
+    }
+  }
+  CHECK(compared == 120);
+  MESSAGE("windows of two copies or more: " << windows_shared);
+  CHECK(windows_shared > 0);
+}
+
+TEST_CASE("timeline: the verifier numbers the runtime's windows: a move waits for the room another frees") {
+  // Pinned memory holds one 64 MiB ciphertext, `d`. Step 1 needs `a` on a
+  // cuda:0 that holds `b` and `c`: the LRU controller spills `b` to pinned
+  // memory after moving `d` on to pageable memory, both in step 1's
+  // reclaim. The runtime's window rule (overlap_window.hpp) does not start
+  // `b`'s move beside `d`'s: pinned memory has room for it only once `d`'s
+  // move commits. The verifier numbers the windows by that rule (here the
+  // time would not change: `d`'s move, a host copy, holds back the copies
+  // after it in its window anyway; the clock's side of windows is the case
+  // "a phase's copies in order").
+  const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "chain", "devices": 1,
+    "budgets": [{"at": "cuda:0", "bytes": 134217728}, {"at": "pinned", "bytes": 67108864}],
+    "tiers": [{"from": "cuda:0", "to": ["pinned", "pageable"]}, {"from": "pinned", "to": ["pageable"]}],
+    "values": [{"name": "a", "bytes": 67108864, "mode": "exclusive", "at": "pageable"},
+               {"name": "b", "bytes": 67108864, "mode": "exclusive", "at": "pageable"},
+               {"name": "c", "bytes": 67108864, "mode": "exclusive", "at": "pageable"},
+               {"name": "d", "bytes": 67108864, "mode": "exclusive", "at": "pinned"}],
+    "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["b", "c"]}]},
+              {"name": "1", "needs": [{"at": "cuda:0", "values": ["a"]}]}]})");
+  const LinkModel &links = LinkModel::h200();
+  const planner::SolveResult r = planner::solve_lru(w);
+  REQUIRE(r.ok());
+  std::vector<const planner::Transfer *> reclaim;
+  for (const planner::Transfer &x : r.verification.transfers)
+    if (x.step == 1 && x.phase == planner::Transfer::Phase::Reclaim) reclaim.push_back(&x);
+  REQUIRE(reclaim.size() == 2);
+  CHECK(reclaim[0]->value == 3);
+  CHECK(reclaim[0]->to == Location::pageable());
+  CHECK(reclaim[1]->value == 1);
+  CHECK(reclaim[1]->to == Location::pinned());
+  CHECK(reclaim[0]->window != reclaim[1]->window);
+  CHECK(std::abs(r.timeline.total_seconds * 1e6 - predicted_time(printed_program(w, r), links).us) <=
+        kAgreementUs);
 }
 
 TEST_CASE("lru baseline: a search whose reclaims lead back to a state on its path ends") {

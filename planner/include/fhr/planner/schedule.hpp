@@ -57,6 +57,11 @@ struct Transfer {
   /// A reconstruction: the value's source fills storage at `from` first
   /// (the model's StepTransfer::Load), where `from` may be `to`.
   bool load = false;
+  /// The runtime's overlap window that starts the copy (overlap_window.hpp),
+  /// numbered across the schedule: the copies of one window start together,
+  /// a window starts once the one before it in its phase is done, and a
+  /// load is a window of its own.
+  std::uint32_t window = 0;
 };
 
 struct Verification {
@@ -94,16 +99,15 @@ struct Timeline {
   }
 };
 
-/// Times a verified schedule with a link model (docs/planner.md, "Time"),
-/// pricing each copy as the time predictor of `explain --profile` does (a
-/// load at its load curve, its source's fill left out; what a DMA pays for
-/// the state it meets). Copies run first come first served on their copy
-/// engine; a phase issues its copies in order, a staged copy or a copy
-/// between host locations holding back the later ones until it ends and a
-/// load running alone; a step's reclaim runs before its enter, and a step
-/// starts once the previous one ended and every value it needs has
-/// arrived; copies issued `during` a step are issued when it starts. Copies
-/// streaming at once share the duplex and host memory bandwidths.
+/// Times a verified schedule with a link model (docs/planner.md, "Time")
+/// on the copy engines of the time predictor of `explain --profile`
+/// (fhr/model/copy_flows.hpp), each copy priced as the predictor prices it
+/// (a load at its load curve, its source's fill left out; what a DMA pays
+/// for the state it meets). A phase runs window by window
+/// (Transfer::window), a load alone; a step's reclaim runs before its
+/// enter, and a step starts once the previous one ended and every value it
+/// needs has arrived; copies issued `during` a step are issued when it
+/// starts and stream while it computes.
 Timeline time_schedule(const Workload &workload, const Verification &verification, const LinkModel &links);
 
 /// Moves loads into the `during` list of an earlier step where the room

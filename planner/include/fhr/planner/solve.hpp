@@ -43,8 +43,9 @@ struct SolveResult {
   std::optional<ExactResult> exact;
   HeuristicStats heuristic;
   /// Seconds spent choosing the schedule (model, heuristic, realisation,
-  /// prefetch), and apart from it the exact solver, the bound and the checks.
-  double solve_seconds = 0, bound_seconds = 0, check_seconds = 0;
+  /// prefetch), and apart from it the exact solver, the bound, the checks
+  /// and the timing (time_schedule).
+  double solve_seconds = 0, bound_seconds = 0, check_seconds = 0, timing_seconds = 0;
   std::size_t gap_count = 0;
   bool ok() const { return !infeasible && failure.empty(); }
 };

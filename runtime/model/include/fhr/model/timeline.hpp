@@ -4,12 +4,12 @@
 /// engine, and how long the whole takes, under a link model
 /// (fhr/model/link_model.hpp) and the runtime's overlap rule
 /// (fhr/model/overlap_window.hpp). `explain --profile`, its pictures,
-/// `run`'s EXPLAIN ANALYZE and `calibrate` use this one predictor; the
-/// planner's schedule clock (planner/src/timeline.cpp) prices each copy
-/// with the same pieces (the curves, a load's included, the staging, the
-/// DMA extras, the sharing rules) and gives the same total, loads' fills
-/// aside, on a printed program whose steps compute for no time and whose
-/// phases copy one at a time.
+/// `run`'s EXPLAIN ANALYZE and `calibrate` use this one predictor. Its
+/// windows run on the copy engines of fhr/model/copy_flows.hpp, which the
+/// planner's schedule clock (planner/src/timeline.cpp) runs a whole
+/// schedule on, with the same windows (the verifier's, by the same rule),
+/// so the two give the same total, loads' fills aside, on a printed
+/// program whose steps compute for no time.
 /// docs/links.md describes the model.
 ///
 /// The runtime overlaps the copies of a window: they start together in
