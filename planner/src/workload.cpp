@@ -1,6 +1,7 @@
 #include "fhr/planner/workload.hpp"
 
 #include "fhr/model/location_set.hpp"
+#include "fhr/model/state.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -42,6 +43,13 @@ std::optional<WorkloadError> check_location(const Workload &w, Location at, cons
   return std::nullopt;
 }
 
+/// A workload whose values (and a step's workspace) add up to more than
+/// one location can account (§4.2 of docs/semantics.md).
+WorkloadError too_large(const std::string &path, const std::string &what) {
+  return WorkloadError{path, what + " add up to more than " + std::to_string(kMaxChargedBytes) +
+                                 " bytes (4 EiB), the most one location can account"};
+}
+
 } // namespace
 
 std::optional<WorkloadError> check_workload(const Workload &w) {
@@ -79,6 +87,10 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
   }
   std::unordered_map<std::string, std::size_t> names;
   std::vector<std::uint64_t> adopted_at(Location::kCount, 0);
+  // What a location can be charged at most: every value and the largest
+  // step's workspace. Within the model's limit of one location's account
+  // (kMaxChargedBytes), no sum the planner or the model makes wraps.
+  std::uint64_t values_bytes = 0;
   for (std::size_t i = 0; i < w.values.size(); ++i) {
     const Value &v = w.values[i];
     const std::string path = "values[" + v.name + "]";
@@ -86,6 +98,8 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
     if (v.storage_bytes < v.logical_bytes)
       return WorkloadError{path, "storage_bytes must be at least the logical size"};
     if (auto e = check_location(w, v.home, path)) return e;
+    if (v.storage_bytes > kMaxChargedBytes - values_bytes) return too_large(path, "the values");
+    values_bytes += v.storage_bytes;
     if (v.adopted) adopted_at[v.home.index()] += v.storage_bytes;
   }
   for (const auto &[at, bytes] : w.budgets)
@@ -127,10 +141,14 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
                                             " and planned as one replica: it cannot be needed at " +
                                             other.name() + " and " + need.at.name() + " at once"};
     }
+    std::uint64_t workspace_bytes = values_bytes;
     for (std::size_t k = 0; k < step.workspace.size(); ++k) {
       const Workspace &ws = step.workspace[k];
       const std::string ws_path = path + ".workspace[" + std::to_string(k) + "]";
       if (auto e = check_location(w, ws.at, ws_path)) return e;
+      if (ws.bytes > kMaxChargedBytes - workspace_bytes)
+        return too_large(ws_path, "the values and the step's workspace");
+      workspace_bytes += ws.bytes;
       if (blank(ws.label)) return WorkloadError{ws_path, "a workspace needs a non-blank label"};
       if (auto e = check_printable(ws.label, ws_path + ".label")) return e;
     }

@@ -91,6 +91,25 @@ TEST_CASE("decide: a request that fits needs no reclaim and changes nothing") {
   CHECK(f.manager->trace().empty());
 }
 
+TEST_CASE("decide: no location takes more than 4 EiB, budgeted or not") {
+  // Found by fuzz_workload: values of 5.3 EB on an unbudgeted device
+  // overflowed the search's accounting. Three of 2 EiB fit in pinned
+  // memory two at a time; the search finds no room for the third (its only
+  // candidates are required there) and says what it found.
+  ControllerFixture f;
+  const std::uint64_t two_eib = kMaxChargedBytes / 2;
+  const Handle a = f.source(two_eib), b = f.source(two_eib), c = f.source(two_eib);
+  Controller controller(*f.manager);
+  CHECK(actions_text(controller.decide(need("two", {{a, pinned}, {b, pinned}})).plan.enter) ==
+        "ensure #1 at pinned; ensure #2 at pinned");
+  const std::string message = message_of([&] {
+    controller.decide(need("three", {{a, pinned}, {b, pinned}, {c, pinned}}));
+  });
+  CHECK(message.find(
+            "pinned cannot admit 2305843009213693952 bytes for materializing value 3 at pinned (budget "
+            "4611686018427387904, used 0, reserved 0)") != std::string::npos);
+}
+
 TEST_CASE("decide: EXCLUSIVE values move (from their replica, or loaded), resident ones are skipped") {
   ControllerFixture f;
   const Handle ct = f.adopt(100, pinned);

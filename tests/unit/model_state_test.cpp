@@ -63,6 +63,27 @@ TEST_CASE("zero budget admits only zero-byte charges") {
   CHECK_FALSE(state.adopt(1, spec(0), gpu0).failed());
 }
 
+TEST_CASE("every location accounts at most 4 EiB, budgeted or not") {
+  // Found by fuzz_workload: 27 values of 5.3 EB wrapped an unbudgeted
+  // location's account and overflowed the controller's search.
+  State state;
+  REQUIRE_FALSE(state.adopt(0, spec(kMaxChargedBytes - 1), pinned).failed());
+  CHECK_FALSE(state.adopt(1, spec(1), pinned).failed()); // exactly the limit
+  FailureDetail detail;
+  const Outcome refused = state.adopt(2, spec(1), pinned, &detail);
+  CHECK(refused.error == ErrorClass::Budget);
+  CHECK(refused.reason == Reason::TransitionExceedsBudget);
+  CHECK(detail.budget_bytes == kMaxChargedBytes);
+  CHECK(detail.used_bytes == kMaxChargedBytes);
+  CHECK(state.account(pinned).used_bytes == kMaxChargedBytes);
+  CHECK_FALSE(state.adopt(3, spec(0), pinned).failed()); // zero bytes always admitted
+  // A value larger than the limit fits nowhere, a budget above it is the limit.
+  CHECK(state.adopt(4, spec(kMaxChargedBytes + 1), pageable).error == ErrorClass::Budget);
+  state.set_budget(gpu0, ~std::uint64_t{0});
+  CHECK(state.account(gpu0).limit_bytes() == kMaxChargedBytes);
+  CHECK(state.adopt(5, spec(kMaxChargedBytes + 1), gpu0).error == ErrorClass::Budget);
+}
+
 TEST_CASE("unavailable cuda location is an argument error") {
   State state(DeviceConfig{true, 2});
   Outcome outcome = state.adopt(0, spec(MiB), Location::cuda(2));

@@ -59,6 +59,35 @@ TEST_CASE("workload: values, families, operands and steps parse to the exact IR"
   CHECK_FALSE(w.steps[1].compute_seconds);
 }
 
+TEST_CASE("workload: values and workspace that add up to more than one location can account are refused") {
+  // Found by fuzz_workload: 27 values of 5.3 EB each, all needed on an
+  // unbudgeted cuda:5, overflowed the controller's search.
+  CHECK(
+      parse_error(R"({"schema": "fhr-workload/1", "devices": 6, "budgets": [],
+    "values": [{"name": "k", "count": 27, "bytes": 5255555555555559120, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "s", "needs": [{"at": "cuda:5", "values": ["k[*]"]}]}]})") ==
+      "values[k[0]]: the values add up to more than 4611686018427387904 bytes (4 EiB), the most one location "
+      "can account");
+  CHECK(
+      parse_error(R"({"schema": "fhr-workload/1", "budgets": [],
+    "values": [{"name": "k", "count": 2, "bytes": 3000000000000000000, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "s", "needs": [{"at": "pinned", "values": ["k[*]"]}]}]})") ==
+      "values[k[1]]: the values add up to more than 4611686018427387904 bytes (4 EiB), the most one location "
+      "can account");
+  CHECK(parse_error(R"({"schema": "fhr-workload/1", "budgets": [],
+    "values": [{"name": "k", "bytes": 3000000000000000000, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "s", "needs": [{"at": "pinned", "values": ["k"]}],
+               "workspace": [{"at": "pinned", "bytes": 1000000000000000000, "label": "a"},
+                             {"at": "pinned", "bytes": 1000000000000000000, "label": "b"}]}]})") ==
+        "steps[0].workspace[1]: the values and the step's workspace add up to more than 4611686018427387904 "
+        "bytes (4 EiB), the most one location can account");
+  // Up to the limit they are planned.
+  CHECK(parse_error(R"({"schema": "fhr-workload/1", "budgets": [],
+    "values": [{"name": "k", "bytes": 3000000000000000000, "mode": "replicable", "source": "pageable"}],
+    "steps": [{"name": "s", "needs": [{"at": "pinned", "values": ["k"]}],
+               "workspace": [{"at": "pinned", "bytes": 1611686018427387904, "label": "a"}]}]})") == "parsed");
+}
+
 TEST_CASE("workload: written back, it reads the same") {
   const planner::Workload w = workload(with(
       kValues, R"([{"name": "a", "needs": [{"at": "cuda:0", "values": ["rk[0]", "rk[1]", "rk[2]", "ct"]}]},

@@ -187,10 +187,15 @@ private:
     return static_cast<std::uint64_t>(static_cast<std::int64_t>(state_.account(l).reserved_bytes) +
                                       reserved_delta_[l.index()]);
   }
-  /// §18.3's capacity check: used + reserved + additional <= budget.
+  /// §18.3's capacity check: used + reserved + additional <= budget, as
+  /// the model spells it (LocationAccount::fits, whose limit holds
+  /// unbudgeted locations too).
   bool fits(Location l, std::uint64_t additional) const {
-    const std::optional<std::uint64_t> &budget = state_.account(l).budget_bytes;
-    return !budget || used(l) + reserved(l) + additional <= *budget;
+    LocationAccount account;
+    account.budget_bytes = state_.account(l).budget_bytes;
+    account.used_bytes = used(l);
+    account.reserved_bytes = reserved(l);
+    return account.fits(additional);
   }
   LocationSet required_at(ValueId value) const {
     const auto it = std::lower_bound(required_.begin(), required_.end(), value,
@@ -609,10 +614,10 @@ private:
     }
     failed_requests_.insert(key); // a copy: the path still holds the key
     const Location at = shortfall->location;
-    const std::optional<std::uint64_t> &budget = state_.account(at).budget_bytes;
+    const std::uint64_t limit = state_.account(at).limit_bytes();
     failure_ = at.name() + " cannot admit " + std::to_string(shortfall->additional) + " bytes for " +
-               shortfall->stage + " (budget " + (budget ? std::to_string(*budget) : "none") + ", used " +
-               std::to_string(used(at)) + ", reserved " + std::to_string(reserved(at)) +
+               shortfall->stage + " (budget " + std::to_string(limit) + ", used " + std::to_string(used(at)) +
+               ", reserved " + std::to_string(reserved(at)) +
                ") and no invariant-valid victim sequence satisfies the whole request" +
                (failures.empty() ? "" : " (" + failures + ")");
     return false;

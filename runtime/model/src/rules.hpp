@@ -109,7 +109,7 @@ Outcome admit(S &store, Location location, std::uint64_t nbytes, FailureDetail *
   if constexpr (S::kPeakIncludesRefusedRequest) account.count_request_in_peak(nbytes);
   if (account.admits(nbytes)) return {};
   if (detail) {
-    detail->budget_bytes = *account.budget_bytes;
+    detail->budget_bytes = account.limit_bytes();
     detail->used_bytes = account.used_bytes;
     detail->reserved_bytes = account.reserved_bytes;
     detail->requested_bytes = nbytes;

@@ -27,6 +27,13 @@
 
 namespace fhr {
 
+/// The most one location accounts, budgeted or not (§4.2): 4 EiB. Every
+/// charge at a location is admitted against it, so that its figures and
+/// their sums stay exact in 64 bits (a value or reservation of more, or
+/// several that add up to more, once wrapped an unbudgeted location's
+/// account and overflowed the controller's search: found by fuzz_workload).
+inline constexpr std::uint64_t kMaxChargedBytes = std::uint64_t{1} << 62;
+
 struct LocationAccount {
   std::optional<std::uint64_t> budget_bytes;
   std::uint64_t used_bytes = 0;
@@ -35,13 +42,20 @@ struct LocationAccount {
   std::uint64_t peak_charged_bytes = 0;
 
   std::uint64_t charged_bytes() const { return used_bytes + reserved_bytes; }
-  /// §4.2: used + reserved + x <= budget, zero-byte requests always admitted.
-  /// The one spelling of the budget inequality: execution, explain and the
-  /// runtime's overlap windows all ask this.
-  bool admits(std::uint64_t request) const {
-    return request == 0 || !budget_bytes ||
-           (charged_bytes() <= *budget_bytes && request <= *budget_bytes - charged_bytes());
+  /// What the location admits up to: its budget, and never more than
+  /// kMaxChargedBytes (§4.2).
+  std::uint64_t limit_bytes() const {
+    return budget_bytes ? std::min(*budget_bytes, kMaxChargedBytes) : kMaxChargedBytes;
   }
+  /// used + reserved + x <= limit: the one spelling of the budget
+  /// inequality (§4.2). The controller's capacity check (§18.3) asks it
+  /// for every request, a zero-byte one too.
+  bool fits(std::uint64_t request) const {
+    return charged_bytes() <= limit_bytes() && request <= limit_bytes() - charged_bytes();
+  }
+  /// §4.2: fits(x), zero-byte requests always admitted. Execution, explain
+  /// and the runtime's overlap windows all ask this.
+  bool admits(std::uint64_t request) const { return request == 0 || fits(request); }
 
   // The bookkeeping of §4.3–§4.5 and §8; callers check admits() first.
   /// §4.3 step 7: an installed replica.
