@@ -1,6 +1,8 @@
 // From kept gaps to actions (docs/planner.md, "Realising a choice").
 #include "fhr/planner/schedule.hpp"
 
+#include "fhr/model/location_set.hpp"
+
 #include <algorithm>
 
 namespace fhr::planner {
@@ -8,9 +10,12 @@ namespace fhr::planner {
 namespace {
 
 /// Where a transition's actions go, in the order every budget admits:
-/// reclaim drops, then moves out to spill tiers; enter moves between
-/// budgeted locations, then moves in from spill tiers, then loads.
-enum class Slot : std::uint8_t { Drop, SpillOut, MoveAcross, MoveIn, Load };
+/// reclaim drops, then moves out to spill tiers, then the moves across
+/// whose room the step's reservations need; enter moves across (out of a
+/// budgeted location to where the value is needed or kept next, or ahead
+/// from an unbudgeted one), then moves in from spill tiers and unbudgeted
+/// places, then loads.
+enum class Slot : std::uint8_t { Drop, SpillOut, MoveOutFirst, MoveAcross, MoveIn, Load };
 
 struct Placed {
   std::uint32_t step;
@@ -52,9 +57,8 @@ public:
       droppable(chain);
     for (const UseChain &chain : m_.movable)
       movable(chain);
-    std::stable_sort(placed_.begin(), placed_.end(), [](const Placed &a, const Placed &b) {
-      return a.step != b.step ? a.step < b.step : a.slot < b.slot;
-    });
+    sort_placed();
+    order_moves_across();
     Schedule schedule;
     schedule.steps.resize(m_.step_count);
     for (std::uint32_t t = 0; t < m_.step_count; ++t)
@@ -62,13 +66,113 @@ public:
         schedule.steps[t].reservations.push_back(Reservation{ws.at, ws.bytes, ws.label});
     for (const Placed &p : placed_) {
       StepPlan &plan = schedule.steps[p.step];
-      (p.slot == Slot::Drop || p.slot == Slot::SpillOut ? plan.reclaim : plan.enter).push_back(p.action);
+      (p.slot <= Slot::MoveOutFirst ? plan.reclaim : plan.enter).push_back(p.action);
     }
     return schedule;
   }
 
 private:
   bool budgeted(Location at) const { return m_.index_of(at).has_value(); }
+
+  /// By step, then by slot; in the order placed within a slot.
+  void sort_placed() {
+    std::stable_sort(placed_.begin(), placed_.end(), [](const Placed &a, const Placed &b) {
+      return a.step != b.step ? a.step < b.step : a.slot < b.slot;
+    });
+  }
+
+  /// Orders each step's moves across so that every budget admits them
+  /// (found by random workloads of two devices whose schedules did not
+  /// verify):
+  ///  - a move out of a location where the step reserves workspace goes in
+  ///    the reclaim phase, before the reservation that needs its room, and
+  ///    so does every move out of a budgeted location such a move goes
+  ///    into; the others stay in the enter phase, where prefetch may take
+  ///    them earlier;
+  ///  - in each phase a move into a budgeted location comes after the moves
+  ///    out of it, whose room it may need (the model counts the room at the
+  ///    end of the transition);
+  ///  - moves that wait for each other (a value from cuda:0 to cuda:1 and
+  ///    another back, each needing the other's room) are broken through
+  ///    pageable memory: one of them goes there in the reclaim phase and
+  ///    on to its destination after the others. That costs its bytes over
+  ///    the host's links twice, which the model does not count.
+  void order_moves_across() {
+    std::vector<Placed> ordered;
+    ordered.reserve(placed_.size());
+    for (std::size_t begin = 0; begin < placed_.size();) {
+      std::size_t end = begin;
+      while (end < placed_.size() && placed_[end].step == placed_[begin].step &&
+             placed_[end].slot == placed_[begin].slot)
+        ++end;
+      const auto first = placed_.begin() + static_cast<std::ptrdiff_t>(begin);
+      const auto last = placed_.begin() + static_cast<std::ptrdiff_t>(end);
+      if (placed_[begin].slot != Slot::MoveAcross) {
+        ordered.insert(ordered.end(), first, last);
+      } else {
+        std::vector<Placed> moves(first, last);
+        reclaim_first(moves);
+        for (const Slot slot : {Slot::MoveOutFirst, Slot::MoveAcross}) {
+          std::vector<Placed> group;
+          for (const Placed &p : moves)
+            if (p.slot == slot) group.push_back(p);
+          in_dependency_order(std::move(group), ordered);
+        }
+      }
+      begin = end;
+    }
+    placed_ = std::move(ordered);
+    sort_placed(); // the moves out first, and the broken moves' halves, into their slots
+  }
+
+  /// Marks MoveOutFirst the moves of one step's `moves` (all MoveAcross)
+  /// that free room the step's reservations need, and those that free room
+  /// for them.
+  void reclaim_first(std::vector<Placed> &moves) const {
+    LocationSet first;
+    for (const Workspace &ws : w_.steps[moves.front().step].workspace)
+      if (budgeted(ws.at)) first.insert(ws.at);
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (Placed &p : moves)
+        if (p.slot == Slot::MoveAcross && p.action.from && first.contains(*p.action.from)) {
+          p.slot = Slot::MoveOutFirst;
+          if (budgeted(p.action.location) && !first.contains(p.action.location)) {
+            first.insert(p.action.location);
+            grew = true;
+          }
+        }
+    }
+  }
+
+  /// Appends `pending` (moves of one phase) to `ordered` so that each move
+  /// into a budgeted location follows the moves out of it; where every
+  /// move left waits for another, the first goes through pageable memory.
+  void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered) const {
+    const auto leaves = [&](Location at) {
+      return std::any_of(pending.begin(), pending.end(),
+                         [&](const Placed &p) { return p.action.from == at; });
+    };
+    while (!pending.empty()) {
+      // The first move whose destination no pending move still has to leave.
+      auto next = std::find_if(pending.begin(), pending.end(), [&](const Placed &p) {
+        return !budgeted(p.action.location) || !leaves(p.action.location);
+      });
+      if (next != pending.end()) {
+        ordered.push_back(*next);
+        pending.erase(next);
+        continue;
+      }
+      const Action &round = pending.front().action;
+      const std::uint32_t step = pending.front().step;
+      ordered.push_back(
+          {step, Slot::SpillOut, {ActionKind::Move, round.value, Location::pageable(), round.from}});
+      ordered.push_back(
+          {step, Slot::MoveIn, {ActionKind::Move, round.value, round.location, Location::pageable()}});
+      pending.erase(pending.begin());
+    }
+  }
+
   bool kept_any(const Stretch &stretch, std::optional<GapKind> *kind = nullptr,
                 Location *at = nullptr) const {
     for (std::uint32_t g = stretch.first_gap; g < stretch.first_gap + stretch.gap_count; ++g)

@@ -644,6 +644,51 @@ TEST_CASE("timeline: the verifier numbers the runtime's windows: a move waits fo
         kAgreementUs);
 }
 
+TEST_CASE("solve: moves across that wait for each other's room, or that a workspace waits for") {
+  // Found comparing the clock with explain on random workloads of two
+  // devices: schedules that did not verify.
+  SUBCASE("two values swap devices: one goes round through pageable memory") {
+    // Each device holds one of the two 150 MB values and room for no
+    // second: moving either first would overrun the other device.
+    const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "swap", "devices": 2,
+      "budgets": [{"at": "cuda:0", "bytes": 200000000}, {"at": "cuda:1", "bytes": 200000000}],
+      "values": [{"name": "a", "bytes": 150000000, "mode": "exclusive", "at": "pageable"},
+                 {"name": "b", "bytes": 150000000, "mode": "exclusive", "at": "pageable"}],
+      "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["a"]}, {"at": "cuda:1", "values": ["b"]}]},
+                {"name": "1", "needs": [{"at": "cuda:1", "values": ["a"]}, {"at": "cuda:0", "values": ["b"]}]}]})");
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    const planner::StepPlan &step = r.schedule.steps[1];
+    REQUIRE(step.reclaim.size() == 1);
+    CHECK(step.reclaim[0].location == Location::pageable());
+    REQUIRE(step.enter.size() == 2);
+    CHECK(step.enter[1].value == step.reclaim[0].value);
+    CHECK(step.enter[1].from == Location::pageable());
+    // Five moves: the two in, then one across and the other round (two).
+    CHECK(r.verification.transfers.size() == 5);
+    CHECK(r.verification.bytes_moved == 5 * 150000000ull);
+    printed_program(w, r);
+  }
+  SUBCASE("a value leaves a device whose room the step reserves for workspace") {
+    // Step 1 needs `c` in pinned memory and 80 MB of workspace on a
+    // 100 MB cuda:0 that holds `c` (60 MB): the move out comes before the
+    // reservation, in the reclaim phase.
+    const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "room", "devices": 1,
+      "budgets": [{"at": "cuda:0", "bytes": 100000000}],
+      "values": [{"name": "c", "bytes": 60000000, "mode": "exclusive", "at": "pageable"}],
+      "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["c"]}]},
+                {"name": "1", "needs": [{"at": "pinned", "values": ["c"]}],
+                 "workspace": [{"at": "cuda:0", "bytes": 80000000, "label": "tmp"}]}]})");
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    const planner::StepPlan &step = r.schedule.steps[1];
+    REQUIRE(step.reclaim.size() == 1);
+    CHECK(step.reclaim[0].location == Location::pinned());
+    CHECK(step.enter.empty());
+    printed_program(w, r);
+  }
+}
+
 TEST_CASE("lru baseline: a search whose reclaims lead back to a state on its path ends") {
   // Found by fuzz_workload: step 2 needs 120 MB at a 100 MB cuda:0. To make
   // room the controller's search moved a ciphertext to pinned memory, and
