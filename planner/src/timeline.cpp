@@ -39,9 +39,12 @@ public:
   /// each copy's index on the engines, or none for a copy that takes no
   /// time (a load in place, a link that costs nothing).
   std::span<const std::optional<std::size_t>> issue(std::span<const Transfer> phase, double issue) {
-    flows_.run_until(issue);
     std::vector<std::optional<std::size_t>> &indices = indices_;
     indices.clear();
+    // Most phases issue nothing: the engines run on until one does (a
+    // third of the simulation's events were such stops on the way).
+    if (phase.empty()) return indices;
+    flows_.run_until(issue);
     // The window whose batch is open; a window with no copy that takes time
     // opens none, so the next one waits for the one before it.
     std::optional<std::uint32_t> open;
@@ -59,6 +62,10 @@ public:
                                 : copy_flow(x.from, x.to, x.logical_bytes, staged, extra.seconds(), links_);
       const double seconds =
           spec.lead_seconds + spec.latency_seconds + spec.bytes / spec.bytes_per_second + spec.tail_seconds;
+      // A copy that takes no time (a curve without a fixed cost, no bytes,
+      // no DMA extra: no calibrated profile has one) is left off the
+      // engines: it neither queues nor holds back the copies after it, as
+      // the predictor's would, in no time.
       if (!(seconds > 0)) {
         indices.emplace_back();
         continue;

@@ -215,7 +215,8 @@ bool CopyFlows::advance(double limit) {
     if (room == std::numeric_limits<double>::infinity()) return false; // nothing left to happen
     step = room;
   }
-  now_ = step == room ? limit : now_ + step;
+  // Never past the limit, where the sum rounds up by an ulp.
+  now_ = step == room ? limit : std::min(limit, now_ + step);
   const auto count_down = [](double &left, double passed) {
     // Within rounding of what passed: done.
     left = left <= passed * (1 + 1e-12) ? 0 : left - passed;

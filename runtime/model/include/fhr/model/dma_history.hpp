@@ -100,7 +100,7 @@ public:
     host_work_pending_.set();
     warm_.clear();
     all_warm_ = false;
-    last_copy_.fill(std::nullopt);
+    ++host_work_count_; // forgets every device's last copy (last_copy())
   }
 
   /// A DMA of `value` between pinned memory and `device` starts now, into
@@ -113,7 +113,7 @@ public:
   /// the device, and a DMA in clears the device's host work.
   DmaExtra dma(ValueId value, unsigned device, bool into_device, const LinkModel &links) {
     const bool cold = !is_warm(value, device);
-    const std::optional<LastCopy> &last = last_copy_[device];
+    const std::optional<LastCopy> last = last_copy(device);
     DmaExtra extra;
     if (into_device && host_work_pending_.test(device)) {
       extra.state = DmaState::AfterHostWork;
@@ -131,7 +131,8 @@ public:
     if (into_device) host_work_pending_.reset(device);
     warm_.insert({value, device});
     last_copy_[device] =
-        LastCopy{value, extra.state == DmaState::AfterHostWork || extra.state == DmaState::ColdValue};
+        LastCopy{value, extra.state == DmaState::AfterHostWork || extra.state == DmaState::ColdValue,
+                 host_work_count_};
     return extra;
   }
 
@@ -140,8 +141,8 @@ public:
   /// device's last copy (it runs on their copy engines), so the DMA after
   /// it is no follow-on.
   void peer_copy(ValueId value, unsigned from_device, unsigned to_device) {
-    last_copy_[from_device] = LastCopy{value, false};
-    last_copy_[to_device] = LastCopy{value, false};
+    last_copy_[from_device] = LastCopy{value, false, host_work_count_};
+    last_copy_[to_device] = LastCopy{value, false, host_work_count_};
   }
 
   /// A copy of `value` from pageable memory into `device` ran (staged
@@ -155,7 +156,7 @@ public:
     processor_wrote_host();
     host_work_pending_.reset(device);
     warm_.insert({value, device});
-    last_copy_[device] = LastCopy{value, false};
+    last_copy_[device] = LastCopy{value, false, host_work_count_};
   }
 
   /// Applies a copy of `value` from `from` to `to` and returns what its DMA pays beyond its curve: a DMA
@@ -196,10 +197,21 @@ private:
   struct LastCopy {
     ValueId value;
     bool met_extra_state = false;
+    /// host_work_count_ when it ran: the processor's work since forgets it.
+    std::uint64_t host_work = 0;
   };
+  /// The device's last copy since the processor's last work on host memory.
+  std::optional<LastCopy> last_copy(unsigned device) const {
+    const std::optional<LastCopy> &last = last_copy_[device];
+    return last && last->host_work == host_work_count_ ? last : std::nullopt;
+  }
 
   std::bitset<Location::kMaxCudaDevices> host_work_pending_;
   std::array<std::optional<LastCopy>, Location::kMaxCudaDevices> last_copy_{};
+  /// How many times the processor wrote host memory (processor_wrote_host):
+  /// one count, where clearing every device's last copy cost a pass over
+  /// all of them per fill.
+  std::uint64_t host_work_count_ = 0;
   /// (value, device): the value's bytes crossed the link between the host
   /// and the device since the processor's last work on host memory.
   std::set<std::pair<ValueId, unsigned>> warm_;
