@@ -689,6 +689,38 @@ TEST_CASE("solve: moves across that wait for each other's room, or that a worksp
   }
 }
 
+TEST_CASE("solve: random workloads of two devices verify, print, and time as explain predicts") {
+  // Both policies' schedules of 150 random workloads of two budgeted
+  // devices (planner_support.hpp): each verifies (34 of 400 such
+  // workloads' planner schedules did not, before realize ordered its moves
+  // across), its printed program passes check, and the clock agrees with
+  // explain --profile.
+  const LinkModel &links = LinkModel::h200();
+  int solved = 0, infeasible = 0, shared_windows = 0;
+  for (unsigned seed = 1; seed <= 150; ++seed) {
+    const planner::Workload w = random_two_device_workload(seed);
+    REQUIRE_FALSE(planner::check_workload(w));
+    CAPTURE(seed);
+    for (const bool lru : {false, true}) {
+      CAPTURE(lru);
+      const planner::SolveResult r = lru ? planner::solve_lru(w) : planner::solve_planner(w);
+      CHECK(r.verification.feasible);
+      if (!r.ok()) {
+        ++infeasible; // the workload cannot fit, or the LRU controller gave up
+        continue;
+      }
+      const ProgramTime predicted = predicted_time(printed_program(w, r), links);
+      shared_windows += predicted.shared_windows;
+      CHECK(std::abs(r.timeline.total_seconds * 1e6 - predicted.us) <= kAgreementUs);
+      ++solved;
+    }
+  }
+  MESSAGE("solved " << solved << ", infeasible or given up " << infeasible
+                    << ", windows of two copies or more " << shared_windows);
+  CHECK(solved >= 250);
+  CHECK(shared_windows > 0);
+}
+
 TEST_CASE("lru baseline: a search whose reclaims lead back to a state on its path ends") {
   // Found by fuzz_workload: step 2 needs 120 MB at a 100 MB cuda:0. To make
   // room the controller's search moved a ciphertext to pinned memory, and

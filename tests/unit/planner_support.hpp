@@ -73,6 +73,80 @@ inline planner::Workload random_workload(unsigned seed, std::size_t values, std:
   return w;
 }
 
+/// A workload on two budgeted devices, of ciphertexts (EXCLUSIVE, adopted
+/// in pinned or pageable memory) and keys (rebuilt from a source) of 1 to
+/// 150 MiB: each step needs up to three values on each device within its
+/// budget, sometimes one in pinned memory, and workspace on a device; spill
+/// tiers from each device to pinned and pageable memory, some through the
+/// other device first; in some, pinned memory budgeted for its ciphertexts
+/// with a tier to pageable. No step computes. The shapes that had the
+/// planner's schedules fail to verify: values swapping devices, moves out
+/// whose room a workspace needs.
+inline planner::Workload random_two_device_workload(unsigned seed) {
+  std::mt19937 rng(seed);
+  const auto pick = [&](std::uint64_t low, std::uint64_t high) { return low + rng() % (high - low + 1); };
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  planner::Workload w;
+  w.name = "two-devices-" + std::to_string(seed);
+  w.devices = 2;
+  const bool pinned_budget = rng() % 3 == 0;
+  std::uint64_t largest = 0, in_pinned = 0;
+  const std::size_t values = pick(3, 9);
+  for (std::size_t v = 0; v < values; ++v) {
+    planner::Value value;
+    const bool ciphertext = rng() % 2 == 0;
+    value.name = (ciphertext ? "c" : "k") + std::to_string(v);
+    value.logical_bytes = value.storage_bytes = pick(1, 150) * kMiB;
+    value.mode = ciphertext ? ReplicaMode::Exclusive : ReplicaMode::Replicable;
+    value.adopted = ciphertext;
+    // A source in budgeted pinned memory would keep load room at every step.
+    value.home = ciphertext && rng() % 3 == 0                      ? Location::pinned()
+                 : !ciphertext && !pinned_budget && rng() % 2 == 0 ? Location::pinned()
+                                                                   : Location::pageable();
+    if (value.adopted && value.home == Location::pinned()) in_pinned += value.storage_bytes;
+    largest = std::max(largest, value.storage_bytes);
+    w.values.push_back(value);
+  }
+  for (unsigned d = 0; d < 2; ++d) {
+    w.budgets.push_back({Location::cuda(d), largest * pick(1, 3) + pick(0, 50) * kMiB});
+    std::vector<Location> tiers{Location::pinned(), Location::pageable()};
+    if (rng() % 2 == 0) tiers.insert(tiers.begin(), Location::cuda(1 - d));
+    w.tiers.push_back({Location::cuda(d), tiers});
+  }
+  if (pinned_budget) {
+    w.budgets.push_back({Location::pinned(), in_pinned + pick(0, 2) * largest});
+    w.tiers.push_back({Location::pinned(), {Location::pageable()}});
+  }
+  const std::size_t steps = pick(4, 14);
+  for (std::size_t t = 0; t < steps; ++t) {
+    planner::Step step;
+    step.name = std::to_string(t);
+    step.compute_seconds = 0.0;
+    const auto needed = [&](ValueId v) {
+      return std::any_of(step.needs.begin(), step.needs.end(),
+                         [&](const planner::Need &n) { return n.value == v; });
+    };
+    for (unsigned d = 0; d < 2; ++d) {
+      std::uint64_t used = 0;
+      for (std::size_t n = pick(1, 3); n > 0; --n) {
+        const auto v = static_cast<ValueId>(rng() % values);
+        if (needed(v) || used + w.values[v].storage_bytes > w.budgets[d].second) continue;
+        used += w.values[v].storage_bytes;
+        step.needs.push_back({v, Location::cuda(d)});
+      }
+      const std::uint64_t room = w.budgets[d].second - used;
+      if (rng() % 2 == 0 && room > kMiB)
+        step.workspace.push_back({Location::cuda(d), pick(1, room / kMiB) * kMiB, "tmp"});
+    }
+    if (!pinned_budget && rng() % 5 == 0) {
+      const auto v = static_cast<ValueId>(rng() % values);
+      if (!needed(v)) step.needs.push_back({v, Location::pinned()});
+    }
+    w.steps.push_back(step);
+  }
+  return w;
+}
+
 /// The fewest bytes any schedule of a one-device workload moves, by
 /// dynamic programming over the set of values resident on the device at
 /// each step (every other place is unbudgeted: a droppable value leaves for
