@@ -4,15 +4,24 @@
 // and the schedule clock) and the reference LRU controller; the programs
 // they print then go back through the compiler and its checker. A finding
 // is a crash, a sanitizer report, a hang, or a broken promise of `fhr-plan
-// solve`: a schedule that does not verify, or a printed program that does
-// not compile, that `check` refuses or that explain puts over a budget
-// (check_printed_program, docs/planner.md).
+// solve`: a schedule that does not verify, a printed program that does not
+// compile, that `check` refuses or that explain puts over a budget
+// (check_printed_program, docs/planner.md), or, where no step computes, a
+// schedule whose time by the planner's clock is not what `explain
+// --profile` predicts for its printed program (one engine, one rule:
+// docs/planner.md, "Time").
+#include "fhr/compiler/analysis.hpp"
+#include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/output.hpp"
 #include "fhr/compiler/printed_program.hpp"
+#include "fhr/compiler/report.hpp"
 #include "fhr/planner/lru_baseline.hpp"
 #include "fhr/planner/schedule.hpp"
 #include "fhr/planner/solve.hpp"
 #include "fhr/planner/workload_json.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +43,30 @@ constexpr std::size_t kMaxValues = 10'000, kMaxNeeds = 10'000;
   std::abort();
 }
 
+/// explain --profile's total for the printed program (the shipped profile),
+/// less its loads' fills (the clock times a load from its copy), and the
+/// loads counted: each subtracts figures rounded to the nanosecond.
+std::pair<double, std::size_t> explained_us(const std::string &program) {
+  fhr::CompiledFile compiled = fhr::compile_text(program, "fuzz.fhr");
+  const fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
+  nlohmann::ordered_json document = fhr::explain_json({fhr::build_report(*compiled.lowered, analysis)});
+  fhr::add_predicted_time(document, fhr::LinkModel::h200());
+  for (const auto &unit : document["files"][0]["units"]) {
+    if (unit["kind"] != "program") continue;
+    double us = unit["predicted_us"].get<double>();
+    std::size_t loads = 0;
+    for (const auto &step : unit["steps"]) {
+      if (step["transfer"] != "load") continue;
+      const auto &time = step["time"];
+      us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
+            time["allocation_us"].get<double>();
+      ++loads;
+    }
+    return {us, loads};
+  }
+  finding("the printed program", "has no program unit\n" + program);
+}
+
 /// Every schedule made must verify, and its printed program must be what
 /// `fhr-plan solve` promises.
 void check(const fhr::planner::Workload &workload, const fhr::planner::SolveResult &result) {
@@ -42,6 +75,17 @@ void check(const fhr::planner::Workload &workload, const fhr::planner::SolveResu
   const std::string program = fhr::planner::emit_program(workload, result.schedule, "fuzz");
   const fhr::PrintedProgramCheck printed = fhr::check_printed_program(program, workload.budgets);
   if (!printed.accepted) finding(result.policy + "'s printed program", printed.detail + "\n" + program);
+  // Where steps compute, prefetches stream beside the next step's reclaim,
+  // which a program's explanation does not see.
+  for (const fhr::planner::Step &step : workload.steps)
+    if (step.compute_seconds.value_or(0.0) != 0.0) return;
+  const auto [us, loads] = explained_us(program);
+  const double clock_us = result.timeline.total_seconds * 1e6;
+  // explain's JSON gives each figure to the nanosecond.
+  const double tolerance = 0.01 + 0.002 * static_cast<double>(loads) + 1e-9 * std::abs(clock_us);
+  if (!(std::abs(clock_us - us) <= tolerance))
+    finding(result.policy + "'s time", "the clock says " + std::to_string(clock_us) + " us, explain " +
+                                           std::to_string(us) + " us\n" + program);
 }
 
 } // namespace
