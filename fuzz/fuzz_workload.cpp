@@ -21,6 +21,7 @@
 #include "fhr/planner/solve.hpp"
 #include "fhr/planner/workload_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -44,8 +45,8 @@ constexpr std::size_t kMaxValues = 10'000, kMaxNeeds = 10'000;
 }
 
 /// explain --profile's total for the printed program (the shipped profile),
-/// less its loads' fills (the clock times a load from its copy), and the
-/// loads counted: each subtracts figures rounded to the nanosecond.
+/// less its loads' fills, and how many loads it has: each subtracts figures
+/// rounded to the nanosecond.
 std::pair<double, std::size_t> explained_us(const std::string &program) {
   fhr::CompiledFile compiled = fhr::compile_text(program, "fuzz.fhr");
   const fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
@@ -53,16 +54,10 @@ std::pair<double, std::size_t> explained_us(const std::string &program) {
   fhr::add_predicted_time(document, fhr::LinkModel::h200());
   for (const auto &unit : document["files"][0]["units"]) {
     if (unit["kind"] != "program") continue;
-    double us = unit["predicted_us"].get<double>();
-    std::size_t loads = 0;
-    for (const auto &step : unit["steps"]) {
-      if (step["transfer"] != "load") continue;
-      const auto &time = step["time"];
-      us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
-            time["allocation_us"].get<double>();
-      ++loads;
-    }
-    return {us, loads};
+    const auto loads =
+        static_cast<std::size_t>(std::count_if(unit["steps"].begin(), unit["steps"].end(),
+                                               [](const auto &step) { return step["transfer"] == "load"; }));
+    return {fhr::predicted_us_without_fills(unit), loads};
   }
   finding("the printed program", "has no program unit\n" + program);
 }

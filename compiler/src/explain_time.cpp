@@ -396,4 +396,15 @@ void add_predicted_time(json &document, const LinkModel &links, const TimelineOp
   document["links"] = json{{"machine", links.machine}, {"measured", links.measured}};
 }
 
+double predicted_us_without_fills(const json &unit) {
+  double us = unit.at("predicted_us").get<double>();
+  for (const json &step : unit.at("steps")) {
+    if (step.at("transfer") != "load") continue;
+    const json &time = step.at("time");
+    us -= time.at("copy_start_us").get<double>() - time.at("start_us").get<double>() -
+          time.at("allocation_us").get<double>();
+  }
+  return us;
+}
+
 } // namespace fhr

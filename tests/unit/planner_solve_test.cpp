@@ -45,13 +45,10 @@ ProgramTime predicted_time(const std::string &program, const LinkModel &links) {
   for (const auto &unit : document["files"][0]["units"]) {
     if (unit["kind"] != "program") continue;
     ProgramTime out;
-    out.us = unit["predicted_us"].get<double>();
+    out.us = predicted_us_without_fills(unit);
     std::map<std::int64_t, int> per_window;
     for (const auto &step : unit["steps"]) {
       const auto &time = step["time"];
-      if (step["transfer"] == "load")
-        out.us -= time["copy_start_us"].get<double>() - time["start_us"].get<double>() -
-                  time["allocation_us"].get<double>();
       ++out.dma_states[time["dma_state"].get<std::string>()];
       if (time["window"].is_number()) ++per_window[time["window"].get<std::int64_t>()];
     }

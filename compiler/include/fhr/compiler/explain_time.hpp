@@ -102,4 +102,10 @@ void add_dma_extra_json(nlohmann::ordered_json &time, const DmaExtra &extra);
 void add_predicted_time(nlohmann::ordered_json &document, const LinkModel &links,
                         const TimelineOptions &options = {});
 
+/// A unit's `predicted_us` (add_predicted_time) less its loads' source
+/// fills: what the planner's schedule clock times (a load from its copy,
+/// docs/planner.md "Time"), so the two compare on a printed program. Each
+/// figure subtracted is rounded to the nanosecond, as the JSON gives it.
+double predicted_us_without_fills(const nlohmann::ordered_json &unit);
+
 } // namespace fhr
