@@ -1,5 +1,7 @@
 #include "fhr/planner/gap_model.hpp"
 
+#include "fhr/model/state.hpp"
+
 #include <algorithm>
 #include <array>
 
@@ -35,9 +37,12 @@ public:
     m_.step_count = static_cast<std::uint32_t>(w_.steps.size());
     for (const auto &[at, bytes] : w_.budgets)
       m_.locations.push_back(at);
+    // A budget above what a location can account (kMaxChargedBytes) is
+    // that limit: the model's accounts admit no more, and the room below
+    // stays within 64-bit signed figures.
     std::vector<std::uint64_t> budget;
     for (const auto &[at, bytes] : w_.budgets)
-      budget.push_back(bytes);
+      budget.push_back(std::min(bytes, kMaxChargedBytes));
     m_.capacity.assign(m_.locations.size(), std::vector<std::int64_t>(m_.step_count, 0));
     m_.load_room.assign(m_.locations.size(), 0);
     if (load_room_)
@@ -61,7 +66,10 @@ public:
         if (const std::int16_t l = slot[ws.at.index()]; l >= 0)
           needed[static_cast<std::size_t>(l)] += ws.bytes;
       for (std::uint32_t l = 0; l < m_.locations.size(); ++l) {
-        const std::uint64_t with_room = needed[l] + m_.load_room[l];
+        // Each at most kMaxChargedBytes (check_workload); beyond the budget
+        // by more than it, a step is as infeasible as by that much, and
+        // the difference stays a 64-bit signed figure.
+        const std::uint64_t with_room = std::min(needed[l] + m_.load_room[l], kMaxChargedBytes + 1);
         m_.capacity[l][t] = static_cast<std::int64_t>(budget[l]) - static_cast<std::int64_t>(with_room);
         if (with_room > budget[l] && !m_.infeasible)
           m_.infeasible = Infeasibility{t, m_.locations[l], needed[l], m_.load_room[l], budget[l]};

@@ -66,7 +66,8 @@ public:
   }
 
 private:
-  static constexpr std::int64_t kHuge = std::numeric_limits<std::int64_t>::max() / 4;
+  /// Above every room: a location accounts at most kMaxChargedBytes (2^62).
+  static constexpr std::int64_t kHuge = std::int64_t{1} << 62;
 
   void apply(std::size_t p, std::int64_t delta) const {
     min_[p] += delta;

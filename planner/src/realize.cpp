@@ -2,6 +2,7 @@
 #include "fhr/planner/schedule.hpp"
 
 #include "fhr/model/location_set.hpp"
+#include "fhr/model/state.hpp"
 
 #include <algorithm>
 
@@ -41,7 +42,9 @@ public:
       std::uint64_t adopted = 0;
       for (const Value &v : w.values)
         if (v.adopted && v.home == at) adopted += v.storage_bytes;
-      initial_room_.push_back(static_cast<std::int64_t>(bytes) - static_cast<std::int64_t>(adopted));
+      // Room beyond what a location can account (kMaxChargedBytes) is none.
+      initial_room_.push_back(static_cast<std::int64_t>(std::min(bytes, kMaxChargedBytes)) -
+                              static_cast<std::int64_t>(adopted));
     }
   }
 
@@ -238,7 +241,6 @@ private:
   void movable(const UseChain &chain) {
     const Value &value = w_.values[chain.value];
     Location here = value.home;
-    bool spilled = false; // `here` is a spill tier, not a place the value is used at
     const auto move = [&](std::uint32_t step, Location to, Slot slot) {
       if (to == here) return;
       place(step, slot, {ActionKind::Move, chain.value, to, here});
@@ -255,15 +257,17 @@ private:
           // Leaves in the reclaim phase, so the step's reservations find its room.
           move(stretch.begin, spill_tier(here, stretch.begin, stretch.end, value.storage_bytes),
                Slot::SpillOut);
-          spilled = true;
         } else if (stretch.free_position && *stretch.free_position != here) {
           move(stretch.begin, *stretch.free_position, Slot::SpillOut); // ahead to unbudgeted memory
         }
       }
       if (stretch.next) {
-        // Arrivals from a spill tier come after the moves that make room.
-        move(stretch.end, *stretch.next, spilled || !budgeted(here) ? Slot::MoveIn : Slot::MoveAcross);
-        spilled = false;
+        // Arrivals from an unbudgeted place come after the moves that make
+        // room. A return from a budgeted spill tier is a move across: the
+        // tier's room is counted only up to the step before it leaves, so
+        // a reservation or another move there may need it gone first
+        // (found by a review's random workloads).
+        move(stretch.end, *stretch.next, !budgeted(here) ? Slot::MoveIn : Slot::MoveAcross);
       }
     }
   }

@@ -89,7 +89,8 @@ std::optional<WorkloadError> check_workload(const Workload &w) {
   std::vector<std::uint64_t> adopted_at(Location::kCount, 0);
   // What a location can be charged at most: every value and the largest
   // step's workspace. Within the model's limit of one location's account
-  // (kMaxChargedBytes), no sum the planner or the model makes wraps.
+  // (kMaxChargedBytes), no account and no step's room wraps; totals over a
+  // whole schedule (bytes moved) are still plain 64-bit sums.
   std::uint64_t values_bytes = 0;
   for (std::size_t i = 0; i < w.values.size(); ++i) {
     const Value &v = w.values[i];

@@ -666,6 +666,40 @@ TEST_CASE("solve: moves across that wait for each other's room, or that a worksp
     CHECK(r.verification.bytes_moved == 5 * 150000000ull);
     printed_program(w, r);
   }
+  SUBCASE("a value comes back from a budgeted spill tier whose room the step reserves") {
+    // `x` spills from cuda:0 to pinned memory (room for one value) for
+    // step 1 and comes back for step 2, which reserves all of pinned
+    // memory: the move back is a move across, before the reservation
+    // (found by a review: it was an arrival after it).
+    const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "back", "devices": 1,
+      "budgets": [{"at": "cuda:0", "bytes": 100}, {"at": "pinned", "bytes": 100}],
+      "tiers": [{"from": "cuda:0", "to": ["pinned", "pageable"]}],
+      "values": [{"name": "x", "bytes": 100, "mode": "exclusive", "at": "cuda:0"},
+                 {"name": "y", "bytes": 100, "mode": "replicable", "source": "pageable"}],
+      "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["x"]}]},
+                {"name": "1", "needs": [{"at": "cuda:0", "values": ["y"]}]},
+                {"name": "2", "needs": [{"at": "cuda:0", "values": ["x"]}],
+                 "workspace": [{"at": "pinned", "bytes": 100, "label": "w"}]}]})");
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    printed_program(w, r);
+  }
+  SUBCASE("a swap through another device's spill tier goes round through pageable memory") {
+    const planner::Workload w = workload(R"({"schema": "fhr-workload/1", "name": "tier", "devices": 2,
+      "budgets": [{"at": "cuda:0", "bytes": 200}, {"at": "cuda:1", "bytes": 100}],
+      "tiers": [{"from": "cuda:0", "to": ["cuda:1", "pageable"]}],
+      "values": [{"name": "x", "bytes": 100, "mode": "exclusive", "at": "cuda:0"},
+                 {"name": "z", "bytes": 100, "mode": "exclusive", "at": "cuda:0"},
+                 {"name": "y", "bytes": 100, "mode": "replicable", "source": "pageable"}],
+      "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["x", "z"]}]},
+                {"name": "1", "needs": [{"at": "cuda:0", "values": ["z", "y"]}]},
+                {"name": "2", "needs": [{"at": "cuda:0", "values": ["x"]}, {"at": "cuda:1", "values": ["z"]}]}]})");
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    CHECK(std::any_of(r.schedule.steps[2].reclaim.begin(), r.schedule.steps[2].reclaim.end(),
+                      [](const Action &a) { return a.location == Location::pageable(); }));
+    printed_program(w, r);
+  }
   SUBCASE("a value leaves a device whose room the step reserves for workspace") {
     // Step 1 needs `c` in pinned memory and 80 MB of workspace on a
     // 100 MB cuda:0 that holds `c` (60 MB): the move out comes before the
