@@ -42,7 +42,7 @@ public:
     // stays within 64-bit signed figures.
     std::vector<std::uint64_t> budget;
     for (const auto &[at, bytes] : w_.budgets)
-      budget.push_back(std::min(bytes, kMaxChargedBytes));
+      budget.push_back(budget_limit(bytes));
     m_.capacity.assign(m_.locations.size(), std::vector<std::int64_t>(m_.step_count, 0));
     m_.load_room.assign(m_.locations.size(), 0);
     if (load_room_)

@@ -5,6 +5,7 @@
 #include "fhr/model/state.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace fhr::planner {
 
@@ -13,9 +14,9 @@ namespace {
 /// Where a transition's actions go, in the order every budget admits:
 /// reclaim drops, then moves out to spill tiers, then the moves across
 /// whose room the step's reservations need; enter moves across (out of a
-/// budgeted location to where the value is needed or kept next, or ahead
-/// from an unbudgeted one), then moves in from spill tiers and unbudgeted
-/// places, then loads.
+/// budgeted location, a budgeted spill tier included, to where the value is
+/// needed or kept next, or ahead from an unbudgeted one), then moves in
+/// from unbudgeted places, then loads.
 enum class Slot : std::uint8_t { Drop, SpillOut, MoveOutFirst, MoveAcross, MoveIn, Load };
 
 struct Placed {
@@ -42,8 +43,7 @@ public:
       std::uint64_t adopted = 0;
       for (const Value &v : w.values)
         if (v.adopted && v.home == at) adopted += v.storage_bytes;
-      // Room beyond what a location can account (kMaxChargedBytes) is none.
-      initial_room_.push_back(static_cast<std::int64_t>(std::min(bytes, kMaxChargedBytes)) -
+      initial_room_.push_back(static_cast<std::int64_t>(budget_limit(bytes)) -
                               static_cast<std::int64_t>(adopted));
     }
   }
@@ -152,18 +152,22 @@ private:
   /// into a budgeted location follows the moves out of it; where every
   /// move left waits for another, the first goes through pageable memory.
   void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered) const {
-    const auto leaves = [&](Location at) {
-      return std::any_of(pending.begin(), pending.end(),
-                         [&](const Placed &p) { return p.action.from == at; });
+    // How many pending moves still leave each location.
+    std::array<std::size_t, Location::kCount> leaving{};
+    for (const Placed &p : pending)
+      if (p.action.from) ++leaving[p.action.from->index()];
+    const auto take = [&](std::vector<Placed>::iterator p) {
+      if (p->action.from) --leaving[p->action.from->index()];
+      pending.erase(p);
     };
     while (!pending.empty()) {
       // The first move whose destination no pending move still has to leave.
       auto next = std::find_if(pending.begin(), pending.end(), [&](const Placed &p) {
-        return !budgeted(p.action.location) || !leaves(p.action.location);
+        return !budgeted(p.action.location) || leaving[p.action.location.index()] == 0;
       });
       if (next != pending.end()) {
         ordered.push_back(*next);
-        pending.erase(next);
+        take(next);
         continue;
       }
       const Action &round = pending.front().action;
@@ -172,7 +176,7 @@ private:
           {step, Slot::SpillOut, {ActionKind::Move, round.value, Location::pageable(), round.from}});
       ordered.push_back(
           {step, Slot::MoveIn, {ActionKind::Move, round.value, round.location, Location::pageable()}});
-      pending.erase(pending.begin());
+      take(pending.begin());
     }
   }
 

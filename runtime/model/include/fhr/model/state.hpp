@@ -34,6 +34,13 @@ namespace fhr {
 /// account and overflowed the controller's search: found by fuzz_workload).
 inline constexpr std::uint64_t kMaxChargedBytes = std::uint64_t{1} << 62;
 
+/// What a budget admits up to (§4.2): itself, never more than
+/// kMaxChargedBytes; no budget, kMaxChargedBytes. The one spelling of the
+/// limit, for the model's accounts and the planner's room alike.
+inline std::uint64_t budget_limit(std::optional<std::uint64_t> budget) {
+  return budget ? std::min(*budget, kMaxChargedBytes) : kMaxChargedBytes;
+}
+
 struct LocationAccount {
   std::optional<std::uint64_t> budget_bytes;
   std::uint64_t used_bytes = 0;
@@ -44,9 +51,7 @@ struct LocationAccount {
   std::uint64_t charged_bytes() const { return used_bytes + reserved_bytes; }
   /// What the location admits up to: its budget, and never more than
   /// kMaxChargedBytes (§4.2).
-  std::uint64_t limit_bytes() const {
-    return budget_bytes ? std::min(*budget_bytes, kMaxChargedBytes) : kMaxChargedBytes;
-  }
+  std::uint64_t limit_bytes() const { return budget_limit(budget_bytes); }
   /// used + reserved + x <= limit: the one spelling of the budget
   /// inequality (§4.2). The controller's capacity check (§18.3) asks it
   /// for every request, a zero-byte one too.
