@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -47,22 +46,14 @@ constexpr std::size_t kMaxValues = 10'000, kMaxNeeds = 10'000;
 
 /// explain --profile's total for the printed program (the shipped profile),
 /// less its loads' fills, and how many loads it has: each subtracts figures
-/// rounded to the nanosecond. None where explain's figure is known to be off.
-std::pair<std::optional<double>, std::size_t> explained_us(const std::string &program) {
+/// rounded to the nanosecond.
+std::pair<double, std::size_t> explained_us(const std::string &program) {
   fhr::CompiledFile compiled = fhr::compile_text(program, "fuzz.fhr");
   const fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
   nlohmann::ordered_json document = fhr::explain_json({fhr::build_report(*compiled.lowered, analysis)});
   fhr::add_predicted_time(document, fhr::LinkModel::h200());
   for (const auto &unit : document["files"][0]["units"]) {
     if (unit["kind"] != "program") continue;
-    // A reservation in a scope's body (where the printed plan is not
-    // feasible on its own) is not released when its scope closes in
-    // explain's replay of the program's memory, so its windows and time
-    // come out too long: a known gap (docs/planner.md, "Time"), not the
-    // clock's.
-    if (std::any_of(unit["steps"].begin(), unit["steps"].end(),
-                    [](const auto &step) { return step["phase"] == "reserve"; }))
-      return {std::nullopt, 0};
     const auto loads =
         static_cast<std::size_t>(std::count_if(unit["steps"].begin(), unit["steps"].end(),
                                                [](const auto &step) { return step["transfer"] == "load"; }));
@@ -83,9 +74,7 @@ void check(const fhr::planner::Workload &workload, const fhr::planner::SolveResu
   // which a program's explanation does not see.
   for (const fhr::planner::Step &step : workload.steps)
     if (step.compute_seconds.value_or(0.0) != 0.0) return;
-  const auto [explained, loads] = explained_us(program);
-  if (!explained) return;
-  const double us = *explained;
+  const auto [us, loads] = explained_us(program);
   const double clock_us = result.timeline.total_seconds * 1e6;
   // explain's JSON gives each figure to the nanosecond.
   const double tolerance = 0.01 + 0.002 * static_cast<double>(loads) + 1e-9 * std::abs(clock_us);

@@ -44,6 +44,7 @@ json unit_json(const ReportUnit &unit) {
   for (const ReportStep &s : unit.steps) {
     json step;
     step["phase"] = s.context;
+    step["index"] = s.index;
     step["step"] = s.text;
     step["position"] = position(s.span);
     step["source"] = optional_location(s.source);
@@ -60,6 +61,10 @@ json unit_json(const ReportUnit &unit) {
     step["transfer"] = step_transfer_name(s.transfer);
     const bool moves = s.transfer != StepTransfer::None && s.source && s.destination;
     step["link"] = moves ? json(transfer_link_name(s.transfer, *s.source, *s.destination)) : json(nullptr);
+    // When the charge of a reservation ends: the pictures and the time
+    // predictor replay a program's memory by it.
+    if (s.admitted_reservation)
+      step["released_before_step"] = s.released_before ? json(*s.released_before + 1) : json(nullptr);
     steps.push_back(std::move(step));
   }
   out["steps"] = std::move(steps);

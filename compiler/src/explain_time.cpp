@@ -121,23 +121,6 @@ std::optional<std::pair<Location, std::uint64_t>> budget_request(const std::stri
   return std::pair{*location, std::stoull(reason.substr(requested + 10))};
 }
 
-/// The scope a program step belongs to ("boot/level-1" of
-/// "boot/level-1/enter": plan names may hold slashes), or "".
-std::string scope_of(const std::string &phase) {
-  const std::size_t slash = phase.rfind('/');
-  return slash == std::string::npos ? std::string() : phase.substr(0, slash);
-}
-
-/// Where a scope's phase comes in its run (reclaim, reserve, enter, exit).
-int phase_rank(const std::string &phase) {
-  const std::string last = phase.substr(phase.rfind('/') + 1);
-  if (last == "reclaim") return 0;
-  if (last == "reserve") return 1;
-  if (last == "enter") return 2;
-  if (last == "exit") return 3;
-  return 4;
-}
-
 } // namespace
 
 UnitMemory unit_memory(const json &unit, MemorySeries series) {
@@ -181,34 +164,24 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
   // What the steps tell of each value's replicas (before the unit nothing is known).
   std::map<std::string, std::set<Location>> resident, absent;
   struct OpenReservation {
-    std::string scope, band;
+    std::string band;
     std::optional<Location> location;
+    std::size_t released_before; ///< the 0-based step; steps.size(): held to the end
   };
   std::vector<OpenReservation> reservations;
-  std::string previous_scope;
-  int previous_rank = 0;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const json &step = steps[k];
     const StepWords words = step_words(step);
-    const std::string phase = string_or_empty(step, "phase");
-    const std::string scope = scope_of(phase);
-    // A program's scope releases its reservations when it closes: at the
-    // next scope, or when the same plan runs again (its phases start over).
-    const int rank = phase_rank(phase);
-    const bool runs_again = scope == previous_scope && rank < previous_rank;
-    previous_rank = rank;
-    if ((scope != previous_scope || runs_again) && !previous_scope.empty()) {
-      for (auto r = reservations.begin(); r != reservations.end();) {
-        if (r->scope != previous_scope) {
-          ++r;
-          continue;
-        }
-        if (LocationStacks *stack = stack_at(r->location))
-          stack->clear(MemoryBand::Kind::Reservation, r->band);
-        r = reservations.erase(r);
+    // A program's reservation ends with its body or scope, between two
+    // steps, as the step that admitted it says.
+    for (auto r = reservations.begin(); r != reservations.end();) {
+      if (r->released_before != k) {
+        ++r;
+        continue;
       }
+      if (LocationStacks *stack = stack_at(r->location)) stack->clear(MemoryBand::Kind::Reservation, r->band);
+      r = reservations.erase(r);
     }
-    previous_scope = scope;
     const bool ok = string_or_empty(step, "result") == "ok";
     if (string_or_empty(step, "result") == "failed" && !out.failure) out.failure = k;
     const std::uint64_t bytes = step.value("storage_bytes", std::uint64_t{0});
@@ -288,7 +261,12 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
         band += " (step " + std::to_string(k + 1) + ")";
       if (LocationStacks *stack = stack_at(destination))
         stack->add(MemoryBand::Kind::Reservation, band, bytes);
-      reservations.push_back(OpenReservation{scope, band, destination});
+      // A reservation released before a step not in the document, or
+      // one from a document without the key, stays to the end.
+      std::size_t released_before = steps.size();
+      if (auto found = step.find("released_before_step"); found != step.end() && found->is_number_unsigned())
+        released_before = std::clamp<std::size_t>(found->get<std::size_t>(), k + 2, steps.size() + 1) - 1;
+      reservations.push_back(OpenReservation{band, destination, released_before});
     }
     out.values.push_back(value);
     out.transfers.push_back(transfer);
@@ -328,11 +306,17 @@ std::vector<TimelineStep> unit_timeline_steps(const json &unit, const UnitMemory
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const json &step = steps[k];
     const std::string phase = string_or_empty(step, "phase");
-    // Steps of one phase of one plan run may share windows; direct
-    // primitives, body lifetimes and setup run alone.
+    // Steps of one phase of one plan run (or of one action list) may share
+    // windows; direct primitives, body lifetimes and setup run alone. A run
+    // of a phase or a list starts at index 0: two runs of one plan, or two
+    // lists of one name, in a row are two calls (a document without the
+    // index can only tell them apart by their phase).
     const bool runs_alone =
         phase == "direct" || phase == "acquire" || phase == "hold" || phase == "reserve" || phase == "setup";
-    if (k == 0 || phase != previous_phase || runs_alone) ++group;
+    const auto index = step.find("index");
+    const bool starts_run =
+        index != step.end() && index->is_number_unsigned() && index->get<std::uint64_t>() == 0;
+    if (k == 0 || phase != previous_phase || runs_alone || starts_run) ++group;
     previous_phase = phase;
     TimelineStep timeline;
     timeline.group = group;

@@ -158,6 +158,7 @@ public:
     ReportStep step = step_for(std::move(context), reservation_text(r), instruction, outcome, nullptr,
                                MessageContext{{}, r.label}, detail);
     step.storage_bytes = step.logical_bytes = r.nbytes;
+    step.admitted_reservation = !outcome.failed();
     return step;
   }
 
@@ -191,6 +192,7 @@ public:
       unit.steps.push_back(plan_step(std::string(step_kind_name(phase)), phase,
                                      plan.instruction_of(phase, s.index), value, s.outcome, detail));
       unit.steps.back().transfer = s.transfer;
+      unit.steps.back().index = s.index;
     }
     if (!unit.feasible) {
       unit.failure = unit.steps.size() - 1;
@@ -253,6 +255,10 @@ public:
       ReportStep step = program_step(rows[n], detail);
       step.raised = rows[n].failed() ? rows[n].raised : ErrorClass::None;
       step.transfer = rows[n].transfer;
+      step.index = rows[n].index;
+      if (const std::optional<std::size_t> released = rows[n].released_before_row;
+          released && *released < rows.size())
+        step.released_before = *released;
       unit.steps.push_back(std::move(step));
     }
     if (!unit.feasible) {

@@ -161,6 +161,87 @@ plan "p" {
   CHECK(document["links"]["machine"] == "");
 }
 
+TEST_CASE("memory stacks: a program's reservations end with their body or scope, nested or not") {
+  // The body's workspace ends before the scope's exit, so b and c later
+  // fit one overlap window; the outer scope's workspace outlives the inner
+  // scope nested in its body, so x's move out (whose room is freed only
+  // when its window commits) and b's copy in do not fit one.
+  json document = document_of(R"(
+budget cuda:0 200 MiB
+value a 60 MiB replicable at pinned
+value b 60 MiB replicable at pinned
+value c 60 MiB replicable at pinned
+value x 60 MiB replicable at cuda:0
+plan "work" in program { enter { ensure a at cuda:0 } exit { drop a at cuda:0 } }
+plan "inner" in program { reserve cuda:0 20 MiB "inner workspace" }
+plan "outer" in program { reserve cuda:0 100 MiB "outer workspace" }
+program "body" {
+  scope "work" { reserve cuda:0 80 MiB "body workspace" }
+  actions "load" {
+    ensure b at cuda:0
+    ensure c at cuda:0
+  }
+}
+program "nested" {
+  scope "outer" {
+    run "inner"
+    actions "swap" {
+      move x to pinned from cuda:0
+      ensure b at cuda:0
+    }
+  }
+}
+)");
+  json &units = document["files"][0]["units"];
+  const fhr::UnitMemory body = fhr::unit_memory(units[0]);
+  CHECK(units[0]["steps"][1]["released_before_step"] == 3);
+  // x 60; a 60 in; the body's 80; released, then a dropped; b, c in.
+  CHECK(at(body, "cuda:0").charged_bytes ==
+        std::vector<std::uint64_t>{60 * MiB, 120 * MiB, 200 * MiB, 60 * MiB, 120 * MiB, 180 * MiB});
+  CHECK(band_bytes(at(body, "cuda:0"), "\"body workspace\"", 3) == 0);
+  const fhr::UnitMemory nested = fhr::unit_memory(units[1]);
+  CHECK(units[1]["steps"][0]["released_before_step"].is_null()); // held past the last step
+  CHECK(units[1]["steps"][1]["released_before_step"] == 3);
+  // x 60; the outer's 100, the inner's 20, released; x out; b in.
+  CHECK(at(nested, "cuda:0").charged_bytes ==
+        std::vector<std::uint64_t>{60 * MiB, 160 * MiB, 180 * MiB, 100 * MiB, 160 * MiB});
+  fhr::add_predicted_time(document, round_model());
+  const json &loads = units[0]["steps"];
+  CHECK(loads[3]["time"]["window"] == loads[4]["time"]["window"]);
+  const json &swap = units[1]["steps"];
+  CHECK(swap[2]["time"]["window"] != swap[3]["time"]["window"]);
+
+  // A document without the key (written by something else) holds every
+  // reservation to the end of the unit.
+  for (json &step : units[0]["steps"])
+    step.erase("released_before_step");
+  CHECK(at(fhr::unit_memory(units[0]), "cuda:0").charged_bytes.back() == 260 * MiB);
+}
+
+TEST_CASE("predicted time: two action lists of one name in a row are two calls") {
+  json document = document_of(R"(
+budget cuda:0 1 GiB
+value x 20 MiB replicable at cuda:0
+value y 10 MiB replicable at pinned
+program "lists" {
+  actions "swap" { move x to pinned from cuda:0 }
+  actions "swap" { ensure y at cuda:0 }
+}
+)");
+  fhr::add_predicted_time(document, round_model());
+  const double mib = 1048576.0 / 1e3; // microseconds per MiB at 1 GB/s
+  const json &unit = document["files"][0]["units"][0];
+  const json &steps = unit["steps"];
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["index"] == 0);
+  CHECK(steps[1]["index"] == 0);
+  // The manager waits for the first call's window before the second's:
+  // x's 20 MiB out, then y's 10 MiB in, not beside it.
+  CHECK(steps[0]["time"]["window"] != steps[1]["time"]["window"]);
+  CHECK(steps[1]["time"]["start_us"].get<double>() == doctest::Approx(20 * mib));
+  CHECK(unit["predicted_us"].get<double>() == doctest::Approx(30 * mib));
+}
+
 TEST_CASE("pictures: one self-contained page and one SVG document with every chart") {
   const json document = document_of(fhr::test::read_file(FHR_SOURCE_DIR "/examples/infeasible.fhr"));
   const std::string page = fhr::render_html(document, fhr::LinkModel::h200());

@@ -1,5 +1,7 @@
 // Programs: scopes with preflight, bodies, exits without preflight, lifetimes
 // released at the end of a body, and the classes a caller would see.
+#include "fhr/executor/interpreter.hpp"
+#include "fhr/executor/model_target.hpp"
 #include "test_support.hpp"
 
 using namespace fhr;
@@ -101,4 +103,91 @@ TEST_CASE("acquire of a value that is not resident names it") {
   CHECK(p.run.steps[0].outcome.error == ErrorClass::Unavailable);
   CHECK(e.report.units[0].steps[0].reason == "value 'b' is not resident at pinned");
   CHECK(e.report.units[0].steps[0].text == "acquire a, b at pinned");
+}
+
+namespace {
+
+/// `released_before_row` of every row, none where it is not a reservation.
+std::vector<std::optional<std::size_t>> releases(const RunResult &run) {
+  std::vector<std::optional<std::size_t>> out;
+  for (const StepRecord &row : run.steps)
+    out.push_back(row.released_before_row);
+  return out;
+}
+
+constexpr const char *kNestedReservations = R"(
+    value a 1 MiB replicable at pinned
+    value b 1 MiB replicable at pageable
+    plan "outer" in program {
+      reserve cuda:0 8 MiB "outer"
+      enter { ensure a at cuda:0 }
+      exit { drop a at cuda:0 }
+    }
+    plan "inner" in program { reserve cuda:0 2 MiB "inner" }
+    program "p" {
+      scope "outer" {
+        reserve cuda:0 4 MiB "body"
+        run "inner"
+        ensure b at pinned
+      }
+      reserve cuda:0 1 MiB "program"
+      run "inner"
+    })";
+
+} // namespace
+
+TEST_CASE("the record says when each reservation of a program was released") {
+  Explained e = explain(kNestedReservations);
+  const ProgramReport &p = e.analysis.programs[0];
+  REQUIRE(p.feasible);
+  // 0 outer/reserve, 1 outer/enter, 2 body reserve, 3 inner/reserve,
+  // 4 direct ensure, 5 outer/exit, 6 program reserve, 7 inner/reserve.
+  REQUIRE(p.run.steps.size() == 8);
+  CHECK(p.run.steps[2].kind == StepKind::BodyReserve);
+  CHECK(p.run.steps[3].kind == StepKind::Reserve);
+  const std::vector<std::optional<std::size_t>> expected{
+      6,            // the outer scope's: after its exit
+      std::nullopt, //
+      5,            // the body's: when the body ends, before the exit
+      4,            // the inner scope's: when `run` leaves it
+      std::nullopt,
+      std::nullopt,
+      8, // the program body's: when the program ends, after its last row
+      8, // the second inner scope's: after its (empty) exit, the last row
+  };
+  CHECK(releases(p.run) == expected);
+
+  // The statement-at-a-time walk (the Python package's ProgramSteps)
+  // records the same.
+  const bytecode::Module &module = *e.compiled.lowered->module;
+  PlanTable plans(module);
+  State state = initial_state(module);
+  ModelTarget target(state);
+  Interpreter interpreter(plans, target);
+  REQUIRE(interpreter.run_setup().completed);
+  interpreter.begin_program(0);
+  while (interpreter.enter_next_statement())
+    CHECK(interpreter.run_current_body());
+  const RunResult walked = interpreter.finish_program();
+  CHECK(walked.completed);
+  CHECK(releases(walked) == expected);
+}
+
+TEST_CASE("a failing body releases its scope's reservations where the record ends") {
+  Explained e = explain(R"(
+    value a 1 MiB exclusive at pinned
+    plan "stage" in program { reserve cuda:0 8 MiB "stage" }
+    program "p" {
+      scope "stage" {
+        reserve cuda:0 4 MiB "body"
+        drop a at pinned
+      }
+    })");
+  const ProgramReport &p = e.analysis.programs[0];
+  REQUIRE_FALSE(p.feasible);
+  REQUIRE(p.run.steps.size() == 3);
+  CHECK(p.run.steps[2].failed());
+  CHECK(p.run.steps[0].released_before_row == std::optional<std::size_t>(3));
+  CHECK(p.run.steps[1].released_before_row == std::optional<std::size_t>(3));
+  CHECK_FALSE(p.run.steps[2].released_before_row);
 }

@@ -91,6 +91,7 @@ bool Interpreter::run_current_body() {
   w.body.reset();
   if (!run_body(body, /*setup=*/false)) { // as run_scope does
     target_.abandon_scope();
+    note_scope_released(w.entry);
     w.plan.reset();
     w.ok = false;
   }
@@ -107,6 +108,7 @@ bool Interpreter::end_current_statement(Walk &w) {
   const std::size_t first = w.run.steps.size();
   w.ok = target_.exit_scope(plans_.plan(plan));
   mark_entered_by(first, w.entered_by);
+  note_scope_released(w.entry);
   return w.ok;
 }
 
@@ -117,10 +119,12 @@ bool Interpreter::enter_next_statement() {
   while (w.ok && w.pc < w.end) {
     const Instruction &in = module_.code[w.pc];
     if (in.opcode == Opcode::Scope || in.opcode == Opcode::Run) {
-      const std::size_t first = w.run.steps.size();
+      const EntryRows entry{w.run.steps.size(), 0};
       const bool entered = target_.enter_scope(plans_.plan(in.index()));
-      mark_entered_by(first, w.pc);
+      mark_entered_by(entry.begin, w.pc);
+      w.entry = EntryRows{entry.begin, w.run.steps.size()};
       if (!entered) {
+        note_scope_released(w.entry);
         w.ok = false;
         break;
       }
@@ -145,7 +149,7 @@ bool Interpreter::enter_next_statement() {
 void Interpreter::abandon_program() {
   if (!walk_) return;
   if (walk_->plan) target_.abandon_scope();
-  release_last_first(walk_->lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  end_body_lifetimes(walk_->lifetimes);
   walk_.reset();
   run_ = nullptr;
 }
@@ -155,9 +159,9 @@ RunResult Interpreter::finish_program() {
   while (enter_next_statement()) {
   }
   target_.record_into(&w.run);
-  // Lifetimes the program body opened end with it, the last first (§7,
-  // §12.3), whether it completed or stopped at a failure.
-  release_last_first(w.lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  // Lifetimes the program body opened end with it, whether it completed
+  // or stopped at a failure.
+  end_body_lifetimes(w.lifetimes);
   target_.record_into(nullptr);
   RunResult run = std::move(w.run);
   run.completed = w.ok;
@@ -167,17 +171,35 @@ RunResult Interpreter::finish_program() {
 }
 
 bool Interpreter::run_body(InstructionRange range, bool setup) {
-  // Lifetimes this body opens end with it, the last first (§7, §12.3),
-  // whether the body completed or stopped at a failure.
-  std::vector<Target::Token> lifetimes;
+  // Lifetimes this body opens end with it, whether the body completed or
+  // stopped at a failure.
+  std::vector<BodyLifetime> lifetimes;
   bool ok = true;
   for (std::uint32_t pc = range.begin; ok && pc < range.end;)
     ok = run_statement(pc, setup, lifetimes);
-  release_last_first(lifetimes, [&](Target::Token token) { target_.end_lifetime(token); });
+  end_body_lifetimes(lifetimes);
   return ok;
 }
 
-bool Interpreter::run_statement(std::uint32_t &pc, bool setup, std::vector<Target::Token> &lifetimes) {
+void Interpreter::end_body_lifetimes(std::vector<BodyLifetime> &lifetimes) {
+  release_last_first(lifetimes, [&](const BodyLifetime &lifetime) {
+    target_.end_lifetime(lifetime.token);
+    if (run_ && lifetime.reservation_row)
+      run_->steps[*lifetime.reservation_row].released_before_row = recorded_rows();
+  });
+}
+
+void Interpreter::note_scope_released(EntryRows entry) {
+  if (!run_) return;
+  for (std::size_t n = entry.begin; n < entry.end; ++n) {
+    StepRecord &row = run_->steps[n];
+    if (row.kind == StepKind::Reserve && !row.failed()) row.released_before_row = recorded_rows();
+  }
+}
+
+std::size_t Interpreter::recorded_rows() const { return run_ ? run_->steps.size() : 0; }
+
+bool Interpreter::run_statement(std::uint32_t &pc, bool setup, std::vector<BodyLifetime> &lifetimes) {
   const Instruction &in = module_.code[pc];
   const StepKind direct = setup ? StepKind::Setup : StepKind::Direct;
   bool ok = true;
@@ -230,7 +252,7 @@ bool Interpreter::run_statement(std::uint32_t &pc, bool setup, std::vector<Targe
   return ok;
 }
 
-bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes) {
+bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<BodyLifetime> &body_lifetimes) {
   const Instruction &in = module_.code[pc];
   Target::Token token = 0;
   bool ok = false;
@@ -249,27 +271,37 @@ bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<Target:
                          in.opcode == Opcode::Lease && in.flag, step_at(kind, pc), token);
   }
   if (!ok) return false;
-  if (!setup)
-    body_lifetimes.push_back(token);
-  else if (in.alias() != 0)
+  if (!setup) {
+    // A body's reservation is the row the target just recorded.
+    std::optional<std::size_t> row;
+    if (in.opcode == Opcode::Reserve && run_) row = recorded_rows() - 1;
+    body_lifetimes.push_back(BodyLifetime{token, row});
+  } else if (in.alias() != 0) {
     named_lifetimes_.emplace_back(pc, token);
+  }
   return true;
 }
 
 bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body,
                             std::optional<std::uint32_t> entered_by) {
   const PlanSteps &steps = plans_.plan(plan);
-  std::size_t first = run_ ? run_->steps.size() : 0;
+  EntryRows entry{recorded_rows(), 0};
   const bool entered = target_.enter_scope(steps);
-  if (entered_by) mark_entered_by(first, *entered_by);
-  if (!entered) return false;
-  if (body && !run_body(*body, /*setup=*/false)) {
-    target_.abandon_scope();
+  entry.end = recorded_rows();
+  if (entered_by) mark_entered_by(entry.begin, *entered_by);
+  if (!entered) {
+    note_scope_released(entry);
     return false;
   }
-  first = run_ ? run_->steps.size() : 0;
+  if (body && !run_body(*body, /*setup=*/false)) {
+    target_.abandon_scope();
+    note_scope_released(entry);
+    return false;
+  }
+  const std::size_t first = recorded_rows();
   const bool exited = target_.exit_scope(steps);
   if (entered_by) mark_entered_by(first, *entered_by);
+  note_scope_released(entry);
   return exited;
 }
 

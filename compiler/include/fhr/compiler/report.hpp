@@ -19,7 +19,11 @@
 namespace fhr {
 
 struct ReportStep {
-  std::string context;           ///< "enter", "stage-1/exit", "setup", ...
+  std::string context; ///< "enter", "stage-1/exit", "setup", ...
+  /// Its position within its phase or action list (0 for other steps): a
+  /// run of a phase or a list begins at 0, so two runs of one plan or two
+  /// lists of one name in a row stay apart.
+  std::uint32_t index = 0;
   std::string text;              ///< the step as .fhr text: "ensure weight at cuda:0"
   std::uint32_t instruction = 0; ///< the instruction it executes (its span, its excerpt)
   SourceSpan span;
@@ -33,6 +37,11 @@ struct ReportStep {
   std::string value;                    ///< the value an action acts on ("" for other steps)
   /// What moved its bytes, as the model decided (Simulator / ModelTarget).
   StepTransfer transfer = StepTransfer::None;
+  /// A reservation the step admitted, which stays charged until the step
+  /// `released_before` (0-based; a program's body or scope ended between
+  /// the two), or past the unit's last step when none.
+  bool admitted_reservation = false;
+  std::optional<std::size_t> released_before;
 };
 
 /// A statement a failure's note points at.

@@ -20,14 +20,28 @@
 
 namespace fhr {
 
+/// A lifetime a program body opened; for a reservation, also its row in
+/// the run, whose `released_before_row` the body's end fills in.
+struct BodyLifetime {
+  Target::Token token = 0;
+  std::optional<std::size_t> reservation_row;
+};
+
+/// The rows a scope's entry recorded, [begin, end): its reservations' rows
+/// are among them.
+struct EntryRows {
+  std::size_t begin = 0, end = 0;
+};
+
 /// A program being walked by an Interpreter (begin_program .. finish_program).
 struct ProgramWalk {
   RunResult run;
   std::uint32_t pc = 0, end = 0;
   std::optional<std::uint32_t> plan;              ///< the entered statement's plan
   std::uint32_t entered_by = 0;                   ///< its `run` or `scope` instruction
+  EntryRows entry;                                ///< the rows its entry recorded
   std::optional<bytecode::InstructionRange> body; ///< its body, while not run yet
-  std::vector<Target::Token> lifetimes;           ///< the program body's own lifetimes
+  std::vector<BodyLifetime> lifetimes;            ///< the program body's own lifetimes
   bool ok = true;
 };
 
@@ -75,8 +89,16 @@ private:
   bool run_body(bytecode::InstructionRange range, bool setup);
   /// One statement at `pc` (a scope with its body, a primitive, a lifetime,
   /// ...); advances `pc` past it.
-  bool run_statement(std::uint32_t &pc, bool setup, std::vector<Target::Token> &lifetimes);
-  bool run_lifetime(std::uint32_t pc, bool setup, std::vector<Target::Token> &body_lifetimes);
+  bool run_statement(std::uint32_t &pc, bool setup, std::vector<BodyLifetime> &lifetimes);
+  bool run_lifetime(std::uint32_t pc, bool setup, std::vector<BodyLifetime> &body_lifetimes);
+  /// Ends a body's lifetimes, the last first (§7, §12.3), noting when its
+  /// reservations were released.
+  void end_body_lifetimes(std::vector<BodyLifetime> &lifetimes);
+  /// The scope whose entry recorded `entry` released its reservations now
+  /// (after its exit, or when it was left without one).
+  void note_scope_released(EntryRows entry);
+  /// How many rows the program run being recorded has (0 outside one).
+  std::size_t recorded_rows() const;
   /// `entered_by`: the program's `scope` or `run` instruction, if any.
   bool run_scope(std::uint32_t plan, std::optional<bytecode::InstructionRange> body,
                  std::optional<std::uint32_t> entered_by);

@@ -10,7 +10,9 @@
 #include "fhr/model/step_kind.hpp"
 #include "fhr/model/step_transfer.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,11 @@ struct StepRecord {
   /// What moved the step's bytes, as the model's rules decided (recorded by
   /// the ModelTarget; a live manager's record leaves it None).
   StepTransfer transfer = StepTransfer::None;
+  /// For an admitted reservation of a program (a body's or a scope's): how
+  /// many rows the run had recorded when it was released, so it is charged
+  /// up to the row before that one; none while it outlasts the record.
+  /// The interpreter, which ends bodies and scopes, records it.
+  std::optional<std::size_t> released_before_row;
 
   bool failed() const { return outcome.failed(); }
 };
