@@ -202,6 +202,13 @@ def total_line(run):
     text += f" ({error:+.1f}%)" if error is not None else f" ({measured - predicted:+.1f} us)"
     if totals.get("between_steps_us") is not None:
         text += f"; {totals['between_steps_us']:.1f} us between steps"
+    # Windows of several copies, predicted and formed (runs with overlap).
+    windows = run.get("windows")
+    if windows:
+        text += f"; windows {windows['predicted']} predicted, {windows['ran']} formed"
+        differing = windows.get("differing_steps") or []
+        if differing:
+            text += f", steps {', '.join(str(k) for k in differing)} elsewhere"
     return text
 
 

@@ -52,6 +52,19 @@ def test_totals_a_document_may_lack():
     assert script.total_line(no_totals) is None
 
 
+def test_totals_name_the_windows_of_a_run_with_overlap():
+    script = load_script()
+    copies = json.loads(RECORDED.read_text())["runs"][1]
+    older = copy.deepcopy(copies)
+    del older["totals"]["span_us"], older["totals"]["between_steps_us"]
+    older["windows"] = {"predicted": 3, "ran": 3, "differing_steps": []}
+    assert script.total_line(older).endswith("(+11929.0%); windows 3 predicted, 3 formed")
+    older["windows"] = {"predicted": 3, "ran": 2, "differing_steps": [4, 5]}
+    assert script.total_line(older).endswith("; windows 3 predicted, 2 formed, steps 4, 5 elsewhere")
+    older["windows"] = None  # no overlap (the simulated backend)
+    assert script.total_line(older).endswith("(+11929.0%)")
+
+
 def test_a_document_of_another_schema(tmp_path, capsys):
     other = tmp_path / "explain.json"
     other.write_text(json.dumps({"schema": "fhr-explain/2", "runs": []}))

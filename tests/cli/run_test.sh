@@ -144,6 +144,9 @@ for run in doc["runs"]:
         assert m is not None or s["phase"] == "reserve", s  # reservations are not timed
         assert s["error_us"] is None if m is None else abs(s["error_us"] - (m - p)) < 0.002, s
         assert s["predicted"]["result"] == s["measured"]["result"] == "done", s
+        # The simulated devices have no copy engines that overlap: no windows compared.
+        assert s["predicted"]["window_place"] is None and s["measured"]["window_place"] is None, s
+    assert run["windows"] is None, run["windows"]
     last = max(s["predicted"]["commit_us"] for s in run["steps"])
     assert abs(run["totals"]["predicted_us"] - last) < 0.002
     total += moved

@@ -9,7 +9,9 @@
 #include "test_support.hpp"
 
 #include "fhr/compiler/analysis.hpp"
+#include "fhr/compiler/explain_time.hpp"
 #include "fhr/compiler/frontend.hpp"
+#include "fhr/compiler/output.hpp"
 #include "fhr/harness/execution_check.hpp"
 
 #include <doctest/doctest.h>
@@ -23,6 +25,9 @@ struct Tally {
   std::size_t programs = 0, plans = 0, steps = 0, failures_predicted = 0, content_checks = 0;
   /// Runs in which copies of several actions were in flight at once.
   std::size_t overlapped = 0;
+  /// Steps that joined a window the manager formed, each where explain's
+  /// time predictor put it.
+  std::size_t joined_windows = 0;
   /// Modules that budget a location their `devices` do not provide: the
   /// manager refuses such budgets at construction (§1.2), so nothing runs.
   std::size_t unconstructible = 0;
@@ -58,11 +63,32 @@ void check_agreement(const std::string &text, Tally &tally, bool overlap = false
     tally.content_checks += check.content_checks;
     tally.overlapped += check.max_copies_in_flight > 1;
   };
+  // With overlap, the windows the manager formed are the ones explain's
+  // time predictor forms from the explained steps (the program's unit).
+  const nlohmann::ordered_json document =
+      overlap ? explain_json({build_report(*compiled.lowered, explained)}) : nlohmann::ordered_json();
+  auto same_windows = [&](const ExecutionCheck &check) {
+    if (!overlap || !check.agrees() || !check.predicted_setup.completed) return;
+    for (const auto &unit : document["files"][0]["units"]) {
+      if (unit["kind"] != "program" || unit["name"] != check.name) continue;
+      const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
+      const Timeline timeline = predict_timeline(unit_timeline_steps(unit, memory), LinkModel::h200(),
+                                                 unit_timeline_options(memory, {}));
+      for (const WindowDifference &d : window_differences(timeline, check.run))
+        FAIL_CHECK("step " << d.step + 1 << " of " << check.name << ": predicted "
+                           << std::string(window_place_name(d.predicted)) << ", ran "
+                           << std::string(window_place_name(d.ran)) << "\n"
+                           << text);
+      for (std::size_t k = 0; k < check.run.steps.size(); ++k)
+        tally.joined_windows += ran_step_place(check.run, k) == WindowPlace::Joins;
+    }
+  };
   try {
     for (std::uint32_t p = 0; p < module.programs.size(); ++p, ++tally.programs) {
       const ExecutionCheck check = check_program(module, p, options);
       account(check);
       if (check.predicted_setup.completed) same_as_explained(check, &explained.programs[p].run);
+      same_windows(check);
     }
     if (module.programs.empty())
       for (std::uint32_t p = 0; p < module.plans.size(); ++p, ++tally.plans)
@@ -88,7 +114,8 @@ TEST_CASE(
   MESSAGE(tally.programs << " programs and " << tally.plans << " plans, " << tally.steps << " steps, "
                          << tally.failures_predicted << " stopped at a predicted failure, "
                          << tally.content_checks << " content checks; " << tally.overlapped
-                         << " runs overlapped copies; " << tally.unconstructible
+                         << " runs overlapped copies, " << tally.joined_windows
+                         << " steps joined a window as predicted; " << tally.unconstructible
                          << " modules budget a missing device");
   CHECK(tally.programs + tally.plans > 9000);
   CHECK(tally.unconstructible < 1000);

@@ -9,6 +9,7 @@
 #include "fhr/compiler/explain_time.hpp"
 #include "fhr/compiler/output.hpp"
 #include "fhr/controller/controller.hpp"
+#include "fhr/harness/execution_check.hpp"
 #include "fhr/planner/lru_baseline.hpp"
 #include "fhr/planner/solve.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
@@ -750,6 +751,52 @@ TEST_CASE("solve: random workloads of two devices verify, print, and time as exp
                     << ", windows of two copies or more " << shared_windows);
   CHECK(solved >= 250);
   CHECK(shared_windows > 0);
+}
+
+TEST_CASE("solve: printed programs run on a manager with overlap form the windows explain predicts") {
+  // The planner's and the LRU policy's printed programs of random
+  // workloads of two budgeted devices, run on simulated devices with
+  // separate copy engines: each runs as explained, and every copy opens,
+  // joins or stays out of a window where explain's time predictor put it
+  // (the manager's windows and the predictor's come from one rule, over
+  // the manager's accounts and over explain's replay of the program's
+  // memory respectively).
+  ExecutionOptions options;
+  options.backend = BackendKind::Simulated;
+  options.simulated_overlap = true;
+  options.simulated_memory = SimulatedMemory::SizesOnly;
+  int runs = 0, joined = 0;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    const planner::Workload w = random_two_device_workload(seed);
+    CAPTURE(seed);
+    for (const bool lru : {false, true}) {
+      CAPTURE(lru);
+      const planner::SolveResult r = lru ? planner::solve_lru(w) : planner::solve_planner(w);
+      if (!r.ok()) continue;
+      const std::string program = printed_program(w, r);
+      Explained explained = explain(program);
+      const ExecutionCheck check = check_program(*explained.compiled.lowered->module, 0, options);
+      for (const std::string &difference : check.differences)
+        FAIL_CHECK(difference << "\n" << program);
+      nlohmann::ordered_json document = explain_json({explained.report});
+      for (const auto &unit : document["files"][0]["units"]) {
+        if (unit["kind"] != "program") continue;
+        const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
+        const Timeline timeline = predict_timeline(unit_timeline_steps(unit, memory), LinkModel::h200(),
+                                                   unit_timeline_options(memory, {}));
+        for (const WindowDifference &d : window_differences(timeline, check.run))
+          FAIL_CHECK("step " << d.step + 1 << ": predicted " << std::string(window_place_name(d.predicted))
+                             << ", ran " << std::string(window_place_name(d.ran)) << "\n"
+                             << program);
+        for (std::size_t k = 0; k < check.run.steps.size(); ++k)
+          joined += ran_step_place(check.run, k) == WindowPlace::Joins;
+      }
+      ++runs;
+    }
+  }
+  MESSAGE(runs << " programs run, " << joined << " copies joined a window as predicted");
+  CHECK(runs >= 100);
+  CHECK(joined > 100);
 }
 
 TEST_CASE("lru baseline: a search whose reclaims lead back to a state on its path ends") {

@@ -140,6 +140,21 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
        << " (its total the median); totals " << human_time(*fastest) << " to " << human_time(*slowest)
        << "\n";
   }
+  if (run.windows_compared) {
+    os << "  overlap windows: " << run.windows_predicted << " predicted, " << run.windows_ran << " formed";
+    if (run.window_differences.empty()) {
+      os << ", every step in its predicted place\n";
+    } else {
+      os << "; " << run.window_differences.size() << " steps elsewhere:";
+      for (std::size_t k : run.window_differences) {
+        const AnalyzedStep &step = run.steps[k];
+        os << " step " << k + 1 << " (line " << step.line << ", predicted "
+           << window_place_name(step.predicted_window.value_or(WindowPlace::Alone)) << ", ran "
+           << window_place_name(step.ran_window.value_or(WindowPlace::Alone)) << ")";
+      }
+      os << "\n";
+    }
+  }
   if (check.warm_up)
     os << "  warm-up before the run: " << human_bytes(static_cast<double>(check.warm_up->reserved_bytes()))
        << " reserved in " << human_time(run.warm_up_measured_us.value_or(0))

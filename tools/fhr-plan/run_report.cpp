@@ -58,6 +58,10 @@ double rounded_us(double us) { return std::round(us * 1e3) / 1e3; }
 
 json optional_us(const std::optional<double> &us) { return us ? json(rounded_us(*us)) : json(nullptr); }
 
+json window_place_json(const std::optional<WindowPlace> &place) {
+  return place ? json(window_place_name(*place)) : json(nullptr);
+}
+
 json location_json(const std::optional<Location> &location) {
   return location ? json(location->name()) : json(nullptr);
 }
@@ -213,6 +217,19 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
     }
     run.steps.push_back(std::move(row));
   }
+  // Without overlap every step runs alone and nothing is compared.
+  if (run.timed && options.overlap) {
+    run.windows_compared = true;
+    for (const WindowDifference &difference : window_differences(timeline, check.run))
+      run.window_differences.push_back(difference.step);
+    for (std::size_t k = 0; k < run.steps.size() && k < timeline.steps.size(); ++k) {
+      AnalyzedStep &row = run.steps[k];
+      row.predicted_window = predicted_step_place(timeline, k);
+      row.ran_window = ran_step_place(check.run, k);
+      run.windows_predicted += row.predicted_window == WindowPlace::Opens;
+      run.windows_ran += row.ran_window == WindowPlace::Opens;
+    }
+  }
   run.measured_us = union_length(std::move(measured_spans));
   run.links = link_totals(run.steps);
   if (const StepRecord *failed = check.run.failure())
@@ -367,6 +384,7 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
         predicted["engine"] = s.predicted->engine ? json(engine_name(*s.predicted->engine)) : json(nullptr);
         predicted["window"] = s.predicted->window ? json(*s.predicted->window) : json(nullptr);
       }
+      predicted["window_place"] = window_place_json(s.predicted_window);
       step["predicted"] = std::move(predicted);
       step["measured"] =
           json{{"result", s.measured_result},
@@ -376,7 +394,8 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                {"source_load_us",
                 s.measured_start_us ? json(rounded_us(s.measured_source_load_us)) : json(nullptr)},
                {"transfer_us", optional_us(s.measured_transfer_us())},
-               {"before_copy_us", optional_us(s.measured_before_copy_us)}};
+               {"before_copy_us", optional_us(s.measured_before_copy_us)},
+               {"window_place", window_place_json(s.ran_window)}};
       if (!s.repeated_durations_us.empty()) {
         json durations = json::array(), source_loads = json::array();
         for (std::size_t k = 0; k < s.repeated_durations_us.size(); ++k) {
@@ -396,6 +415,16 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
       steps.push_back(std::move(step));
     }
     r["steps"] = std::move(steps);
+    if (run.windows_compared) {
+      json differing = json::array();
+      for (std::size_t k : run.window_differences)
+        differing.push_back(k + 1);
+      r["windows"] = json{{"predicted", run.windows_predicted},
+                          {"ran", run.windows_ran},
+                          {"differing_steps", std::move(differing)}};
+    } else {
+      r["windows"] = nullptr;
+    }
     json peaks = json::array();
     for (const ExecutionCheck::Peak &peak : check.peaks)
       peaks.push_back(json{{"location", peak.location.name()},

@@ -51,6 +51,9 @@ struct AnalyzedStep {
   /// those of the representative repetition.
   std::vector<double> repeated_durations_us, repeated_source_loads_us;
   std::vector<double> repeated_before_copy_us; ///< the repetitions that stamped it
+  /// Its place among the overlap windows, predicted and as the manager ran
+  /// it, when the run's windows are compared (AnalyzedRun::windows_compared).
+  std::optional<WindowPlace> predicted_window, ran_window;
 
   /// What the prediction has the host do before it issues the copy
   /// (StepTime::copy_issue_seconds less its start), the counterpart of
@@ -92,6 +95,13 @@ struct AnalyzedRun {
   /// blocks before the run took (measured).
   std::optional<double> warm_up_predicted_us, warm_up_measured_us;
   std::vector<LinkTotal> links;
+  /// Whether the windows the manager formed are compared with the
+  /// predicted ones: a timed run with overlap (the CUDA backend), where
+  /// each plain copy ran in a window. The steps (0-based) whose place
+  /// differs, and how many windows of several copies each side formed.
+  bool windows_compared = false;
+  std::vector<std::size_t> window_differences;
+  std::size_t windows_predicted = 0, windows_ran = 0;
   std::optional<std::uint32_t> stopped_line;
   /// --repeat: each repetition's `measured_us`, in run order (empty for a
   /// single run), and the one that stands for them (its check, spans and

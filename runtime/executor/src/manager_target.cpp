@@ -95,7 +95,7 @@ void ManagerTarget::committed(StepRecord step, const TransitionReport &report) {
   step.outcome.destination = report.destination;
   run().steps.push_back(step);
   run().timings.push_back(StepTiming{report.started_at_ns, report.completed_at_ns, report.source_load_ns,
-                                     report.copy_issued_at_ns});
+                                     report.copy_issued_at_ns, report.window_position});
   if (options_.after_transition) options_.after_transition(report, handle_of(step.value));
 }
 

@@ -83,6 +83,7 @@ std::size_t Manager::run_overlapped(const std::string &plan_name, ExecutionPhase
       if (k > 0) reap(); // §7.4: before every executed action (the caller reaped for the first)
       backend_.copies->finish_copy(std::exchange(entry.copy.copy, CopyInFlight{}));
       report.transitions.push_back(run_transition(entry.action, entry.stream, &entry.copy));
+      report.transitions.back().window_position = static_cast<std::uint32_t>(k);
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
       // Undo what did not commit: wait for the later copies, then free

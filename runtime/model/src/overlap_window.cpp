@@ -31,4 +31,13 @@ void OverlapWindow::clear() {
   destinations_.clear();
 }
 
+const char *window_place_name(WindowPlace place) {
+  switch (place) {
+  case WindowPlace::Alone: return "alone";
+  case WindowPlace::Opens: return "opens";
+  case WindowPlace::Joins: return "joins";
+  }
+  return "alone";
+}
+
 } // namespace fhr

@@ -320,6 +320,31 @@ std::vector<std::string> compare_runs(const bytecode::Module &module, const RunR
   return differences;
 }
 
+std::vector<WindowDifference> window_differences(const Timeline &timeline, const RunResult &run) {
+  std::vector<WindowDifference> differences;
+  const std::size_t common = std::min({timeline.steps.size(), run.steps.size(), run.timings.size()});
+  for (std::size_t k = 0; k < common; ++k) {
+    const WindowPlace predicted = predicted_step_place(timeline, k);
+    const WindowPlace ran = ran_step_place(run, k);
+    if (predicted != ran) differences.push_back(WindowDifference{k, predicted, ran});
+  }
+  return differences;
+}
+
+WindowPlace predicted_step_place(const Timeline &timeline, std::size_t k) {
+  const auto window = [&](std::size_t n) {
+    return n < timeline.steps.size() ? timeline.steps[n].window : std::nullopt;
+  };
+  return predicted_window_place(k > 0 ? window(k - 1) : std::nullopt, window(k), window(k + 1));
+}
+
+WindowPlace ran_step_place(const RunResult &run, std::size_t k) {
+  const auto position = [&](std::size_t n) {
+    return n < run.timings.size() ? run.timings[n].window_position : std::nullopt;
+  };
+  return ran_window_place(position(k), position(k + 1));
+}
+
 ExecutionCheck check_program(const bytecode::Module &module, std::uint32_t program,
                              const ExecutionOptions &options) {
   ExecutionCheck result =

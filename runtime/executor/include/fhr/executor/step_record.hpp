@@ -71,6 +71,8 @@ struct StepTiming {
   std::uint64_t source_load_ns = 0; ///< of the span, in the value's source (TransitionReport)
   /// When its copy into the destination was issued (TransitionReport); 0: not stamped.
   std::uint64_t copy_issued_at_ns = 0;
+  /// Its place in the overlap window it ran in (TransitionReport); none: alone.
+  std::optional<std::uint32_t> window_position;
 };
 
 /// One run: setup, a plan as a scope, or a program. A run stops at the

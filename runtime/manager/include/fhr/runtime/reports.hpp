@@ -40,6 +40,12 @@ struct TransitionReport {
   /// small copy time-stamped on the time-stamp counter (a read would sit
   /// on its path).
   std::uint64_t copy_issued_at_ns = 0;
+  /// Its place in the overlap window its copy ran in (0: the window's
+  /// first; a lone plain copy is a window of one), when the manager ran it
+  /// in one (docs/runtime.md, "Overlap inside a plan"); none for a
+  /// transition run on its own (a load, a no-op, a removal, overlap off).
+  /// `fhr-plan run` compares it with the windows explain predicts.
+  std::optional<std::uint32_t> window_position;
   /// The no-op reason (static text), or empty.
   std::string_view reason;
 };

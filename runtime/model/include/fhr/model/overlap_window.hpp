@@ -63,4 +63,35 @@ private:
   std::array<std::uint64_t, Location::kCount> starting_{};
 };
 
+/// Where a step ran with respect to the windows: on its own (a load, a
+/// no-op, a removal, a direct call, or a copy whose window holds it
+/// alone: the same in time), opening a window of several copies, or
+/// joining the window of the step before it. The time predictor
+/// (StepTime::window) and the manager (TransitionReport::window_position)
+/// each say it, so `fhr-plan run` and the differential test compare the
+/// windows explain predicts with the windows the runtime formed.
+enum class WindowPlace : std::uint8_t { Alone, Opens, Joins };
+
+/// The place of a step the manager ran at `position` in its window, before
+/// a step at `next` (none at the end).
+inline WindowPlace ran_window_place(std::optional<std::uint32_t> position,
+                                    std::optional<std::uint32_t> next) {
+  if (!position) return WindowPlace::Alone;
+  if (*position > 0) return WindowPlace::Joins;
+  return next == 1u ? WindowPlace::Opens : WindowPlace::Alone;
+}
+
+/// The place of a step the predictor put in window `window`, between steps
+/// in windows `previous` and `next` (none at the ends, or for steps in none).
+inline WindowPlace predicted_window_place(std::optional<std::uint32_t> previous,
+                                          std::optional<std::uint32_t> window,
+                                          std::optional<std::uint32_t> next) {
+  if (!window) return WindowPlace::Alone;
+  if (previous == window) return WindowPlace::Joins;
+  return next == window ? WindowPlace::Opens : WindowPlace::Alone;
+}
+
+/// "alone", "opens" (a window), "joins" (the window before).
+const char *window_place_name(WindowPlace place);
+
 } // namespace fhr

@@ -14,6 +14,8 @@
 #include "fhr/executor/model_target.hpp"
 #include "fhr/executor/step_record.hpp"
 #include "fhr/executor/value_binder.hpp"
+#include "fhr/model/overlap_window.hpp"
+#include "fhr/model/timeline.hpp"
 #include "fhr/runtime/manager.hpp"
 #include "fhr/runtime/simulated_backend.hpp"
 
@@ -82,6 +84,23 @@ struct ExecutionCheck {
 /// a different state).
 std::vector<std::string> compare_runs(const bytecode::Module &module, const RunResult &predicted,
                                       const RunResult &run);
+
+/// A step the manager ran in another place among the overlap windows than
+/// the time predictor put it (fhr/model/overlap_window.hpp, WindowPlace).
+struct WindowDifference {
+  std::size_t step = 0; ///< 0-based, in the run
+  WindowPlace predicted = WindowPlace::Alone, ran = WindowPlace::Alone;
+};
+
+/// Where the windows the manager formed in `run` (with overlap on) differ
+/// from those `timeline` predicts for the same steps, over the steps both
+/// have. A window the manager split because an allocation failed while
+/// copies were in flight (docs/runtime.md) is one the model cannot see.
+std::vector<WindowDifference> window_differences(const Timeline &timeline, const RunResult &run);
+/// The place of step `k` (0-based) among the windows `timeline` predicts,
+/// and among those the manager formed in `run`.
+WindowPlace predicted_step_place(const Timeline &timeline, std::size_t k);
+WindowPlace ran_step_place(const RunResult &run, std::size_t k);
 
 enum class BackendKind { Host, Simulated, Cuda };
 
