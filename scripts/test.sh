@@ -101,11 +101,15 @@ FHR_PLAN=$PWD/build/tools/fhr-plan PYTHONPATH=$PWD/build-runtime-only/python \
 stage "fuzz smoke runs (libFuzzer, ASan + UBSan)"
 cmake -S . -B build-fuzz -G Ninja "${sanitizer_flags[@]}" -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DFHR_FUZZ=ON -DBUILD_TESTING=OFF -DFHR_PYTHON=OFF -DFHR_WITH_CUDA=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module fuzz_workload
+cmake --build build-fuzz -j "$jobs" --target fuzz_explain fuzz_module fuzz_workload fuzz_run
 corpus=$(mktemp -d)
 cp examples/*.fhr tests/golden/inputs/*.fhr "$corpus"/
+runs=$(mktemp -d)
+cp "$corpus"/*.fhr "$runs"/
 ./build-fuzz/fuzz/fuzz_explain -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
   -rss_limit_mb=2048 -dict=fuzz/fhr.dict "$corpus"
+./build-fuzz/fuzz/fuzz_run -max_total_time="${FHR_FUZZ_SECONDS:-30}" -max_len=4096 -timeout=30 \
+  -rss_limit_mb=2048 -dict=fuzz/fhr.dict "$runs"
 modules=$(mktemp -d)
 for example in examples/*.fhr; do
   ./build/tools/fhr-plan compile "$example" -o "$modules/$(basename "$example" .fhr).fhrb"
