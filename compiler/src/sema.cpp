@@ -105,6 +105,19 @@ private:
     return false;
   }
 
+  /// Counts one more plan or program against the limit (reported once).
+  bool count_unit(ast::Span span) {
+    if (module_.plans.size() + module_.programs.size() < bytecode::kMaxPlansAndPrograms) return true;
+    if (!units_reported_)
+      error(DiagCode::TooManyValues,
+            "a file may declare at most " + std::to_string(bytecode::kMaxPlansAndPrograms) +
+                " plans and programs together",
+            span,
+            "each is explained and reported on its own; a workload's printed program has a plan per step");
+    units_reported_ = true;
+    return false;
+  }
+
   // ---- names -------------------------------------------------------------
   std::optional<std::uint64_t> lookup_number(std::string_view name, ast::Span span);
   bool declare_global(std::string_view name, ast::Span span);
@@ -176,6 +189,7 @@ private:
   llvm::DenseMap<std::uint32_t, bool> plan_used_;
   std::vector<bool> budgeted_ = std::vector<bool>(Location::kCount, false);
   std::uint64_t expanded_ = 0;
+  bool units_reported_ = false;
   bool expansion_reported_ = false;
   unsigned program_counter_ = 0;
 };
@@ -919,6 +933,7 @@ void Analyzer::plan(const ast::Stmt &s) {
                       first, "first declared here");
     return;
   }
+  if (!count_unit(s.text_span)) return;
   ir::Plan plan;
   plan.name = *name;
   plan.span = s.text_span;
@@ -1030,6 +1045,7 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
 
 void Analyzer::program(ast::StmtId id) {
   const ast::Stmt &s = stmt(id);
+  if (!count_unit(s.keyword)) return;
   ir::Program program;
   ++program_counter_;
   if (s.has_text) {

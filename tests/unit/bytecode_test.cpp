@@ -707,6 +707,24 @@ TEST_CASE("bytecode: the verifier refuses modules that ask for more than the lim
     m.value_count = m.declarations[0].family_size;
     CHECK(verifier_message(m, Code::BadOperand).empty());
   }
+  SUBCASE("more plans and programs than a file may declare (a fuzzed 386-byte file declared two million)") {
+    bytecode::Module m = module_with_one_value();
+    for (std::uint32_t k = 0; k < bytecode::kMaxPlansAndPrograms; ++k) {
+      m.plans.push_back(bytecode::PlanEntry{
+          static_cast<std::uint32_t>(m.strings.size()), 1, false, {1, 1}, {1, 1}, {1, 1}, {1, 1}});
+      m.strings.push_back("plan-" + std::to_string(k));
+    }
+    CHECK(verifier_message(m, Code::BadOperand).empty()); // at the limit: loads
+    bytecode::Module with_program = m;
+    with_program.programs = {bytecode::ProgramEntry{3, 1, {1, 1}}};
+    CHECK(verifier_message(with_program, Code::BadOperand)
+              .find("more than 100000 plans and programs together") != std::string::npos);
+    m.plans.push_back(bytecode::PlanEntry{
+        static_cast<std::uint32_t>(m.strings.size()), 1, false, {1, 1}, {1, 1}, {1, 1}, {1, 1}});
+    m.strings.push_back("one-more");
+    CHECK(verifier_message(m, Code::BadOperand).find("more than 100000 plans and programs together") !=
+          std::string::npos);
+  }
   SUBCASE("a program that runs a large plan many times") {
     // A plan of 1,000,000 ensures (two instructions of 500,000), run by a
     // program: each run is 1,000,002 steps (the actions, the preflight and

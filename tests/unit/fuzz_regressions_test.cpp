@@ -31,3 +31,13 @@ TEST_CASE("fuzz regressions go through parse, sema, explain and every output") {
 TEST_CASE("a family larger than the value limit is refused") {
   CHECK(fhr::test::diagnostic_codes("value v[2000000] 1 at pinned") == std::vector<std::string>{"E0205"});
 }
+
+TEST_CASE("more plans and programs than the limit are refused once, where the limit is passed") {
+  // 100,000 plans and programs together load; the next is refused (E0205),
+  // and the loop that declares it stops there.
+  const std::string at_limit = "for i in 0..99999 { plan \"p{i}\" { } }\nprogram { }\n";
+  CHECK(fhr::test::diagnostic_codes(at_limit).empty());
+  const std::string past = "for i in 0..100000 { plan \"p{i}\" { } }\nprogram { }\nplan \"last\" { }\n";
+  CHECK(fhr::test::diagnostic_codes(past) == std::vector<std::string>{"E0205"});
+  CHECK(fhr::test::first_message(past) == "a file may declare at most 100000 plans and programs together");
+}

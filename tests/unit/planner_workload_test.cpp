@@ -2,6 +2,7 @@
 // what, and every error with its JSON path.
 #include "planner_support.hpp"
 
+#include "fhr/bytecode/limits.hpp"
 #include "fhr/planner/solve.hpp"
 
 #include <doctest/doctest.h>
@@ -241,4 +242,20 @@ TEST_CASE("workload: spill tiers are checked like the policy's") {
   CHECK(parse_error(tiers(R"([{"from": "cuda:0", "to": []}, {"from": "cuda:0", "to": []}])")) ==
         "tiers[1]: a second tier list for cuda:0");
   CHECK(parse_error(tiers(R"([{"from": "cuda:0", "to": ["pinned", "pageable"]}])")) == "parsed");
+}
+
+TEST_CASE("workload: at most 99,999 steps, so that its printed program is a file the compiler takes") {
+  // A plan per step and one program: the .fhr limit on plans and programs together.
+  CHECK(planner::kMaxWorkloadSteps + 1 == bytecode::kMaxPlansAndPrograms);
+  const std::string one = R"({"name": "s", "needs": [{"at": "cuda:0", "values": ["ct"]}]})";
+  auto steps = [&](std::size_t n) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < n; ++k)
+      out += (k ? "," : "") + one;
+    return out + "]";
+  };
+  CHECK(std::holds_alternative<planner::Workload>(
+      planner::parse_workload_json(with(kValues, steps(planner::kMaxWorkloadSteps)))));
+  CHECK(parse_error(with(kValues, steps(planner::kMaxWorkloadSteps + 1))) ==
+        "steps: a workload has at most 99999 steps (its printed program has a plan for each)");
 }

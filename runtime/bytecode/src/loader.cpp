@@ -423,6 +423,9 @@ private:
     Reader r = section(SectionKind::Plans);
     const bool has_flags = version_ >= 2;
     const std::uint32_t n = r.count("plan count", has_flags ? 8 : 7);
+    if (n > kMaxPlansAndPrograms)
+      r.fail(ModuleErrorCode::BadOperand,
+             "more than " + std::to_string(kMaxPlansAndPrograms) + " plans and programs together");
     module_.plans.reserve(n);
     std::set<std::string_view> plan_names;
     if (setup_end_ > module_.code.size()) r.fail(ModuleErrorCode::BadIndex, "setup end past the code");
@@ -452,6 +455,9 @@ private:
   void programs() {
     Reader r = section(SectionKind::Programs);
     const std::uint32_t n = r.count("program count", 4);
+    if (n > kMaxPlansAndPrograms - module_.plans.size())
+      r.fail(ModuleErrorCode::BadOperand,
+             "more than " + std::to_string(kMaxPlansAndPrograms) + " plans and programs together");
     module_.programs.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
       ProgramEntry p;

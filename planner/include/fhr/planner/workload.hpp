@@ -14,6 +14,7 @@
 #include "fhr/model/location.hpp"
 #include "fhr/model/value_spec.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +69,11 @@ struct Tier {
   Location from;
   std::vector<Location> to;
 };
+
+/// Steps a workload may have: its printed program has a plan per step and
+/// one program, and a .fhr file declares at most 100,000 plans and programs
+/// together (fhr/bytecode/limits.hpp, kMaxPlansAndPrograms).
+inline constexpr std::size_t kMaxWorkloadSteps = 99'999;
 
 struct Workload {
   std::string name;

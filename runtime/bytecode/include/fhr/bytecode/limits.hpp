@@ -18,6 +18,13 @@ namespace fhr::bytecode {
 /// Declared values: each has a record in the state and in every report.
 inline constexpr std::uint64_t kMaxValues = 1'000'000;
 
+/// Plans and programs together: each is a unit that explain and check
+/// report on its own, whatever its size (a kilobyte or so of records, and a
+/// chart in the pictures), so a loop of a few bytes declaring empty plans
+/// would otherwise ask for gigabytes. The planner prints a plan per step
+/// of a workload, so a workload has at most this many steps.
+inline constexpr std::uint64_t kMaxPlansAndPrograms = 100'000;
+
 /// Steps the interpreter may record for one module, all added up: its
 /// setup's (a declaration counts a step per value), each plan's explained on
 /// its own (its actions and reservations, and its preflight) and each
