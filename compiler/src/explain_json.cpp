@@ -63,6 +63,13 @@ json unit_json(const ReportUnit &unit) {
     step["link"] = moves ? json(transfer_link_name(s.transfer, *s.source, *s.destination)) : json(nullptr);
     // When the charge of a reservation ends: the pictures and the time
     // predictor replay a program's memory by it.
+    // Where a discard removed replicas: those resident before the unit are
+    // otherwise unknown to a replay of its memory.
+    if (s.removed_from) {
+      json at = json::array();
+      s.removed_from->for_each([&](Location l) { at.push_back(l.name()); });
+      step["removed_from"] = std::move(at);
+    }
     if (s.admitted_reservation)
       step["released_before_step"] = s.released_before ? json(*s.released_before + 1) : json(nullptr);
     steps.push_back(std::move(step));

@@ -250,8 +250,17 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
       remove_replica(*source);
 
     } else if (ok && words.keyword == "discard") {
-      const std::set<Location> known = resident[value];
-      for (Location at : known)
+      // Every replica goes: those the step names (the model's record, which
+      // knows the ones resident before the unit), else those seen here.
+      std::set<Location> removed = resident[value];
+      if (auto named = step.find("removed_from"); named != step.end() && named->is_array()) {
+        removed.clear();
+        for (const json &name : *named)
+          if (const std::optional<Location> at =
+                  name.is_string() ? parse_location(name.get<std::string>()) : std::nullopt)
+            removed.insert(*at);
+      }
+      for (Location at : removed)
         remove_replica(at);
     } else if (ok && words.keyword == "reserve" && destination) {
       // Two open reservations with one label get a band each.

@@ -2,6 +2,9 @@
 
 #include "fhr/compiler/human_size.hpp"
 
+#include <algorithm>
+#include <span>
+
 namespace fhr {
 
 std::string format_size(std::uint64_t bytes) {
@@ -36,6 +39,16 @@ namespace {
 
 using bytecode::Instruction;
 using bytecode::Opcode;
+
+/// Where the discard at step `n` removed replicas, if step `n` is one
+/// (`discarded` is in step order).
+std::optional<LocationSet> removed_by(std::span<const DiscardedReplicas> discarded, std::size_t n) {
+  const auto found =
+      std::lower_bound(discarded.begin(), discarded.end(), n,
+                       [](const DiscardedReplicas &d, std::size_t step) { return d.step < step; });
+  if (found == discarded.end() || found->step != n) return std::nullopt;
+  return found->at;
+}
 
 class Builder {
 public:
@@ -193,6 +206,7 @@ public:
                                      plan.instruction_of(phase, s.index), value, s.outcome, detail));
       unit.steps.back().transfer = s.transfer;
       unit.steps.back().index = s.index;
+      unit.steps.back().removed_from = removed_by(report.explanation.discarded, n);
     }
     if (!unit.feasible) {
       unit.failure = unit.steps.size() - 1;
@@ -256,6 +270,7 @@ public:
       step.raised = rows[n].failed() ? rows[n].raised : ErrorClass::None;
       step.transfer = rows[n].transfer;
       step.index = rows[n].index;
+      step.removed_from = removed_by(report.run.discarded, n);
       if (const std::optional<std::size_t> released = rows[n].released_before_row;
           released && *released < rows.size())
         step.released_before = *released;

@@ -218,6 +218,37 @@ program "nested" {
   CHECK(at(fhr::unit_memory(units[0]), "cuda:0").charged_bytes.back() == 260 * MiB);
 }
 
+TEST_CASE("memory stacks: a discard removes the replicas resident before the unit too") {
+  // x's replica on cuda:0 comes from setup: the program's discard frees it,
+  // so y and z fit one window after it (a replay that knew only the
+  // replicas the unit made kept x's 60 MiB there and split the window).
+  json document = document_of(R"(
+budget cuda:0 100 MiB
+value x 60 MiB replicable source pageable
+value y 50 MiB replicable at pinned
+value z 30 MiB replicable at pinned
+ensure x at cuda:0
+plan "evict" { enter { discard x } }
+program "p" {
+  discard x
+  actions "l" {
+    ensure y at cuda:0
+    ensure z at cuda:0
+  }
+}
+)");
+  json &units = document["files"][0]["units"];
+  for (json &unit : units) {
+    INFO(unit["name"].get<std::string>());
+    CHECK(unit["steps"][0]["removed_from"] == json::array({"cuda:0"}));
+    CHECK(at(fhr::unit_memory(unit), "cuda:0").charged_bytes.at(1) == 0);
+  }
+  CHECK(at(fhr::unit_memory(units[1]), "cuda:0").charged_bytes.back() == 80 * MiB);
+  fhr::add_predicted_time(document, round_model());
+  const json &steps = units[1]["steps"];
+  CHECK(steps[1]["time"]["window"] == steps[2]["time"]["window"]);
+}
+
 TEST_CASE("predicted time: two action lists of one name in a row are two calls") {
   json document = document_of(R"(
 budget cuda:0 1 GiB

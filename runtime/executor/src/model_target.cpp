@@ -81,8 +81,16 @@ bool ModelTarget::declare(const bytecode::Declaration &declaration, ValueId valu
 }
 
 bool ModelTarget::apply(const Action &action, StepRecord step) {
-  const Outcome outcome = state_.apply(action, &detail_, step.transfer);
-  return record(step, outcome, ErrorClass::None);
+  LocationSet removed;
+  const Outcome outcome = state_.apply(action, &detail_, step.transfer, &removed);
+  const bool ok = record(step, outcome, ErrorClass::None);
+  note_discard(action, outcome, removed);
+  return ok;
+}
+
+void ModelTarget::note_discard(const Action &action, const Outcome &outcome, LocationSet removed) {
+  if (action.kind != ActionKind::Discard || outcome.failed()) return;
+  run().discarded.push_back(DiscardedReplicas{static_cast<std::uint32_t>(run().steps.size() - 1), removed});
 }
 
 bool ModelTarget::protect(LifetimeKind kind, std::span<const ValueId> values, Location at, bool pending,
@@ -145,8 +153,11 @@ bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
     step.instruction = phase.instructions[i];
     step.value = phase.actions[i].value;
     step.container = phase.container;
-    const Outcome outcome = state_.apply(phase.actions[i], &detail_, step.transfer);
-    if (!finish(step, outcome, ErrorClass::PlanExecution)) return false;
+    LocationSet removed;
+    const Outcome outcome = state_.apply(phase.actions[i], &detail_, step.transfer, &removed);
+    const bool ok = finish(step, outcome, ErrorClass::PlanExecution);
+    note_discard(phase.actions[i], outcome, removed);
+    if (!ok) return false;
   }
   return true;
 }

@@ -101,18 +101,22 @@ void StateOverlay::copy_accounts_of_base() {
 }
 
 [[gnu::flatten]] std::size_t StateOverlay::apply_each(Phase phase, std::span<const Action> actions,
-                                                      FailureDetail *detail, SimulatedStep *out) {
+                                                      FailureDetail *detail, SimulatedStep *out,
+                                                      std::vector<DiscardedReplicas> *discards) {
   Store store(*this);
   for (std::uint32_t i = 0; i < actions.size(); ++i) {
     // Field by field: a step assembled on the stack and copied whole was
     // read back wider than it was written (a store-forwarding stall per
     // action).
     SimulatedStep &step = out[i];
-    const Outcome outcome = rules::apply(store, actions[i], detail, step.transfer);
+    LocationSet removed;
+    const Outcome outcome = rules::apply(store, actions[i], detail, step.transfer, &removed);
     step.phase = phase;
     step.index = i;
     step.outcome = outcome;
     if (outcome.failed()) return i + 1;
+    if (discards && actions[i].kind == ActionKind::Discard)
+      discards->push_back(DiscardedReplicas{i, removed});
   }
   return actions.size();
 }

@@ -287,13 +287,16 @@ Outcome apply(S &store, const Action &action, FailureDetail *detail, Hooks *hook
   return {};
 }
 
-/// apply(), keeping only what moved the step's bytes: explain's and the
-/// model target's per-step path.
+/// apply(), keeping only what moved the step's bytes (and, given
+/// `removed`, where it removed replicas): explain's and the model target's
+/// per-step path.
 template <Store S>
-Outcome apply(S &store, const Action &action, FailureDetail *detail, StepTransfer &transfer) {
+Outcome apply(S &store, const Action &action, FailureDetail *detail, StepTransfer &transfer,
+              LocationSet *removed = nullptr) {
   StepTransferHooks hooks;
   const Outcome outcome = apply(store, action, detail, &hooks);
   transfer = hooks.transfer(outcome);
+  if (removed) *removed = hooks.removed;
   return outcome;
 }
 

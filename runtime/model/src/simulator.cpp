@@ -20,8 +20,11 @@ Explanation Simulator::explain(const PlanView &plan) {
   std::size_t taken = 0;
   // Each phase stops at its first failure, and no later phase runs (§10.2).
   auto run_actions = [&](Phase phase, std::span<const Action> actions) {
+    const std::size_t discards = out.discarded.size();
     const std::size_t applied =
-        overlay_.apply_each(phase, actions, &out.failure_detail, out.steps.data() + taken);
+        overlay_.apply_each(phase, actions, &out.failure_detail, out.steps.data() + taken, &out.discarded);
+    for (std::size_t d = discards; d < out.discarded.size(); ++d)
+      out.discarded[d].step += static_cast<std::uint32_t>(taken); // from the phase's position
     taken += applied;
     return applied == 0 || !out.steps[taken - 1].outcome.failed();
   };

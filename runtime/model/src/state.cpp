@@ -133,9 +133,10 @@ Outcome State::apply(const Action &action, FailureDetail *detail, TransitionHook
   return rules::apply(store, action, detail, hooks);
 }
 
-Outcome State::apply(const Action &action, FailureDetail *detail, StepTransfer &transfer) {
+Outcome State::apply(const Action &action, FailureDetail *detail, StepTransfer &transfer,
+                     LocationSet *removed) {
   Store store(*this);
-  return rules::apply(store, action, detail, transfer);
+  return rules::apply(store, action, detail, transfer, removed);
 }
 
 std::optional<Location> State::plain_copy_source(const Action &action) const {

@@ -8,6 +8,7 @@
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/span_table.hpp"
+#include "fhr/model/location_set.hpp"
 #include "fhr/model/step_transfer.hpp"
 
 #include <cstdint>
@@ -42,6 +43,8 @@ struct ReportStep {
   /// the two), or past the unit's last step when none.
   bool admitted_reservation = false;
   std::optional<std::size_t> released_before;
+  /// A discard: where it removed replicas (the model's record).
+  std::optional<LocationSet> removed_from;
 };
 
 /// A statement a failure's note points at.

@@ -84,6 +84,9 @@ private:
   /// Records `step` with `outcome`; a failure raises `raised` (None: the
   /// outcome's own class). Returns whether it succeeded.
   bool record(const StepRecord &step, const Outcome &outcome, ErrorClass raised);
+  /// After the step of `action` was recorded: a discard's replicas, for
+  /// RunResult::discarded.
+  void note_discard(const Action &action, const Outcome &outcome, LocationSet removed);
   /// The same for a step already appended to the run.
   bool finish(StepRecord &step, const Outcome &outcome, ErrorClass raised);
   /// The preflight of `view`: true when feasible, else records the refused

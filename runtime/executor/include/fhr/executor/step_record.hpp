@@ -7,6 +7,7 @@
 
 #include "fhr/model/action.hpp"
 #include "fhr/model/outcome.hpp"
+#include "fhr/model/simulated_step.hpp"
 #include "fhr/model/step_kind.hpp"
 #include "fhr/model/step_transfer.hpp"
 
@@ -81,6 +82,9 @@ struct RunResult {
   std::string name;
   bool completed = true; ///< false: stopped at the failed last step
   std::vector<StepRecord> steps;
+  /// Where each discard among `steps` removed replicas (the model target's
+  /// record: explain's replay of the run's memory reads it).
+  std::vector<DiscardedReplicas> discarded;
   /// Figures of the failing step, when the target knows them (budget
   /// failures on the model).
   FailureDetail failure_detail;

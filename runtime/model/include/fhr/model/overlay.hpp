@@ -53,8 +53,10 @@ public:
   /// them all. Returns how many steps it wrote. The Simulator's per-phase
   /// path: the loop runs inside the rules' flattened code, so an action
   /// costs no call and the transfer flags stay in registers.
+  /// Each discard that succeeds is appended to `discards` with its
+  /// position in `actions`.
   std::size_t apply_each(Phase phase, std::span<const Action> actions, FailureDetail *detail,
-                         SimulatedStep *out);
+                         SimulatedStep *out, std::vector<DiscardedReplicas> *discards = nullptr);
   /// State::reserve's admission and charge, on the overlay (no lifetime is
   /// recorded: nothing can release it but reset()).
   Outcome reserve(Location at, std::uint64_t nbytes, FailureDetail *detail = nullptr);

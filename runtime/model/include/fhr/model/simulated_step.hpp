@@ -4,6 +4,7 @@
 /// §10.2): which phase, its position there, its outcome and what moved its
 /// bytes.
 
+#include "fhr/model/location_set.hpp"
 #include "fhr/model/outcome.hpp"
 #include "fhr/model/plan.hpp"
 
@@ -21,6 +22,14 @@ struct SimulatedStep {
   Outcome outcome;
   /// What moved its bytes, as the rules' hooks were called.
   StepTransfer transfer{};
+};
+
+/// The replicas a discard removed (§6.4: every one its value had), kept
+/// beside a run's steps for the reports that replay a unit's memory: a
+/// replica resident before the unit is otherwise unknown to them.
+struct DiscardedReplicas {
+  std::uint32_t step = 0; ///< its position in the run's steps
+  LocationSet at;
 };
 
 } // namespace fhr

@@ -47,6 +47,8 @@ struct Explanation {
   std::vector<LocationPrediction> locations;
   /// Figures of the failing step, when it has any.
   FailureDetail failure_detail;
+  /// Where each discard among `steps` removed replicas.
+  std::vector<DiscardedReplicas> discarded;
 
   const SimulatedStep *first_failure() const { return feasible || steps.empty() ? nullptr : &steps.back(); }
 };

@@ -199,9 +199,11 @@ public:
 
   // ---- transitions (§6) ------------------------------------------------
   Outcome apply(const Action &action, FailureDetail *detail = nullptr, TransitionHooks *hooks = nullptr);
-  /// The same, keeping what moved the step's bytes in `transfer` (its hook
-  /// calls inline: the model target's per-step path).
-  Outcome apply(const Action &action, FailureDetail *detail, StepTransfer &transfer);
+  /// The same, keeping what moved the step's bytes in `transfer` and, given
+  /// `removed`, where it removed replicas (its hook calls inline: the model
+  /// target's per-step path).
+  Outcome apply(const Action &action, FailureDetail *detail, StepTransfer &transfer,
+                LocationSet *removed = nullptr);
 
   /// The replica that `action` would copy from, when applying it now would
   /// be an admitted plain copy of a resident replica; std::nullopt for
