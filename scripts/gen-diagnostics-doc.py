@@ -73,7 +73,8 @@ EXAMPLES = {
     "E0302": ("`devices` must be between 0 and 128.", "devices 200\n", []),
     "E0303": ("A location has two `budget` or `location` lines.", "budget pinned 1 GiB\nbudget pinned-host 2 GiB\n", []),
     "E0401": ("Plan names, action-list names and reservation labels must not be blank.", "plan \"\" { }\n", []),
-    "E0402": ("Two plans have the same name.", "plan \"p\" { }\nplan \"p\" { }\n", []),
+    "E0402": ("Two plans, or two programs, have the same name (an unnamed program is called `program-N`, "
+              "N its position among the programs).", "plan \"p\" { }\nplan \"p\" { }\n", []),
     "E0403": ("`run` or `scope` names a plan that is not declared; a close match is suggested.",
               "plan \"stage-1\" { }\nprogram { run \"stage1\" }\n", []),
     "E0404": ("`release` names nothing, or something already released.", "release workspace\n", []),

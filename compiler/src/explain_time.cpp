@@ -64,11 +64,17 @@ public:
     if (auto before = index_.find(key(MemoryBand::Kind::Before, {})); before != index_.end())
       current_[before->second] -= std::min(current_[before->second], bytes);
   }
+  /// Empties a band: a reservation released between two steps.
   void clear(MemoryBand::Kind kind, const std::string &name) {
-    if (auto found = index_.find(key(kind, name)); found != index_.end()) current_[found->second] = 0;
+    if (auto found = index_.find(key(kind, name)); found != index_.end())
+      released_ += std::exchange(current_[found->second], 0);
   }
   /// Appends the current stacks as the figures after one more step.
   void record() {
+    // A step's temporary charge comes on top of the stack before it, less
+    // what was released just before it.
+    const std::uint64_t before = memory_.charged_bytes.empty() ? 0 : memory_.charged_bytes.back();
+    memory_.temporary_base_bytes.push_back(before - std::min(before, std::exchange(released_, 0)));
     memory_.temporary_bytes.push_back(std::exchange(temporary_, 0));
     std::uint64_t charged = 0;
     for (std::size_t b = 0; b < memory_.bands.size(); ++b) {
@@ -106,6 +112,7 @@ private:
   std::map<std::string, std::size_t> index_;
   std::vector<std::uint64_t> current_;
   std::uint64_t temporary_ = 0;
+  std::uint64_t released_ = 0; ///< released since the last record()
 };
 
 /// "Transition exceeds budget at cuda:0 (budget B, used B, reserved B,
@@ -291,7 +298,7 @@ std::uint64_t LocationMemory::derived_peak_bytes() const {
   for (std::size_t k = 0; k < charged_bytes.size(); ++k) {
     peak = std::max(peak, charged_bytes[k]);
     // A step's temporary charge comes on top of the state before it.
-    if (k > 0) peak = std::max(peak, charged_bytes[k - 1] + temporary_bytes[k]);
+    if (k > 0) peak = std::max(peak, temporary_base_bytes[k] + temporary_bytes[k]);
   }
   return peak;
 }

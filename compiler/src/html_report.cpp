@@ -94,7 +94,8 @@ constexpr const char *kScript = R"JS(
           if (!near(base - top, loc.charged_bytes[s] * scale)) problems.push(loc.chart + ' ' + cls + ': stack of step ' + s + ' is ' + (base - top) + ' px, charged ' + loc.charged_bytes[s] * scale);
         });
       }
-      // Temporary charges: outlined above the stack before their step.
+      // Temporary charges: outlined above the stack before their step (less
+      // the reservations released just before it).
       const temporaries = svg.querySelectorAll('rect.temporary');
       const expectedTemporaries = loc.temporary_bytes.filter(v => v > 0).length;
       if (temporaries.length !== expectedTemporaries) problems.push(loc.chart + ': ' + temporaries.length + ' temporary charges drawn, expected ' + expectedTemporaries);
@@ -102,7 +103,7 @@ constexpr const char *kScript = R"JS(
         const s = Number(r.dataset.step), bytes = loc.temporary_bytes[s];
         const box = r.getBBox();
         if (String(bytes) !== r.dataset.bytes || !near(box.height, bytes * scale) ||
-            !near(box.y, base - (loc.charged_bytes[s - 1] + bytes) * scale))
+            !near(box.y, base - (loc.temporary_base_bytes[s] + bytes) * scale))
           problems.push(loc.chart + ': temporary charge of step ' + s + ' misdrawn');
         ++checked;
       });

@@ -271,9 +271,9 @@ public:
       step.transfer = rows[n].transfer;
       step.index = rows[n].index;
       step.removed_from = removed_by(report.run.discarded, n);
-      if (const std::optional<std::size_t> released = rows[n].released_before_row;
-          released && *released < rows.size())
-        step.released_before = *released;
+      // 0: held past the record's last row; so is a release after it.
+      if (const std::size_t released = rows[n].released_before_row; released != 0 && released < rows.size())
+        step.released_before = released;
       unit.steps.push_back(std::move(step));
     }
     if (!unit.feasible) {

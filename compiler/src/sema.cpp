@@ -106,8 +106,10 @@ private:
   }
 
   /// Counts one more plan or program against the limit (reported once).
+  /// Every program is deferred before it is analysed, so the deferred ones
+  /// are all the programs.
   bool count_unit(ast::Span span) {
-    if (module_.plans.size() + module_.programs.size() < bytecode::kMaxPlansAndPrograms) return true;
+    if (module_.plans.size() + deferred_programs_.size() < bytecode::kMaxPlansAndPrograms) return true;
     if (!units_reported_)
       error(DiagCode::TooManyValues,
             "a file may declare at most " + std::to_string(bytecode::kMaxPlansAndPrograms) +
@@ -178,6 +180,8 @@ private:
   std::string_view last_location_text_;
   Location last_location_;
   llvm::StringMap<std::uint32_t> plans_;
+  /// Where each program's name is first given, and whether it was written.
+  llvm::StringMap<std::pair<ast::Span, bool>> programs_;
   llvm::StringMap<LifetimeName> lifetimes_;
   std::vector<LoopVariable> loops_;
   std::vector<std::pair<ast::StmtId, std::vector<LoopVariable>>> deferred_programs_;
@@ -801,7 +805,10 @@ void Analyzer::top_statement(ast::StmtId id) {
     break;
   }
   case StmtKind::Plan: plan(s); break;
-  case StmtKind::Program: deferred_programs_.emplace_back(id, loops_); break;
+  case StmtKind::Program:
+    // Counted now: a loop of programs would otherwise queue every iteration.
+    if (count_unit(s.keyword)) deferred_programs_.emplace_back(id, loops_);
+    break;
   case StmtKind::Tier: tier(s); break;
   case StmtKind::Step: step(s); break;
   case StmtKind::For:
@@ -1045,7 +1052,6 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
 
 void Analyzer::program(ast::StmtId id) {
   const ast::Stmt &s = stmt(id);
-  if (!count_unit(s.keyword)) return;
   ir::Program program;
   ++program_counter_;
   if (s.has_text) {
@@ -1054,6 +1060,24 @@ void Analyzer::program(ast::StmtId id) {
     program.name = *name;
   } else {
     program.name = "program-" + std::to_string(program_counter_);
+  }
+  // Programs are found by name (`run --program`, ModuleRunner, the reports'
+  // units), so two may not share one.
+  const ast::Span name_span = s.has_text ? s.text_span : s.keyword;
+  if (auto [first, inserted] = programs_.try_emplace(program.name, name_span, s.has_text); !inserted) {
+    const auto &[first_span, first_named] = first->second;
+    if (first_span.begin == name_span.begin)
+      error(DiagCode::DuplicatePlan,
+            "program \"" + program.name + "\" is declared again by the next iteration of its loop", name_span,
+            "interpolate the loop variable into the name, as in \"" + program.name + "-{i}\"");
+    else
+      error_with_note(DiagCode::DuplicatePlan, "program \"" + program.name + "\" is already declared",
+                      name_span, first_span,
+                      s.has_text && first_named
+                          ? "first declared here"
+                          : "first declared here (an unnamed program is called program-N, N "
+                            "its position among the programs)");
+    return;
   }
   program.span = s.keyword;
   program_items(children(s), program.items);

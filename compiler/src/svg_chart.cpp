@@ -91,7 +91,7 @@ void draw_temporaries(std::string &out, const UnitPicture &picture, const Locati
     const std::uint64_t bytes = location.temporary_bytes[state];
     const auto [x, width] = columns[state];
     if (bytes == 0 || width <= 0) continue;
-    const double below = static_cast<double>(location.charged_bytes[state - 1]) * scale;
+    const double below = static_cast<double>(location.temporary_base_bytes[state]) * scale;
     const double height = static_cast<double>(bytes) * scale;
     const bool failed = picture.memory.failure && *picture.memory.failure + 1 == state;
     out +=
@@ -389,6 +389,7 @@ json picture_data(const std::vector<UnitPicture> &pictures) {
       location["peak_charged_bytes"] = memory.peak_charged_bytes;
       location["charged_bytes"] = memory.charged_bytes;
       location["temporary_bytes"] = memory.temporary_bytes;
+      location["temporary_base_bytes"] = memory.temporary_base_bytes;
       json bands = json::array();
       for (const MemoryBand &band : memory.bands)
         bands.push_back({{"kind", band.kind == MemoryBand::Kind::Before        ? "before"

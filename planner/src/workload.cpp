@@ -54,6 +54,10 @@ WorkloadError too_large(const std::string &path, const std::string &what) {
 
 std::optional<WorkloadError> check_workload(const Workload &w) {
   if (auto e = check_printable(w.name, "name")) return e;
+  if (w.steps.size() > kMaxWorkloadSteps)
+    return WorkloadError{"steps[" + std::to_string(kMaxWorkloadSteps) + "]",
+                         "a workload has at most " + std::to_string(kMaxWorkloadSteps) +
+                             " steps (its printed program has a plan for each)"};
   LocationSet budgeted;
   for (std::size_t i = 0; i < w.budgets.size(); ++i) {
     const std::string path = "budgets[" + std::to_string(i) + "]";

@@ -189,9 +189,6 @@ Workload parse(const json &root) {
   }
   const json &steps = field(root, "", "steps");
   if (!steps.is_array()) fail("steps", "must be an array");
-  if (steps.size() > kMaxWorkloadSteps)
-    fail("steps", "a workload has at most " + std::to_string(kMaxWorkloadSteps) +
-                      " steps (its printed program has a plan for each)");
   w.steps.reserve(steps.size());
   std::vector<ValueId> expanded;
   for (std::size_t s = 0; s < steps.size(); ++s) {

@@ -44,6 +44,40 @@ TEST_CASE("grammar/program: errors") {
   CHECK(diagnostic_codes("program { actions \"\" { } }") == std::vector<std::string>{"E0401"});
   CHECK(diagnostic_codes("program { release x }") == std::vector<std::string>{"E0010"});
 }
+TEST_CASE("grammar/program: two programs may not share a name; a program and a plan may") {
+  CompiledFile twice = compile_text("program \"p\" { }\nprogram \"p\" { }\n", "t.fhr");
+  REQUIRE(twice.source->diagnostics().size() == 1);
+  const Diagnostic &d = twice.source->diagnostics()[0];
+  CHECK(diag_code_text(d.code) == "E0402");
+  CHECK(d.message == "program \"p\" is already declared");
+  CHECK(d.span.begin == 24);
+  REQUIRE(d.notes.size() == 1);
+  CHECK(d.notes[0].message == "first declared here");
+  // An unnamed program is called program-N: a named one may not take its name.
+  CompiledFile unnamed = compile_text("program { }\nprogram \"program-1\" { }\n", "t.fhr");
+  REQUIRE(unnamed.source->diagnostics().size() == 1);
+  CHECK(unnamed.source->diagnostics()[0].message == "program \"program-1\" is already declared");
+  CHECK(unnamed.source->diagnostics()[0].notes[0].message.find("an unnamed program is called program-N") !=
+        std::string::npos);
+  // In a loop: the second iteration, once.
+  CompiledFile loop = compile_text("for i in 0..3 { program \"p\" { } }\n", "t.fhr");
+  REQUIRE(loop.source->diagnostics().size() == 1);
+  CHECK(loop.source->diagnostics()[0].message ==
+        "program \"p\" is declared again by the next iteration of its loop");
+  CHECK(compile_ok("plan \"p\" { }\nprogram \"p\" { run \"p\" }\nfor i in 0..3 { program \"p-{i}\" { } }")
+            .module.programs.size() == 4);
+}
+
+TEST_CASE("grammar/program: programs in a loop count against the limit as they are declared") {
+  // A 36-byte loop of empty programs queued every iteration before any was
+  // counted (3.4 s and 926 MB); it stops at the 100,001st now.
+  CompiledFile c = compile_text("for i in 0..10000000 { program { } }\n", "t.fhr");
+  REQUIRE(c.source->diagnostics().size() == 1);
+  CHECK(c.source->diagnostics()[0].message ==
+        "a file may declare at most 100000 plans and programs together");
+  CHECK(c.source->diagnostics()[0].notes[0].message.find("in the iteration i = 100000 of 0..10000000") == 0);
+}
+
 TEST_CASE("grammar/program: a plan `in program` is explained only inside the programs that run it") {
   // On its own the plan would fail: setup leaves `ct` at pageable, and
   // only the program's direct move brings it to pinned first.

@@ -558,6 +558,14 @@ TEST_CASE("bytecode: is_action and the verifier's contexts come from the opcode 
     CHECK(verifier_message(m, Code::BadStructure).find("(declare): not allowed in a program body") !=
           std::string::npos);
   }
+  SUBCASE("two programs of one name (the compiler's E0402)") {
+    bytecode::Module m = module_with_one_value();
+    m.programs = {bytecode::ProgramEntry{3, 1, {1, 1}}, bytecode::ProgramEntry{3, 2, {1, 1}}};
+    CHECK(verifier_message(m, Code::BadStructure).find("two programs have the same name") !=
+          std::string::npos);
+    m.programs[1].name = 2; // "p": a plan's name, but no program's
+    CHECK(verifier_message(m, Code::BadStructure).empty());
+  }
   SUBCASE("an action list") {
     bytecode::Module m = module_with_one_value();
     Instruction hold = instruction(Opcode::Hold);

@@ -249,6 +249,30 @@ program "p" {
   CHECK(steps[1]["time"]["window"] == steps[2]["time"]["window"]);
 }
 
+TEST_CASE("memory stacks: a load right after a release comes on top of the stack without it") {
+  // The 32 MiB reservation ends with the scope (after `run`, or with the
+  // body before the exit): v's load then charges its 16 MiB at pinned
+  // alone, and the stacks reach the model's peak of 32 MiB, not 48.
+  const std::string values = "value v 16 MiB replicable source pinned\n";
+  for (const std::string &text : {values + R"(plan "P" in program { reserve pinned 32 MiB "ws" }
+program "p" {
+  run "P"
+  ensure v at cuda:0
+})",
+                                  values + R"(plan "Q" in program { exit { ensure v at cuda:0 } }
+program "p" { scope "Q" { reserve pinned 32 MiB "body" } })"}) {
+    INFO(text);
+    const json document = document_of(text);
+    const json &unit = document["files"][0]["units"][0];
+    const fhr::UnitMemory memory = fhr::unit_memory(unit);
+    const fhr::LocationMemory &pinned = at(memory, "pinned");
+    CHECK(pinned.peak_charged_bytes == 32 * MiB);
+    CHECK(pinned.derived_peak_bytes() == 32 * MiB);
+    CHECK(pinned.temporary_bytes.back() == 16 * MiB);
+    CHECK(pinned.temporary_base_bytes.back() == 0);
+  }
+}
+
 TEST_CASE("predicted time: two action lists of one name in a row are two calls") {
   json document = document_of(R"(
 budget cuda:0 1 GiB

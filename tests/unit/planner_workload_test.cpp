@@ -257,5 +257,5 @@ TEST_CASE("workload: at most 99,999 steps, so that its printed program is a file
   CHECK(std::holds_alternative<planner::Workload>(
       planner::parse_workload_json(with(kValues, steps(planner::kMaxWorkloadSteps)))));
   CHECK(parse_error(with(kValues, steps(planner::kMaxWorkloadSteps + 1))) ==
-        "steps: a workload has at most 99999 steps (its printed program has a plan for each)");
+        "steps[99999]: a workload has at most 99999 steps (its printed program has a plan for each)");
 }

@@ -176,13 +176,19 @@ private:
   }
 
   void program(int plans) {
-    line(chance(50) ? "program {" : "program \"pipeline-" + std::to_string(pick(0, 99)) + "\" {");
+    // Names are unique (E0402): a count after the random number, which
+    // keeps the random stream as it was.
+    if (chance(50))
+      line("program {");
+    else
+      line("program \"pipeline-" + std::to_string(pick(0, 99)) + "-" + std::to_string(programs_++) + "\" {");
     program_items(plans, 1, 0);
     line("}");
   }
 
   std::mt19937 rng_;
   std::string out_;
+  int programs_ = 0; ///< named programs so far
   std::vector<Value> values_;
   std::vector<std::string> active_;
   int lifetime_counter_ = 0;

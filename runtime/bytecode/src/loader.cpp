@@ -459,9 +459,12 @@ private:
       r.fail(ModuleErrorCode::BadOperand,
              "more than " + std::to_string(kMaxPlansAndPrograms) + " plans and programs together");
     module_.programs.reserve(n);
+    std::set<std::string_view> program_names;
     for (std::uint32_t i = 0; i < n; ++i) {
       ProgramEntry p;
       p.name = string_index(r, "program name", true);
+      if (!program_names.insert(module_.strings[p.name]).second)
+        r.fail(ModuleErrorCode::BadStructure, "two programs have the same name");
       p.line = r.leb32("program line");
       expect_start(r, cursor_, r.leb32("program start"), "program");
       p.body = range(r, cursor_, "program length");

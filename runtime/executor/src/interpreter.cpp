@@ -185,7 +185,8 @@ void Interpreter::end_body_lifetimes(std::vector<BodyLifetime> &lifetimes) {
   release_last_first(lifetimes, [&](const BodyLifetime &lifetime) {
     target_.end_lifetime(lifetime.token);
     if (run_ && lifetime.reservation_row)
-      run_->steps[*lifetime.reservation_row].released_before_row = recorded_rows();
+      run_->steps[*lifetime.reservation_row].released_before_row =
+          static_cast<std::uint32_t>(recorded_rows());
   });
 }
 
@@ -193,7 +194,8 @@ void Interpreter::note_scope_released(EntryRows entry) {
   if (!run_) return;
   for (std::size_t n = entry.begin; n < entry.end; ++n) {
     StepRecord &row = run_->steps[n];
-    if (row.kind == StepKind::Reserve && !row.failed()) row.released_before_row = recorded_rows();
+    if (row.kind == StepKind::Reserve && !row.failed())
+      row.released_before_row = static_cast<std::uint32_t>(recorded_rows());
   }
 }
 

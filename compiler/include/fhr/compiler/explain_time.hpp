@@ -54,6 +54,9 @@ struct LocationMemory {
   /// temporary replica at its source, a failing step's request (index k:
   /// step k, 0 unused).
   std::vector<std::uint64_t> temporary_bytes;
+  /// What that charge comes on top of: the charge after the step before,
+  /// less the reservations released between the two (index k: step k).
+  std::vector<std::uint64_t> temporary_base_bytes;
   /// The highest charge the stacks reach, temporary charges included: the
   /// explanation's peak when the inference below holds.
   std::uint64_t derived_peak_bytes() const;

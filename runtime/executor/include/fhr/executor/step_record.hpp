@@ -24,12 +24,13 @@ struct StepRecord {
   static constexpr std::uint32_t kNotInProgram = ~std::uint32_t{0};
 
   StepKind kind = StepKind::Direct;
+  /// For a Preflight: the phase of the refused simulated step. (Beside
+  /// `kind`, so that the two bytes share one word: the record is 40 bytes.)
+  StepKind phase = StepKind::Enter;
   /// The position within its phase or list: a scope's actions and
   /// reservations, an action list's actions; 0 for the other kinds. For a
   /// Preflight: the refused simulated step's position within its phase.
   std::uint32_t index = 0;
-  /// For a Preflight: the phase of the refused simulated step.
-  StepKind phase = StepKind::Enter;
   /// The instruction of the module the step executes (an action, a
   /// reservation, a declaration, a lifetime's header, a release); for a
   /// Preflight, the instruction of the refused simulated step. Lines, spans
@@ -57,12 +58,17 @@ struct StepRecord {
   StepTransfer transfer = StepTransfer::None;
   /// For an admitted reservation of a program (a body's or a scope's): how
   /// many rows the run had recorded when it was released, so it is charged
-  /// up to the row before that one; none while it outlasts the record.
-  /// The interpreter, which ends bodies and scopes, records it.
-  std::optional<std::size_t> released_before_row;
+  /// up to the row before that one; 0 while it outlasts the record (a
+  /// release comes after the reservation's own row, so never before row 0;
+  /// a run has at most kMaxSteps rows). The interpreter, which ends bodies
+  /// and scopes, records it.
+  std::uint32_t released_before_row = 0;
 
   bool failed() const { return outcome.failed(); }
 };
+// A run records up to 10,000,000 of them (fhr/bytecode/limits.hpp): each
+// byte more is 10 MB more at the limit.
+static_assert(sizeof(StepRecord) <= 40);
 
 /// Start and completion of a step, steady-clock nanoseconds (targets that
 /// measure: the manager).
