@@ -65,7 +65,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   const std::string text(reinterpret_cast<const char *>(data), size);
   fhr::CompiledFile compiled = fhr::compile_text(text, "fuzz.fhr");
   if (!compiled.ok()) return 0;
-  const fhr::Analysis analysis = fhr::analyze_module(*compiled.lowered);
+  const fhr::bytecode::Module &module = *compiled.lowered->module;
+  fhr::ExecutionOptions options;
+  options.backend = fhr::BackendKind::Simulated;
+  options.simulated_overlap = true;
+  options.simulated_memory = fhr::SimulatedMemory::SizesOnly;
+  // Explained on the devices the run has, as `fhr-plan run` explains it.
+  const fhr::Analysis analysis =
+      fhr::analyze_module(*compiled.lowered, {}, fhr::backend_devices(module, options));
   std::size_t steps = analysis.setup.steps;
   for (const fhr::PlanExplanation &plan : analysis.plans)
     steps += plan.explanation.steps.size();
@@ -73,11 +80,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     steps += program.run.steps.size();
   if (steps > kMaxSteps) return 0;
   const nlohmann::ordered_json document = fhr::explain_json({fhr::build_report(*compiled.lowered, analysis)});
-  const fhr::bytecode::Module &module = *compiled.lowered->module;
-  fhr::ExecutionOptions options;
-  options.backend = fhr::BackendKind::Simulated;
-  options.simulated_overlap = true;
-  options.simulated_memory = fhr::SimulatedMemory::SizesOnly;
   try {
     for (std::uint32_t p = 0; p < module.programs.size(); ++p)
       compare(fhr::check_program(module, p, options), document, text);

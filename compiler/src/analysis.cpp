@@ -13,11 +13,12 @@ bool Analysis::feasible() const {
          std::all_of(programs.begin(), programs.end(), [](const ProgramReport &p) { return p.feasible; });
 }
 
-Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOverride> overrides) {
+Analysis analyze_module(const VerifiedModule &verified, std::span<const BudgetOverride> overrides,
+                        std::optional<DeviceConfig> devices) {
   const bytecode::Module &module = *verified.module;
   Analysis analysis;
   PlanTable plans(module);
-  State state = initial_state(module, overrides);
+  State state = initial_state(module, overrides, devices);
   ModelTarget model(state);
   analysis.setup.run = Interpreter(plans, model).run_setup();
   const RunResult &setup = analysis.setup.run;

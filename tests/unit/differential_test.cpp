@@ -43,7 +43,7 @@ void check_agreement(const std::string &text, Tally &tally, bool overlap = false
   options.backend = BackendKind::Simulated;
   options.simulated_overlap = overlap;
   // Explain's report comes from the same model run that the check compares.
-  const Analysis explained = analyze_module(*compiled.lowered);
+  const Analysis explained = analyze_module(*compiled.lowered, {}, backend_devices(module, options));
   auto same_as_explained = [&](const ExecutionCheck &check, const RunResult *reported) {
     if (!reported) return;
     CHECK_MESSAGE(reported->steps.size() == check.predicted.steps.size(), text);
@@ -101,6 +101,21 @@ void check_agreement(const std::string &text, Tally &tally, bool overlap = false
 }
 
 } // namespace
+
+TEST_CASE("differential: a file that declares no devices is predicted on the backend's") {
+  // Found by fuzz_run: cuda:8 is no device of the eight simulated ones, so
+  // the acquire fails with invalid-argument; predicted on every device (as
+  // explain assumes no machine) it failed as not resident.
+  Tally tally;
+  check_agreement(R"(
+    value w 1 MiB replicable at pinned
+    program "p" { acquire w at cuda:8 }
+    program "q" { ensure w at cuda:7 }
+  )",
+                  tally, true);
+  CHECK(tally.programs == 2);
+  CHECK(tally.failures_predicted == 1);
+}
 
 TEST_CASE(
     "differential: 10,000 random programs run on the manager as on the model, half with overlap windows") {

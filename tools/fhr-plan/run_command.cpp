@@ -272,7 +272,8 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     // The explanation of the module as it runs: the link model times its steps.
     const VerifiedModule scaled{
         std::shared_ptr<const bytecode::Module>(lowered.module, &module), {}, lowered.spans};
-    json explanation = explain_json({build_report(scaled, analyze_module(scaled, execution.overrides))});
+    json explanation = explain_json({build_report(
+        scaled, analyze_module(scaled, execution.overrides, backend_devices(module, execution)))});
     auto unit_of = [&](const std::string &kind, const std::string &name) -> const json * {
       for (const json &file : explanation.at("files"))
         for (const json &unit : file.at("units"))

@@ -13,8 +13,9 @@ DeviceConfig device_config(const bytecode::Module &module) {
   return config;
 }
 
-State initial_state(const bytecode::Module &module, std::span<const BudgetOverride> overrides) {
-  State state(device_config(module));
+State initial_state(const bytecode::Module &module, std::span<const BudgetOverride> overrides,
+                    std::optional<DeviceConfig> devices) {
+  State state(devices.value_or(device_config(module)));
   for (const auto &[location, budget] : module.budgets) {
     std::optional<std::uint64_t> effective = budget;
     for (const BudgetOverride &o : overrides)

@@ -93,6 +93,20 @@ struct Runtime {
   std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
 };
 
+} // namespace
+
+DeviceConfig backend_devices(const bytecode::Module &module, const ExecutionOptions &options) {
+  unsigned count = 0;
+  switch (options.backend) {
+  case BackendKind::Simulated: count = module.device_count.value_or(options.default_devices); break;
+  case BackendKind::Cuda: count = cuda_devices_present(); break;
+  case BackendKind::Host: break; // host memory only
+  }
+  return DeviceConfig{count > 0, count};
+}
+
+namespace {
+
 Runtime make_runtime(const bytecode::Module &module, const ExecutionOptions &options) {
   Runtime runtime;
   ManagerOptions manager_options;
@@ -136,7 +150,9 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
   PlanTable plans(module);
 
   // The prediction: the model from the state the module's budgets give.
-  State state = initial_state(module, options.overrides);
+  // On the devices the manager will have (a file that declares none and
+  // uses cuda:8 fails where eight simulated devices make it fail).
+  State state = initial_state(module, options.overrides, backend_devices(module, options));
   ModelTarget model(state);
   Interpreter predict(plans, model);
   result.predicted_setup = predict.run_setup();

@@ -58,7 +58,10 @@ struct Analysis {
   bool feasible() const;
 };
 
-/// Interprets `module` on the model with the command line's budget overrides.
-Analysis analyze_module(const VerifiedModule &module, std::span<const BudgetOverride> overrides = {});
+/// Interprets `module` on the model with the command line's budget
+/// overrides, on `devices` when given (the machine a run has: `fhr-plan
+/// run` explains on its backend's devices), else the module's own.
+Analysis analyze_module(const VerifiedModule &module, std::span<const BudgetOverride> overrides = {},
+                        std::optional<DeviceConfig> devices = std::nullopt);
 
 } // namespace fhr

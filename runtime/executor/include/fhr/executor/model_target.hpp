@@ -25,8 +25,12 @@ struct BudgetOverride {
 
 /// The devices a module declares (`devices N`); every device when it declares none.
 DeviceConfig device_config(const bytecode::Module &module);
-/// The state a module's budgets (with `overrides`) describe, before any setup step.
-State initial_state(const bytecode::Module &module, std::span<const BudgetOverride> overrides = {});
+/// The state a module's budgets (with `overrides`) describe, before any
+/// setup step: on `devices`, the machine a run of it has (`fhr-plan run`'s
+/// backend), or else on device_config(module) (explain, which assumes no
+/// machine).
+State initial_state(const bytecode::Module &module, std::span<const BudgetOverride> overrides = {},
+                    std::optional<DeviceConfig> devices = std::nullopt);
 
 /// The charge of every location when a window starts, and the peaks since:
 /// the per-location table of a program's explanation, the peaks a run is

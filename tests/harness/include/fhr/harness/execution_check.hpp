@@ -104,6 +104,12 @@ WindowPlace ran_step_place(const RunResult &run, std::size_t k);
 
 enum class BackendKind { Host, Simulated, Cuda };
 
+struct ExecutionOptions;
+/// The devices a run's manager has (its backend's): what the prediction of
+/// the run assumes, so that explain's report of it (`fhr-plan run`'s
+/// timing, fuzz_run's windows) does too.
+DeviceConfig backend_devices(const bytecode::Module &module, const ExecutionOptions &options);
+
 /// Whether this build has the CUDA backend (BackendKind::Cuda).
 bool cuda_backend_built();
 /// The CUDA devices the runtime reports (0 without the CUDA backend, a
