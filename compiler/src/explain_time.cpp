@@ -244,8 +244,12 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
       note_copy_source(transfer);
       add_replica(*destination);
     } else if (ok && words.keyword == "move" && source && destination) {
-      if (resident[value].count(*destination)) {
-        remove_replica(*source); // the destination already held it: only the source goes
+      // The destination already held it: only the source goes. The model
+      // says so by moving nothing; a document without `transfer` only as far
+      // as the steps here show the destination's replica.
+      const std::string given = string_or_empty(step, "transfer");
+      if (given.empty() ? resident[value].count(*destination) > 0 : given == "none") {
+        remove_replica(*source);
       } else {
         transfer = copy_or_load();
         note_load(transfer);

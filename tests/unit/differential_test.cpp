@@ -28,6 +28,8 @@ struct Tally {
   /// Steps that joined a window the manager formed, each where explain's
   /// time predictor put it.
   std::size_t joined_windows = 0;
+  /// Feasible units whose memory explain's replay reproduced to the peak.
+  std::size_t replayed_units = 0;
   /// Modules that budget a location their `devices` do not provide: the
   /// manager refuses such budgets at construction (§1.2), so nothing runs.
   std::size_t unconstructible = 0;
@@ -63,10 +65,19 @@ void check_agreement(const std::string &text, Tally &tally, bool overlap = false
     tally.content_checks += check.content_checks;
     tally.overlapped += check.max_copies_in_flight > 1;
   };
-  // With overlap, the windows the manager formed are the ones explain's
-  // time predictor forms from the explained steps (the program's unit).
-  const nlohmann::ordered_json document =
-      overlap ? explain_json({build_report(*compiled.lowered, explained)}) : nlohmann::ordered_json();
+  // Explain's document: its replay of each feasible unit's memory (the
+  // pictures' stacks, the time predictor's accounts) reaches exactly the
+  // model's peak at every location; with overlap, the windows the manager
+  // formed are the ones its time predictor forms (the program's unit).
+  const nlohmann::ordered_json document = explain_json({build_report(*compiled.lowered, explained)});
+  for (const auto &unit : document["files"][0]["units"]) {
+    if (!unit["feasible"].get<bool>()) continue;
+    for (const LocationMemory &location : unit_memory(unit).locations)
+      CHECK_MESSAGE(location.derived_peak_bytes() == location.peak_charged_bytes,
+                    unit["name"].get<std::string>() << " at " << location.location << "\n"
+                                                    << text);
+    ++tally.replayed_units;
+  }
   auto same_windows = [&](const ExecutionCheck &check) {
     if (!overlap || !check.agrees() || !check.predicted_setup.completed) return;
     for (const auto &unit : document["files"][0]["units"]) {
@@ -130,11 +141,13 @@ TEST_CASE(
                          << tally.failures_predicted << " stopped at a predicted failure, "
                          << tally.content_checks << " content checks; " << tally.overlapped
                          << " runs overlapped copies, " << tally.joined_windows
-                         << " steps joined a window as predicted; " << tally.unconstructible
+                         << " steps joined a window as predicted; " << tally.replayed_units
+                         << " feasible units replayed to their peaks; " << tally.unconstructible
                          << " modules budget a missing device");
   CHECK(tally.programs + tally.plans > 9000);
   CHECK(tally.unconstructible < 1000);
   CHECK(tally.failures_predicted > 100); // failures were exercised, not only successes
   CHECK(tally.content_checks > 10000);
+  CHECK(tally.replayed_units > 1000);
   CHECK(tally.overlapped > 10); // windows really started copies together (the unit tests aim at them)
 }
