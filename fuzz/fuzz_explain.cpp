@@ -2,7 +2,8 @@
 // verifier, the interpreter's explain pass and every output format, the
 // time predictor (`explain --profile`, on the shipped H200 profile) and
 // the pictures and trace drawn from it. A finding is a crash, a sanitizer
-// report or a hang.
+// report, a hang, or a feasible unit whose memory explain's replay does not
+// take to the model's peak.
 #include "fhr/compiler/analysis.hpp"
 #include "fhr/compiler/diagnostic_output.hpp"
 #include "fhr/compiler/explain_time.hpp"
@@ -15,6 +16,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 namespace {
 constexpr std::size_t kMaxPictureUnits = 1'000;
@@ -36,6 +39,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   fhr::print_explain_text(sink, *compiled.lowered, analysis);
   nlohmann::ordered_json document = fhr::explain_json(reports);
   sink << fhr::json_text(document);
+  // Explain's replay of a feasible unit's memory (the pictures' stacks, the
+  // time predictor's accounts) reaches exactly the model's peaks.
+  for (const auto &unit : document["files"][0]["units"]) {
+    if (!unit["feasible"].get<bool>()) continue;
+    for (const fhr::LocationMemory &location : fhr::unit_memory(unit, fhr::MemorySeries::Totals).locations)
+      if (location.derived_peak_bytes() != location.peak_charged_bytes) {
+        std::fprintf(stderr, "%s at %s: the replay reaches %llu bytes, the model %llu\n",
+                     unit["name"].get<std::string>().c_str(), location.location.c_str(),
+                     static_cast<unsigned long long>(location.derived_peak_bytes()),
+                     static_cast<unsigned long long>(location.peak_charged_bytes));
+        std::abort();
+      }
+  }
   const fhr::LinkModel &links = fhr::LinkModel::h200();
   // A chart per unit: a file near the limit of plans (100,000 empty ones)
   // takes most of the timeout under ASan drawing them, and exercises
