@@ -119,10 +119,11 @@ bool Interpreter::enter_next_statement() {
   while (w.ok && w.pc < w.end) {
     const Instruction &in = module_.code[w.pc];
     if (in.opcode == Opcode::Scope || in.opcode == Opcode::Run) {
-      const EntryRows entry{w.run.steps.size(), 0};
-      const bool entered = target_.enter_scope(plans_.plan(in.index()));
-      mark_entered_by(entry.begin, w.pc);
-      w.entry = EntryRows{entry.begin, w.run.steps.size()};
+      const PlanSteps &plan = plans_.plan(in.index());
+      const std::size_t first = w.run.steps.size();
+      const bool entered = target_.enter_scope(plan);
+      mark_entered_by(first, w.pc);
+      w.entry = EntryRows{first, w.run.steps.size(), !plan.reservations.empty()};
       if (!entered) {
         note_scope_released(w.entry);
         w.ok = false;
@@ -191,7 +192,7 @@ void Interpreter::end_body_lifetimes(std::vector<BodyLifetime> &lifetimes) {
 }
 
 void Interpreter::note_scope_released(EntryRows entry) {
-  if (!run_) return;
+  if (!run_ || !entry.reserves) return; // most plans reserve nothing: no rows to look at
   for (std::size_t n = entry.begin; n < entry.end; ++n) {
     StepRecord &row = run_->steps[n];
     if (row.kind == StepKind::Reserve && !row.failed())
@@ -287,7 +288,7 @@ bool Interpreter::run_lifetime(std::uint32_t pc, bool setup, std::vector<BodyLif
 bool Interpreter::run_scope(std::uint32_t plan, std::optional<InstructionRange> body,
                             std::optional<std::uint32_t> entered_by) {
   const PlanSteps &steps = plans_.plan(plan);
-  EntryRows entry{recorded_rows(), 0};
+  EntryRows entry{recorded_rows(), 0, !steps.reservations.empty()};
   const bool entered = target_.enter_scope(steps);
   entry.end = recorded_rows();
   if (entered_by) mark_entered_by(entry.begin, *entered_by);

@@ -82,16 +82,26 @@ bool ModelTarget::declare(const bytecode::Declaration &declaration, ValueId valu
 }
 
 bool ModelTarget::apply(const Action &action, StepRecord step) {
-  LocationSet removed;
-  const Outcome outcome = state_.apply(action, &detail_, step.transfer, &removed);
+  std::optional<LocationSet> discarded;
+  const Outcome outcome = apply_action(action, step.transfer, discarded);
   const bool ok = record(step, outcome, ErrorClass::None);
-  note_discard(action, outcome, removed);
+  note_discard(discarded);
   return ok;
 }
 
-void ModelTarget::note_discard(const Action &action, const Outcome &outcome, LocationSet removed) {
-  if (action.kind != ActionKind::Discard || outcome.failed()) return;
-  run().discarded.push_back(DiscardedReplicas{static_cast<std::uint32_t>(run().steps.size() - 1), removed});
+Outcome ModelTarget::apply_action(const Action &action, StepTransfer &transfer,
+                                  std::optional<LocationSet> &discarded) {
+  if (action.kind != ActionKind::Discard) return state_.apply(action, &detail_, transfer);
+  LocationSet removed;
+  const Outcome outcome = state_.apply(action, &detail_, transfer, &removed);
+  if (!outcome.failed()) discarded = removed;
+  return outcome;
+}
+
+void ModelTarget::note_discard(const std::optional<LocationSet> &discarded) {
+  if (discarded)
+    run().discarded.push_back(
+        DiscardedReplicas{static_cast<std::uint32_t>(run().steps.size() - 1), *discarded});
 }
 
 bool ModelTarget::protect(LifetimeKind kind, std::span<const ValueId> values, Location at, bool pending,
@@ -154,10 +164,10 @@ bool ModelTarget::run_phase(StepKind kind, const PhaseActions &phase) {
     step.instruction = phase.instructions[i];
     step.value = phase.actions[i].value;
     step.container = phase.container;
-    LocationSet removed;
-    const Outcome outcome = state_.apply(phase.actions[i], &detail_, step.transfer, &removed);
+    std::optional<LocationSet> discarded;
+    const Outcome outcome = apply_action(phase.actions[i], step.transfer, discarded);
     const bool ok = finish(step, outcome, ErrorClass::PlanExecution);
-    note_discard(phase.actions[i], outcome, removed);
+    note_discard(discarded);
     if (!ok) return false;
   }
   return true;

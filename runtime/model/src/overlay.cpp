@@ -100,6 +100,20 @@ void StateOverlay::copy_accounts_of_base() {
   return rules::apply(store, action, detail, &transfer);
 }
 
+namespace {
+/// A discard at `index` of its phase, with the replicas it removed noted.
+/// Not inlined: apply_each's loop keeps the rules' two-flag path.
+template <typename S>
+[[gnu::noinline]] Outcome apply_discard(S &store, const Action &action, FailureDetail *detail,
+                                        StepTransfer &transfer, std::uint32_t index,
+                                        std::vector<DiscardedReplicas> &discards) {
+  LocationSet removed;
+  const Outcome outcome = rules::apply(store, action, detail, transfer, &removed);
+  if (!outcome.failed()) discards.push_back(DiscardedReplicas{index, removed});
+  return outcome;
+}
+} // namespace
+
 [[gnu::flatten]] std::size_t StateOverlay::apply_each(Phase phase, std::span<const Action> actions,
                                                       FailureDetail *detail, SimulatedStep *out,
                                                       std::vector<DiscardedReplicas> *discards) {
@@ -109,14 +123,15 @@ void StateOverlay::copy_accounts_of_base() {
     // read back wider than it was written (a store-forwarding stall per
     // action).
     SimulatedStep &step = out[i];
-    LocationSet removed;
-    const Outcome outcome = rules::apply(store, actions[i], detail, step.transfer, &removed);
+    // Where replicas went is kept for discards alone (DiscardedReplicas),
+    // off the loop's path.
+    const Outcome outcome = discards && actions[i].kind == ActionKind::Discard
+                                ? apply_discard(store, actions[i], detail, step.transfer, i, *discards)
+                                : rules::apply(store, actions[i], detail, step.transfer);
     step.phase = phase;
     step.index = i;
     step.outcome = outcome;
     if (outcome.failed()) return i + 1;
-    if (discards && actions[i].kind == ActionKind::Discard)
-      discards->push_back(DiscardedReplicas{i, removed});
   }
   return actions.size();
 }

@@ -293,10 +293,16 @@ Outcome apply(S &store, const Action &action, FailureDetail *detail, Hooks *hook
 template <Store S>
 Outcome apply(S &store, const Action &action, FailureDetail *detail, StepTransfer &transfer,
               LocationSet *removed = nullptr) {
+  if (removed) {
+    StepRemovalHooks hooks;
+    const Outcome outcome = apply(store, action, detail, &hooks);
+    transfer = hooks.transfer(outcome);
+    *removed = hooks.removed;
+    return outcome;
+  }
   StepTransferHooks hooks;
   const Outcome outcome = apply(store, action, detail, &hooks);
   transfer = hooks.transfer(outcome);
-  if (removed) *removed = hooks.removed;
   return outcome;
 }
 

@@ -28,9 +28,10 @@ struct BodyLifetime {
 };
 
 /// The rows a scope's entry recorded, [begin, end): its reservations' rows
-/// are among them.
+/// are among them, if its plan has any.
 struct EntryRows {
   std::size_t begin = 0, end = 0;
+  bool reserves = false;
 };
 
 /// A program being walked by an Interpreter (begin_program .. finish_program).

@@ -88,9 +88,11 @@ private:
   /// Records `step` with `outcome`; a failure raises `raised` (None: the
   /// outcome's own class). Returns whether it succeeded.
   bool record(const StepRecord &step, const Outcome &outcome, ErrorClass raised);
-  /// After the step of `action` was recorded: a discard's replicas, for
-  /// RunResult::discarded.
-  void note_discard(const Action &action, const Outcome &outcome, LocationSet removed);
+  /// Applies `action`; a discard that succeeds leaves the replicas it
+  /// removed in `discarded` (for RunResult::discarded, once its row is in).
+  Outcome apply_action(const Action &action, StepTransfer &transfer, std::optional<LocationSet> &discarded);
+  /// After the step was recorded: its discard's replicas, if any.
+  void note_discard(const std::optional<LocationSet> &discarded);
   /// The same for a step already appended to the run.
   bool finish(StepRecord &step, const Outcome &outcome, ErrorClass raised);
   /// The preflight of `view`: true when feasible, else records the refused

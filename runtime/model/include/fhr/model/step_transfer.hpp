@@ -25,19 +25,17 @@ enum class StepTransfer : std::uint8_t {
 
 /// Hooks that keep only what decides a step's transfer: whether the
 /// transition reloaded its value from its source or copied a resident
-/// replica, and where it removed replicas (what a discard removed is known
-/// nowhere else once it is gone). The rules call them inline, so explain's
-/// and the model target's per-step path keeps two flags and a set where a
-/// TransferRecorder would write down every endpoint.
+/// replica. The rules call them inline, so explain's and the model target's
+/// per-step path keeps two flags in registers where a TransferRecorder would
+/// write down every endpoint.
 struct StepTransferHooks {
   bool loaded = false;
   bool copied = false;
-  LocationSet removed;
 
   void load(ValueId, Location) { loaded = true; }
   void copy(ValueId, Location, Location) { copied = true; }
   void install(ValueId, Location) {}
-  void remove(ValueId, Location location) { removed.insert(location); }
+  void remove(ValueId, Location) {}
 
   /// The transfer of the applied step: a reload from the value's source is
   /// a load (whether or not a copy follows it), a copy of a resident replica
@@ -47,6 +45,16 @@ struct StepTransferHooks {
     if (loaded) return StepTransfer::Load;
     return copied ? StepTransfer::Copy : StepTransfer::None;
   }
+};
+
+/// StepTransferHooks that also keep where the transition removed replicas:
+/// for a discard, whose replicas are known nowhere else once they are gone
+/// (DiscardedReplicas). The rules resolve the hooks statically, so the
+/// other steps keep to the two flags.
+struct StepRemovalHooks : StepTransferHooks {
+  LocationSet removed;
+
+  void remove(ValueId, Location location) { removed.insert(location); }
 };
 
 /// The stable name of a transfer in outputs: "none", "copy", "load".
