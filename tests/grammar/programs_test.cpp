@@ -76,6 +76,14 @@ TEST_CASE("grammar/program: programs in a loop count against the limit as they a
   CHECK(c.source->diagnostics()[0].message ==
         "a file may declare at most 100000 plans and programs together");
   CHECK(c.source->diagnostics()[0].notes[0].message.find("in the iteration i = 100000 of 0..10000000") == 0);
+  // Past the limit every loop stops at once (found by fuzz_run: a later
+  // loop of plans ran to the expansion limit, ten million silent
+  // iterations, 4 s): one error, not a second for the expansion.
+  CompiledFile later = compile_text(
+      "for i in 0..100001 { plan \"p{i}\" { } }\nfor j in 0..100000000 { plan \"q{j}\" { } }\n", "t.fhr");
+  REQUIRE(later.source->diagnostics().size() == 1);
+  CHECK(later.source->diagnostics()[0].message ==
+        "a file may declare at most 100000 plans and programs together");
 }
 
 TEST_CASE("grammar/program: a plan `in program` is explained only inside the programs that run it") {
