@@ -49,14 +49,10 @@ void compare(const fhr::ExecutionCheck &check, const nlohmann::ordered_json &doc
   // A plan its preflight refuses is explained step by step but runs as one
   // refused step: nothing to compare.
   if (!unit || (*unit)["steps"].size() != check.run.steps.size()) return;
-  const fhr::UnitMemory memory = fhr::unit_memory(*unit, fhr::MemorySeries::Totals);
   const fhr::Timeline timeline =
-      fhr::predict_timeline(fhr::unit_timeline_steps(*unit, memory), fhr::LinkModel::h200(),
-                            fhr::unit_timeline_options(memory, {}));
+      fhr::unit_timeline(*unit, fhr::unit_memory(*unit, fhr::MemorySeries::Totals), fhr::LinkModel::h200());
   for (const fhr::WindowDifference &d : fhr::window_differences(timeline, check.run))
-    finding(check.kind + " '" + check.name + "': step " + std::to_string(d.step + 1) + " predicted " +
-                fhr::window_place_name(d.predicted) + ", ran " + fhr::window_place_name(d.ran),
-            text);
+    finding(check.kind + " '" + check.name + "': " + fhr::window_difference_text(d), text);
 }
 
 } // namespace

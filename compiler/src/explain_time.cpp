@@ -375,12 +375,15 @@ void add_dma_extra_json(json &time, const DmaExtra &extra) {
   time["dma_state"] = dma_state_name(extra.state);
 }
 
+Timeline unit_timeline(const json &unit, const UnitMemory &memory, const LinkModel &links,
+                       const TimelineOptions &options) {
+  return predict_timeline(unit_timeline_steps(unit, memory), links, unit_timeline_options(memory, options));
+}
+
 void add_predicted_time(json &document, const LinkModel &links, const TimelineOptions &options) {
   for (json &file : document.at("files")) {
     for (json &unit : file.at("units")) {
-      const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
-      const std::vector<TimelineStep> steps = unit_timeline_steps(unit, memory);
-      const Timeline timeline = predict_timeline(steps, links, unit_timeline_options(memory, options));
+      const Timeline timeline = unit_timeline(unit, unit_memory(unit, MemorySeries::Totals), links, options);
       json &step_list = unit.at("steps");
       for (std::size_t k = 0; k < step_list.size(); ++k) {
         const StepTime &time = timeline.steps[k];

@@ -82,14 +82,10 @@ void check_agreement(const std::string &text, Tally &tally, bool overlap = false
     if (!overlap || !check.agrees() || !check.predicted_setup.completed) return;
     for (const auto &unit : document["files"][0]["units"]) {
       if (unit["kind"] != "program" || unit["name"] != check.name) continue;
-      const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
-      const Timeline timeline = predict_timeline(unit_timeline_steps(unit, memory), LinkModel::h200(),
-                                                 unit_timeline_options(memory, {}));
+      const Timeline timeline =
+          unit_timeline(unit, unit_memory(unit, MemorySeries::Totals), LinkModel::h200());
       for (const WindowDifference &d : window_differences(timeline, check.run))
-        FAIL_CHECK("step " << d.step + 1 << " of " << check.name << ": predicted "
-                           << std::string(window_place_name(d.predicted)) << ", ran "
-                           << std::string(window_place_name(d.ran)) << "\n"
-                           << text);
+        FAIL_CHECK(check.name << ": " << window_difference_text(d) << "\n" << text);
       for (std::size_t k = 0; k < check.run.steps.size(); ++k)
         tally.joined_windows += ran_step_place(check.run, k) == WindowPlace::Joins;
     }

@@ -781,13 +781,10 @@ TEST_CASE("solve: printed programs run on a manager with overlap form the window
       nlohmann::ordered_json document = explain_json({explained.report});
       for (const auto &unit : document["files"][0]["units"]) {
         if (unit["kind"] != "program") continue;
-        const UnitMemory memory = unit_memory(unit, MemorySeries::Totals);
-        const Timeline timeline = predict_timeline(unit_timeline_steps(unit, memory), LinkModel::h200(),
-                                                   unit_timeline_options(memory, {}));
+        const Timeline timeline =
+            unit_timeline(unit, unit_memory(unit, MemorySeries::Totals), LinkModel::h200());
         for (const WindowDifference &d : window_differences(timeline, check.run))
-          FAIL_CHECK("step " << d.step + 1 << ": predicted " << std::string(window_place_name(d.predicted))
-                             << ", ran " << std::string(window_place_name(d.ran)) << "\n"
-                             << program);
+          FAIL_CHECK(window_difference_text(d) << "\n" << program);
         for (std::size_t k = 0; k < check.run.steps.size(); ++k)
           joined += ran_step_place(check.run, k) == WindowPlace::Joins;
       }

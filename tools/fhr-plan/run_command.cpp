@@ -203,7 +203,7 @@ UnitWarmUp unit_warm_up(const json *unit, const LinkModel &links) {
   cold.pools = backend_pools();
   const UnitMemory memory = unit_memory(*unit, MemorySeries::Totals);
   cold = unit_timeline_options(memory, cold);
-  const Timeline timeline = predict_timeline(unit_timeline_steps(*unit, memory), links, cold);
+  const Timeline timeline = unit_timeline(*unit, memory, links, cold);
   for (const WarmUpBlock &block : warm_up_blocks(timeline.cold_allocations, cold.resident_before,
                                                  timeline.device_peaks, cold.staged_min_bytes))
     request_block(warm_up.requests, block.location, static_cast<std::size_t>(block.bytes));

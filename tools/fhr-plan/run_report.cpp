@@ -156,8 +156,7 @@ AnalyzedRun analyze_run(const std::string &file, const bytecode::Module &module,
   Timeline timeline;
   if (explanation && explanation->at("steps").size() == check.predicted.steps.size()) {
     memory = unit_memory(*explanation, MemorySeries::Totals);
-    timeline = predict_timeline(unit_timeline_steps(*explanation, *memory), links,
-                                unit_timeline_options(*memory, options));
+    timeline = unit_timeline(*explanation, *memory, links, options);
     run.timed = true;
     run.predicted_us = timeline.total_seconds * 1e6;
   }

@@ -347,6 +347,11 @@ std::vector<WindowDifference> window_differences(const Timeline &timeline, const
   return differences;
 }
 
+std::string window_difference_text(const WindowDifference &difference) {
+  return "step " + std::to_string(difference.step + 1) + ": predicted " +
+         window_place_name(difference.predicted) + ", ran " + window_place_name(difference.ran);
+}
+
 WindowPlace predicted_step_place(const Timeline &timeline, std::size_t k) {
   const auto window = [&](std::size_t n) {
     return n < timeline.steps.size() ? timeline.steps[n].window : std::nullopt;

@@ -93,6 +93,11 @@ TimelineOptions unit_timeline_options(const UnitMemory &memory, TimelineOptions 
 /// The steps of one unit as the time predictor needs them (one per step).
 std::vector<TimelineStep> unit_timeline_steps(const nlohmann::ordered_json &unit, const UnitMemory &memory);
 
+/// One unit's predicted timeline: its steps on `links`, from the resident
+/// bytes before it (the two above, as explain, run and the tests time it).
+Timeline unit_timeline(const nlohmann::ordered_json &unit, const UnitMemory &memory, const LinkModel &links,
+                       const TimelineOptions &options = {});
+
 /// Writes what a step's DMA pays beyond its curve into its `time` (an
 /// explain document's) or `predicted` (a run document's) object, in
 /// microseconds: `after_host_work_us`, `cold_value_us`, `follow_on_us` and

@@ -97,6 +97,8 @@ struct WindowDifference {
 /// have. A window the manager split because an allocation failed while
 /// copies were in flight (docs/runtime.md) is one the model cannot see.
 std::vector<WindowDifference> window_differences(const Timeline &timeline, const RunResult &run);
+/// "step 7: predicted joins, ran opens" (steps from 1).
+std::string window_difference_text(const WindowDifference &difference);
 /// The place of step `k` (0-based) among the windows `timeline` predicts,
 /// and among those the manager formed in `run`.
 WindowPlace predicted_step_place(const Timeline &timeline, std::size_t k);
