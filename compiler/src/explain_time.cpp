@@ -173,21 +173,21 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
   struct OpenReservation {
     std::string band;
     std::optional<Location> location;
-    std::size_t released_before; ///< the 0-based step; steps.size(): held to the end
   };
-  std::vector<OpenReservation> reservations;
+  // Open reservations by the 0-based step they are released before
+  // (steps.size(): held to the end), so each step looks only at its own;
+  // and their bands, which stay apart.
+  std::multimap<std::size_t, OpenReservation> reservations;
+  std::set<std::string> open_bands;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const json &step = steps[k];
     const StepWords words = step_words(step);
     // A program's reservation ends with its body or scope, between two
     // steps, as the step that admitted it says.
-    for (auto r = reservations.begin(); r != reservations.end();) {
-      if (r->released_before != k) {
-        ++r;
-        continue;
-      }
-      if (LocationStacks *stack = stack_at(r->location)) stack->clear(MemoryBand::Kind::Reservation, r->band);
-      r = reservations.erase(r);
+    for (auto r = reservations.begin(); r != reservations.end() && r->first == k; r = reservations.erase(r)) {
+      if (LocationStacks *stack = stack_at(r->second.location))
+        stack->clear(MemoryBand::Kind::Reservation, r->second.band);
+      open_bands.erase(r->second.band);
     }
     const bool ok = string_or_empty(step, "result") == "ok";
     if (string_or_empty(step, "result") == "failed" && !out.failure) out.failure = k;
@@ -276,9 +276,8 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
     } else if (ok && words.keyword == "reserve" && destination) {
       // Two open reservations with one label get a band each.
       std::string band = words.label;
-      if (std::any_of(reservations.begin(), reservations.end(),
-                      [&](const OpenReservation &r) { return r.band == band; }))
-        band += " (step " + std::to_string(k + 1) + ")";
+      if (open_bands.count(band)) band += " (step " + std::to_string(k + 1) + ")";
+      open_bands.insert(band);
       if (LocationStacks *stack = stack_at(destination))
         stack->add(MemoryBand::Kind::Reservation, band, bytes);
       // A reservation released before a step not in the document, or
@@ -286,7 +285,7 @@ UnitMemory unit_memory(const json &unit, MemorySeries series) {
       std::size_t released_before = steps.size();
       if (auto found = step.find("released_before_step"); found != step.end() && found->is_number_unsigned())
         released_before = std::clamp<std::size_t>(found->get<std::size_t>(), k + 2, steps.size() + 1) - 1;
-      reservations.push_back(OpenReservation{band, destination, released_before});
+      reservations.emplace(released_before, OpenReservation{band, destination});
     }
     out.values.push_back(value);
     out.transfers.push_back(transfer);
