@@ -63,8 +63,10 @@ EXAMPLES = {
     "E0204": ("`storage` is the per-replica charge and cannot be below the logical size.",
               "value w 16 MiB storage 15 MiB at pinned\n", []),
     "E0205": ("The file would expand to more than 10,000,000 statements, declare more than 1,000,000 values "
-              "or more than 100,000 plans and programs together, or ask explain for more than 10,000,000 steps "
-              "in all (a plan of many actions run by a program many times; docs/bytecode.md, \"Limits\").",
+              "or more than 100,000 plans and programs together, make more than 1,000,000 setup steps besides its "
+              "declarations (actions, holds, leases, reservations, releases), or ask explain for more than "
+              "10,000,000 steps in all (a plan of many actions run by a program many times; docs/bytecode.md, "
+              "\"Limits\").",
               "for i in 0..100000000000 { }\n", []),
     "E0206": ("A decimal size must come to a whole number of bytes: `1.5 GiB` is 1610612736 B, `1.1 KiB` "
               "(1126.4 B) is an error.", "value w 1.1 KiB at pinned\n", []),

@@ -120,6 +120,26 @@ private:
     return false;
   }
 
+  /// Counts `steps` more setup steps besides declarations against their
+  /// limit (reported once). A statement's steps are the verifier's
+  /// (bytecode::count_steps): an action one per value of its range, a hold,
+  /// lease, reservation or release one.
+  bool count_setup(ast::Span span, std::uint64_t steps) {
+    setup_steps_ += steps;
+    if (setup_steps_ <= bytecode::kMaxSetupSteps) return true;
+    if (!setup_exhausted_)
+      error(DiagCode::TooManyValues,
+            "the setup asks for more than " + std::to_string(bytecode::kMaxSetupSteps) +
+                " steps besides declaring values",
+            span,
+            "each action, hold, lease, reservation and release of the setup is a step that every report "
+            "keeps; a setup usually needs a handful");
+    setup_exhausted_ = true; // every loop stops from here on
+    return false;
+  }
+  /// A limit that stops every loop was passed.
+  bool expansion_stopped() const { return units_exhausted_ || setup_exhausted_; }
+
   // ---- names -------------------------------------------------------------
   std::optional<std::uint64_t> lookup_number(std::string_view name, ast::Span span);
   bool declare_global(std::string_view name, ast::Span span);
@@ -194,6 +214,8 @@ private:
   std::vector<bool> budgeted_ = std::vector<bool>(Location::kCount, false);
   std::uint64_t expanded_ = 0;
   bool units_exhausted_ = false;
+  std::uint64_t setup_steps_ = 0;
+  bool setup_exhausted_ = false;
   bool expansion_reported_ = false;
   unsigned program_counter_ = 0;
 };
@@ -579,7 +601,7 @@ void Analyzer::for_each_iteration(const ast::Stmt &s, F &&body) {
   }
   loops_.push_back({name, 0, s.name_span});
   for (std::uint64_t i = *first; i < *last; ++i) {
-    if (!count_expansion(s.span) || source_.stopped() || units_exhausted_) break;
+    if (!count_expansion(s.span) || source_.stopped() || expansion_stopped()) break;
     loops_.back().value = i;
     const std::size_t reported = source_.diagnostics().size();
     const unsigned errors = source_.error_count();
@@ -773,7 +795,7 @@ void Analyzer::top_statement(ast::StmtId id) {
   case StmtKind::Drop:
   case StmtKind::Discard: {
     ir::SetupStep step;
-    if (!action_of(s, step.action)) break;
+    if (!action_of(s, step.action) || !count_setup(s.span, step.action.count)) break;
     step.kind = ir::SetupKind::Action;
     step.span = s.span;
     module_.setup.push_back(std::move(step));
@@ -781,8 +803,11 @@ void Analyzer::top_statement(ast::StmtId id) {
   }
   case StmtKind::Hold:
   case StmtKind::Lease:
-  case StmtKind::Reserve: lifetime_statement(s, module_.setup); break;
+  case StmtKind::Reserve:
+    if (count_setup(s.span, 1)) lifetime_statement(s, module_.setup);
+    break;
   case StmtKind::Release: {
+    if (!count_setup(s.span, 1)) break;
     const std::string_view name = file_.name(s);
     auto it = lifetimes_.find(name);
     if (it == lifetimes_.end() || it->second.released) {

@@ -760,4 +760,27 @@ TEST_CASE("bytecode: the verifier refuses modules that ask for more than the lim
     CHECK(bytecode::count_steps(seven).total == 9'000'015);
     CHECK(verifier_message(seven, Code::BadStructure).empty());
   }
+  SUBCASE("a setup of more steps than the limit besides its declarations") {
+    // 1,000,000 values declared (not counted), then setup actions over
+    // them: 1,000,000 steps load, one more (a hold) does not.
+    bytecode::Module m = module_with_one_value();
+    m.declarations[0].family_size = 1'000'000;
+    m.value_count = 1'000'000;
+    m.code.push_back(values(Opcode::Ensure, 0, 500'000, Location::cuda(0)));
+    m.code.push_back(values(Opcode::Ensure, 500'000, 500'000, Location::cuda(0)));
+    m.setup = {0, 3};
+    CHECK(bytecode::count_steps(m).setup == 1'000'000);
+    CHECK(bytecode::count_steps(m).total == 2'000'000);
+    CHECK(verifier_message(m, Code::BadStructure).empty());
+    Instruction hold = instruction(Opcode::Hold);
+    hold.location = Location::pinned();
+    hold.set_index(1);
+    m.code.push_back(hold);
+    m.code.push_back(values(Opcode::Item, 0, 1, {}));
+    m.setup = {0, 5};
+    CHECK(bytecode::count_steps(m).setup == 1'000'001);
+    CHECK(verifier_message(m, Code::BadStructure)
+              .find("the setup asks for more than 1000000 steps besides its declarations (1000001)") !=
+          std::string::npos);
+  }
 }

@@ -31,6 +31,9 @@ public:
   StepCount count() const {
     StepCount count;
     count.total = range_steps(module_.setup);
+    for (std::uint32_t pc = module_.setup.begin; pc < module_.setup.end; ++pc)
+      if (info(module_.code[pc].opcode).kind != OpcodeKind::Declaration)
+        count.setup = saturating_add(count.setup, instruction_steps(module_.code[pc]));
     for (std::uint32_t p = 0; p < module_.plans.size(); ++p)
       if (!module_.plans[p].in_program) count.total = saturating_add(count.total, plan_steps_[p]);
     for (std::uint32_t p = 0; p < module_.programs.size(); ++p) {

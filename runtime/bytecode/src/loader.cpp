@@ -483,6 +483,10 @@ private:
   /// limits.hpp: what the module asks the interpreter for, all added up.
   void verify_steps() const {
     const StepCount steps = count_steps(module_);
+    if (steps.setup > kMaxSetupSteps)
+      throw ModuleError(ModuleErrorCode::BadStructure, sections_[3].begin,
+                        "the setup asks for more than " + std::to_string(kMaxSetupSteps) +
+                            " steps besides its declarations (" + std::to_string(steps.setup) + ")");
     if (steps.total <= kMaxSteps) return;
     std::string message = "the module asks for more than " + std::to_string(kMaxSteps) + " steps";
     if (steps.largest_program)
