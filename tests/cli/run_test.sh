@@ -185,6 +185,38 @@ for pid in (1, 2):
     assert len(spans(pid, "steps")) == sum(s[key][timed] is not None for r in doc["runs"] for s in r["steps"])
 PY
 
+# --overlap: the simulated devices get copy engines, and run compares the
+# windows they form with explain's, step by step, in text and JSON.
+run --backend sim --overlap --memory-limit 1MiB examples/evict-while-prefetch.fhr
+[ "$code" = 0 ] || fail "--overlap: exit $code"
+grep -q "overlap windows: 1 predicted, 1 formed, every step in its predicted place" "$work/out" ||
+  fail "--overlap: no window line"
+run --backend sim --overlap --memory-limit 1MiB --format json examples/evict-while-prefetch.fhr \
+  examples/replicated-weights.fhr
+[ "$code" = 0 ] || fail "--overlap json: exit $code"
+python3 - "$work/out" <<'PY' || fail "--overlap json"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+evict, replicated = doc["runs"]
+# The evictions open the window and the prefetches join it (the example's point).
+places = [(s["action"].split(" ")[0], s["predicted"]["window_place"], s["measured"]["window_place"])
+          for s in evict["steps"]]
+assert places == [("move", "opens", "opens")] + [("move", "joins", "joins")] * 3 + \
+    [("ensure", "joins", "joins")] * 4, places
+assert evict["windows"] == {"predicted": 1, "ran": 1, "differing_steps": []}, evict["windows"]
+# Four windows: the weights' copies to cuda:0, then to cuda:1, the inputs'
+# moves to both devices, and the two moves between the devices.
+assert replicated["windows"] == {"predicted": 4, "ran": 4, "differing_steps": []}, replicated["windows"]
+opened = [s for s in replicated["steps"] if s["measured"]["window_place"] == "opens"]
+assert len(opened) == 4, opened
+PY
+for other in host cuda; do
+  run --backend "$other" --overlap examples/inference.fhr
+  [ "$code" = 2 ] || fail "--overlap --backend $other: exit $code"
+  grep -q "error: --overlap gives the simulated devices copy engines: it needs --backend sim" "$work/err" ||
+    fail "--overlap --backend $other: message"
+done
+
 # --repeat: one report per unit; its steps' times are the medians of every
 # run's, the rest (spans, totals) the run whose total is the median.
 run --backend sim --memory-limit 1MiB --format json --repeat 4 --trace "$work/repeat-trace.json" \

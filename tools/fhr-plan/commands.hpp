@@ -91,6 +91,9 @@ struct RunOptions {
   std::uint64_t memory_limit_bytes = 0; ///< --memory-limit: host memory a run may use (0: 3/4 of it)
   /// --warm-up: each run's cold allocations reserved before it (docs/run.md).
   bool warm_up = false;
+  /// --overlap: the simulated devices overlap copies in windows, as the
+  /// CUDA backend's copy engines do (only with the simulated backend).
+  bool overlap = false;
   /// --repeat: runs of each unit, each on a fresh manager and backend; the
   /// report's step times are their medians (docs/run.md).
   unsigned repeat = 1;

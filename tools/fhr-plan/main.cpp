@@ -104,6 +104,11 @@ cl::opt<bool> run_warm_up("warm-up",
                           cl::desc("Before each run, reserve the pool blocks its steps would allocate cold "
                                    "(Manager::warm_up) and predict warm pools"),
                           cl::sub(run_command));
+cl::opt<bool> run_overlap("overlap",
+                          cl::desc("With the simulated backend: give its devices the CUDA backend's copy "
+                                   "engines, so that a phase's independent copies run in overlap windows as "
+                                   "on a GPU, compared with the predicted ones"),
+                          cl::sub(run_command));
 cl::opt<unsigned> run_repeat("repeat",
                              cl::desc("Run each program or plan N times, each on a fresh manager; step times "
                                       "are the medians (at most 100)"),
@@ -413,6 +418,7 @@ int main(int argc, char **argv) {
   run.profile = run_profile;
   run.trace = run_trace;
   run.warm_up = run_warm_up;
+  run.overlap = run_overlap;
   run.repeat = run_repeat;
   run.check_content = run_check_content == RunContentChecks::Transitions ? "transitions"
                       : run_check_content == RunContentChecks::End       ? "end"

@@ -236,6 +236,14 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
   execution.backend = backend_id == "sim"    ? BackendKind::Simulated
                       : backend_id == "cuda" ? BackendKind::Cuda
                                              : BackendKind::Host;
+  if (run.overlap && execution.backend != BackendKind::Simulated) {
+    llvm::WithColor::error(llvm::errs(), "fhr-plan")
+        << "--overlap gives the simulated devices copy engines: it needs --backend sim"
+        << (execution.backend == BackendKind::Cuda ? " (the CUDA backend's copies overlap without it)" : "")
+        << "\n";
+    return kBadInput;
+  }
+  execution.simulated_overlap = run.overlap;
   execution.memory_limit_bytes = run.memory_limit_bytes;
   // The CUDA backend's steps are timed: checks between them would be
   // traffic of their own (ContentChecks::AtEnd).
@@ -251,9 +259,10 @@ int run_run(const CommonOptions &options, const RunOptions &run) {
     progress.update(transitions, predicted);
   };
   const char *backend = backend_id == "sim" ? "simulated device" : backend_id == "cuda" ? "CUDA" : "host";
-  // Only the CUDA backend has copy engines that overlap (docs/links.md).
+  // Only the CUDA backend has copy engines that overlap (docs/links.md),
+  // and the simulated one when --overlap gives it some.
   TimelineOptions timeline;
-  timeline.overlap = execution.backend == BackendKind::Cuda;
+  timeline.overlap = execution.backend == BackendKind::Cuda || run.overlap;
   // Every run has a fresh CUDA backend: its pools are cold at the first
   // step, and the prediction charges what they cost (docs/run.md), unless
   // --warm-up reserves those blocks before the run.
