@@ -94,7 +94,8 @@ private:
   ///    them earlier;
   ///  - in each phase a move into a budgeted location comes after the moves
   ///    out of it, whose room it may need (the model counts the room at the
-  ///    end of the transition);
+  ///    end of the transition), unless the location's room at the step
+  ///    holds every value still to leave it: then it may come first;
   ///  - moves that wait for each other (a value from cuda:0 to cuda:1 and
   ///    another back, each needing the other's room) are broken through
   ///    pageable memory: one of them goes there in the reclaim phase and
@@ -149,22 +150,40 @@ private:
   }
 
   /// Appends `pending` (moves of one phase) to `ordered` so that each move
-  /// into a budgeted location follows the moves out of it; where every
-  /// move left waits for another, the first goes through pageable memory.
+  /// into a budgeted location follows the moves out of it, or finds room
+  /// there beside them; where every move left waits for another, the first
+  /// goes through pageable memory.
   void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered) const {
-    // How many pending moves still leave each location.
+    // How many pending moves still leave each location, and their bytes.
     std::array<std::size_t, Location::kCount> leaving{};
+    std::array<std::uint64_t, Location::kCount> leaving_bytes{};
     for (const Placed &p : pending)
-      if (p.action.from) ++leaving[p.action.from->index()];
+      if (p.action.from) {
+        ++leaving[p.action.from->index()];
+        leaving_bytes[p.action.from->index()] += w_.values[p.action.value].storage_bytes;
+      }
     const auto take = [&](std::vector<Placed>::iterator p) {
-      if (p->action.from) --leaving[p->action.from->index()];
+      if (p->action.from) {
+        --leaving[p->action.from->index()];
+        leaving_bytes[p->action.from->index()] -= w_.values[p->action.value].storage_bytes;
+      }
       pending.erase(p);
     };
+    // Until the last value leaves a location, it holds at most what it
+    // holds at the step (the step's needs, workspace and kept gaps, all of
+    // them there or on their way) and the values still to leave: where
+    // the step's room holds those, a move in fits now.
+    const auto fits_now = [&](const Placed &p) {
+      const std::size_t to = p.action.location.index();
+      if (leaving[to] == 0) return true;
+      const std::int64_t room = room_[*m_.index_of(p.action.location)][p.step];
+      return room >= 0 && static_cast<std::uint64_t>(room) >= leaving_bytes[to];
+    };
     while (!pending.empty()) {
-      // The first move whose destination no pending move still has to leave.
-      auto next = std::find_if(pending.begin(), pending.end(), [&](const Placed &p) {
-        return !budgeted(p.action.location) || leaving[p.action.location.index()] == 0;
-      });
+      // The first move whose destination no pending move still has to
+      // leave, or has room for them all beside what the step holds there.
+      auto next = std::find_if(pending.begin(), pending.end(),
+                               [&](const Placed &p) { return !budgeted(p.action.location) || fits_now(p); });
       if (next != pending.end()) {
         ordered.push_back(*next);
         take(next);
