@@ -85,8 +85,8 @@ json unit_json(const ReportUnit &unit) {
     location["resident_logical_before_bytes"] = p.resident_logical_before;
     location["peak_charged_bytes"] = p.peak_charged;
     location["peak_used_bytes"] = p.peak_used;
-    location["headroom_at_peak_bytes"] =
-        p.budget_bytes ? json(static_cast<std::int64_t>(*p.budget_bytes - p.peak_charged)) : json(nullptr);
+    const std::optional<std::int64_t> headroom = p.headroom_at_peak();
+    location["headroom_at_peak_bytes"] = headroom ? json(*headroom) : json(nullptr);
     locations.push_back(std::move(location));
   }
   out["locations"] = std::move(locations);

@@ -59,9 +59,10 @@ std::string result_text(const ReportStep &step) {
 }
 
 std::string headroom(const LocationPrediction &p) {
-  if (!p.budget_bytes) return "-";
-  if (p.peak_charged > *p.budget_bytes) return "over by " + human_size(p.peak_charged - *p.budget_bytes);
-  return human_size(*p.budget_bytes - p.peak_charged);
+  const std::optional<std::int64_t> bytes = p.headroom_at_peak();
+  if (!bytes) return "-";
+  if (*bytes < 0) return "over by " + human_size(static_cast<std::uint64_t>(-*bytes));
+  return human_size(static_cast<std::uint64_t>(*bytes));
 }
 
 /// Whether `next` repeats `first` (the same instruction for the following

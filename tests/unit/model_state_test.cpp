@@ -1,5 +1,6 @@
 // The execution rules of docs/semantics.md §3–§9 on the model State: exact bytes,
 // peaks, versions, outcomes and error classes.
+#include "fhr/model/simulator.hpp"
 #include "fhr/model/state.hpp"
 
 #include <doctest/doctest.h>
@@ -82,6 +83,24 @@ TEST_CASE("every location accounts at most 4 EiB, budgeted or not") {
   state.set_budget(gpu0, ~std::uint64_t{0});
   CHECK(state.account(gpu0).limit_bytes() == kMaxChargedBytes);
   CHECK(state.adopt(5, spec(kMaxChargedBytes + 1), gpu0).error == ErrorClass::Budget);
+}
+
+TEST_CASE("headroom at the peak is against the limit, not a budget above it") {
+  // A budget of 14.3 EiB once reported a headroom of -1.95e18 B in JSON
+  // (the difference cast to 64 signed bits) and 14.3 EiB in text.
+  LocationPrediction p;
+  p.location = pinned;
+  CHECK_FALSE(p.headroom_at_peak());
+  p.budget_bytes = 16'492'674'416'640'000'000ull;
+  p.peak_charged = MiB;
+  CHECK(p.headroom_at_peak() == static_cast<std::int64_t>(kMaxChargedBytes - MiB));
+  p.budget_bytes = 100;
+  p.peak_charged = 60;
+  CHECK(p.headroom_at_peak() == 40);
+  p.peak_charged = 160; // an infeasible plan's peak counts the refused request
+  CHECK(p.headroom_at_peak() == -60);
+  p.peak_charged = ~std::uint64_t{0};
+  CHECK(p.headroom_at_peak() == -static_cast<std::int64_t>(kMaxChargedBytes));
 }
 
 TEST_CASE("unavailable cuda location is an argument error") {

@@ -38,6 +38,18 @@ struct LocationPrediction {
   /// preflight and scope entry explain too and have no use for it, and the
   /// sum walks every value.
   std::uint64_t resident_logical_before = 0;
+
+  /// What the location could still take at the peak: its limit (the
+  /// budget, never more than kMaxChargedBytes: budget_limit) less the peak,
+  /// negative where the peak went over it; none without a budget.
+  std::optional<std::int64_t> headroom_at_peak() const {
+    if (!budget_bytes) return std::nullopt;
+    const std::uint64_t limit = budget_limit(budget_bytes);
+    if (peak_charged <= limit) return static_cast<std::int64_t>(limit - peak_charged);
+    const std::uint64_t over = peak_charged - limit;
+    return over >= kMaxChargedBytes ? -static_cast<std::int64_t>(kMaxChargedBytes)
+                                    : -static_cast<std::int64_t>(over);
+  }
 };
 
 struct Explanation {
