@@ -95,7 +95,9 @@ private:
   ///  - in each phase a move into a budgeted location comes after the moves
   ///    out of it, whose room it may need (the model counts the room at the
   ///    end of the transition), unless the location's room at the step
-  ///    holds every value still to leave it: then it may come first;
+  ///    holds every value still to leave it: then it may come first, and
+  ///    those values' bytes are taken off the step's room, which prefetch
+  ///    reads next (a load issued early sits there through the step);
   ///  - moves that wait for each other (a value from cuda:0 to cuda:1 and
   ///    another back, each needing the other's room) are broken through
   ///    pageable memory: one of them goes there in the reclaim phase and
@@ -116,12 +118,17 @@ private:
       } else {
         std::vector<Placed> moves(first, last);
         reclaim_first(moves);
+        // The most bytes a location held beyond the step's room while a
+        // move in went before moves out (each phase's moment is its own).
+        std::array<std::uint64_t, Location::kCount> beyond{};
         for (const Slot slot : {Slot::MoveOutFirst, Slot::MoveAcross}) {
           std::vector<Placed> group;
           for (const Placed &p : moves)
             if (p.slot == slot) group.push_back(p);
-          in_dependency_order(std::move(group), ordered);
+          in_dependency_order(std::move(group), ordered, beyond);
         }
+        for (std::uint32_t l = 0; l < m_.locations.size(); ++l)
+          room_[l][placed_[begin].step] -= static_cast<std::int64_t>(beyond[m_.locations[l].index()]);
       }
       begin = end;
     }
@@ -151,9 +158,11 @@ private:
 
   /// Appends `pending` (moves of one phase) to `ordered` so that each move
   /// into a budgeted location follows the moves out of it, or finds room
-  /// there beside them; where every move left waits for another, the first
-  /// goes through pageable memory.
-  void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered) const {
+  /// there beside them (the most such bytes per location raise `beyond`);
+  /// where every move left waits for another, the first goes through
+  /// pageable memory.
+  void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered,
+                           std::array<std::uint64_t, Location::kCount> &beyond) const {
     // How many pending moves still leave each location, and their bytes.
     std::array<std::size_t, Location::kCount> leaving{};
     std::array<std::uint64_t, Location::kCount> leaving_bytes{};
@@ -177,7 +186,9 @@ private:
       const std::size_t to = p.action.location.index();
       if (leaving[to] == 0) return true;
       const std::int64_t room = room_[*m_.index_of(p.action.location)][p.step];
-      return room >= 0 && static_cast<std::uint64_t>(room) >= leaving_bytes[to];
+      if (room < 0 || static_cast<std::uint64_t>(room) < leaving_bytes[to]) return false;
+      beyond[to] = std::max(beyond[to], leaving_bytes[to]);
+      return true;
     };
     while (!pending.empty()) {
       // The first move whose destination no pending move still has to

@@ -342,6 +342,17 @@ bytecode::Module module_with_one_value() {
   return m;
 }
 
+/// A family of 1,000,000 values and, at code 1 to 3, two instructions that
+/// ensure them all on cuda:0 (500,000 each), in no plan or setup yet.
+bytecode::Module module_with_a_million_ensures() {
+  bytecode::Module m = module_with_one_value();
+  m.declarations[0].family_size = 1'000'000;
+  m.value_count = 1'000'000;
+  m.code.push_back(values(Opcode::Ensure, 0, 500'000, Location::cuda(0)));
+  m.code.push_back(values(Opcode::Ensure, 500'000, 500'000, Location::cuda(0)));
+  return m;
+}
+
 bool same_instruction(const Instruction &a, const Instruction &b) {
   return a.opcode == b.opcode && a.location == b.location && a.from == b.from && a.flag == b.flag &&
          a.value == b.value && a.count == b.count && a.line == b.line && a.size == b.size;
@@ -737,11 +748,7 @@ TEST_CASE("bytecode: the verifier refuses modules that ask for more than the lim
     // A plan of 1,000,000 ensures (two instructions of 500,000), run by a
     // program: each run is 1,000,002 steps (the actions, the preflight and
     // the statement), the plan alone 1,000,001, the setup 1,000,000.
-    bytecode::Module m = module_with_one_value();
-    m.declarations[0].family_size = 1'000'000;
-    m.value_count = 1'000'000;
-    m.code.push_back(values(Opcode::Ensure, 0, 500'000, Location::cuda(0)));
-    m.code.push_back(values(Opcode::Ensure, 500'000, 500'000, Location::cuda(0)));
+    bytecode::Module m = module_with_a_million_ensures();
     m.plans = {bytecode::PlanEntry{2, 1, false, {1, 1}, {1, 1}, {1, 3}, {3, 3}}};
     auto program_of_runs = [&](std::uint32_t runs) {
       bytecode::Module with = m;
@@ -763,11 +770,7 @@ TEST_CASE("bytecode: the verifier refuses modules that ask for more than the lim
   SUBCASE("a setup of more steps than the limit besides its declarations") {
     // 1,000,000 values declared (not counted), then setup actions over
     // them: 1,000,000 steps load, one more (a hold) does not.
-    bytecode::Module m = module_with_one_value();
-    m.declarations[0].family_size = 1'000'000;
-    m.value_count = 1'000'000;
-    m.code.push_back(values(Opcode::Ensure, 0, 500'000, Location::cuda(0)));
-    m.code.push_back(values(Opcode::Ensure, 500'000, 500'000, Location::cuda(0)));
+    bytecode::Module m = module_with_a_million_ensures();
     m.setup = {0, 3};
     CHECK(bytecode::count_steps(m).setup == 1'000'000);
     CHECK(bytecode::count_steps(m).total == 2'000'000);
