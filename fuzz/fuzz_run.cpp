@@ -82,6 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     if (module.programs.empty())
       for (std::uint32_t p = 0; p < module.plans.size(); ++p)
         compare(fhr::check_plan(module, p, options), document, text);
+  } catch (const fhr::ExecutionTooLarge &) {
+    // Values of more address space than sizes-only blocks can reserve:
+    // `run` refuses them too (exit 2, "cannot run").
   } catch (const std::invalid_argument &error) {
     // A budget at a device the module does not declare: the manager refuses
     // it at construction (§1.2), so nothing runs.

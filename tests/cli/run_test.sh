@@ -185,6 +185,14 @@ for pid in (1, 2):
     assert len(spans(pid, "steps")) == sum(s[key][timed] is not None for r in doc["runs"] for s in r["steps"])
 PY
 
+# Sizes only, a simulated block is still address space of its size: a run
+# of exbibytes cannot be reserved, and is refused before anything runs
+# (it once ran and reported its setup refused: std::bad_alloc).
+run --backend sim tests/golden/inputs/budget-above-limit.fhr
+[ "$code" = 2 ] || fail "exbibytes: exit $code, expected 2"
+grep -q "cannot run on the simulated device backend: the run's predicted peaks add up to 6000000 TiB, more than the simulated backend can reserve as address space even keeping sizes only (64 TiB)" \
+  "$work/err" || fail "exbibytes: message"
+
 # --overlap: the simulated devices get copy engines, and run compares the
 # windows they form with explain's, step by step, in text and JSON.
 run --backend sim --overlap --memory-limit 1MiB examples/evict-while-prefetch.fhr

@@ -172,9 +172,10 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
   // simulated backends, only the host locations on the CUDA backend.
   for (const LocationPrediction &p : predicted_locations)
     peaks[p.location] = std::max(peaks[p.location], p.peak_charged);
-  std::uint64_t needed = 0;
+  std::uint64_t needed = 0; // each peak at most 4 EiB and a few of them: saturated, never wrapped
   for (const auto &[location, peak] : peaks)
-    if (options.backend != BackendKind::Cuda || !location.is_cuda()) needed += peak;
+    if (options.backend != BackendKind::Cuda || !location.is_cuda())
+      needed = peak > ~std::uint64_t{0} - needed ? ~std::uint64_t{0} : needed + peak;
   const std::uint64_t limit =
       options.memory_limit_bytes ? options.memory_limit_bytes : default_memory_limit();
   ExecutionOptions effective = options;
@@ -187,6 +188,11 @@ ExecutionCheck check(const bytecode::Module &module, const ExecutionOptions &opt
         "the run's predicted peaks add up to " + format_size(needed) + " of host memory, more than the " +
         format_size(limit) + " it may use here" +
         (options.backend == BackendKind::Simulated ? "" : " (--backend sim keeps sizes only)"));
+  if (sizes_only && needed > SimulatedBackend::kMaxSizesOnlyBytes)
+    throw ExecutionTooLarge("the run's predicted peaks add up to " + format_size(needed) +
+                            ", more than the simulated backend can reserve as address space even keeping "
+                            "sizes only (" +
+                            format_size(SimulatedBackend::kMaxSizesOnlyBytes) + ")");
   result.sizes_only = sizes_only;
 
   // The execution: the same interpreter on a live manager.

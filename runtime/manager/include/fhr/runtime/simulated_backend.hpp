@@ -53,6 +53,10 @@ class SimulatedBackend final : public Backend {
 public:
   /// The real bytes of a block in SimulatedMemory::SizesOnly.
   static constexpr std::size_t kFingerprintBytes = 8;
+  /// What the blocks of a run in SimulatedMemory::SizesOnly may add up to:
+  /// each is still address space of its full size, and x86-64 gives a
+  /// process 128 TiB of it (a 2.9 EiB value failed its mmap).
+  static constexpr std::uint64_t kMaxSizesOnlyBytes = std::uint64_t{64} << 40;
 
   explicit SimulatedBackend(unsigned device_count, bool overlap_copies = false,
                             SimulatedMemory memory = SimulatedMemory::Bytes);

@@ -146,7 +146,9 @@ struct ExecutionOptions {
 };
 
 /// Thrown when a run would need more memory than the machine has: host
-/// memory beyond the limit, or a device's memory beyond what it has free.
+/// memory beyond the limit, a device's memory beyond what it has free, or
+/// on simulated devices keeping sizes only, more address space than their
+/// blocks can reserve (SimulatedBackend::kMaxSizesOnlyBytes).
 class ExecutionTooLarge : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
