@@ -64,7 +64,8 @@ EXAMPLES = {
               "value w 16 MiB storage 15 MiB at pinned\n", []),
     "E0205": ("The file would expand to more than 10,000,000 statements, declare more than 1,000,000 values "
               "or more than 100,000 plans and programs together, make more than 1,000,000 setup steps besides its "
-              "declarations (actions, holds, leases, reservations, releases), or ask explain for more than "
+              "declarations (actions, holds, leases, reservations, releases), unroll its programs to more than "
+              "1,000,000 statements, or ask explain for more than "
               "10,000,000 steps in all (a plan of many actions run by a program many times; docs/bytecode.md, "
               "\"Limits\").",
               "for i in 0..100000000000 { }\n", []),

@@ -137,8 +137,22 @@ private:
     setup_exhausted_ = true; // every loop stops from here on
     return false;
   }
+  /// Counts one more program statement against kMaxProgramStatements
+  /// (reported once).
+  bool count_program_statement(ast::Span span) {
+    if (++program_statements_ <= kMaxProgramStatements) return true;
+    if (!program_statements_exhausted_)
+      error(DiagCode::TooManyValues,
+            "the programs unroll to more than " + std::to_string(kMaxProgramStatements) + " statements", span,
+            "each statement is a record that explain and run keep; to repeat a plan many times, put its "
+            "actions in one plan, or run it from a shorter loop");
+    program_statements_exhausted_ = true; // every loop stops from here on
+    return false;
+  }
   /// A limit that stops every loop was passed.
-  bool expansion_stopped() const { return units_exhausted_ || setup_exhausted_; }
+  bool expansion_stopped() const {
+    return units_exhausted_ || setup_exhausted_ || program_statements_exhausted_;
+  }
 
   // ---- names -------------------------------------------------------------
   std::optional<std::uint64_t> lookup_number(std::string_view name, ast::Span span);
@@ -216,6 +230,8 @@ private:
   bool units_exhausted_ = false;
   std::uint64_t setup_steps_ = 0;
   bool setup_exhausted_ = false;
+  std::uint64_t program_statements_ = 0;
+  bool program_statements_exhausted_ = false;
   bool expansion_reported_ = false;
   unsigned program_counter_ = 0;
 };
@@ -1078,6 +1094,7 @@ void Analyzer::program_items(std::span<const ast::StmtId> items, std::vector<ir:
       break;
     }
     }
+    if (!count_program_statement(s.span)) return;
     out.push_back(std::move(item));
   }
 }

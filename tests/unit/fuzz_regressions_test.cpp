@@ -49,6 +49,19 @@ TEST_CASE("a setup of more steps than the limit is refused once, where the limit
   CHECK(fhr::test::diagnostic_codes("value v 1 B at pinned\n" + loop) == std::vector<std::string>{"E0205"});
 }
 
+TEST_CASE("programs unrolling to more statements than the limit are refused once, where it is passed") {
+  // 1,000,000 program statements compile (a scope counts with its body);
+  // the next is refused at its statement, and later loops stop.
+  const std::string values = "value v 1 B replicable at pinned\nplan \"p\" { }\n";
+  const std::string at_limit =
+      values +
+      "program \"a\" {\n  for i in 0..999998 { ensure v at cuda:0 }\n  scope \"p\" { run \"p\" }\n}\n";
+  CHECK(fhr::test::diagnostic_codes(at_limit).empty());
+  const std::string past = at_limit + "program \"b\" { for i in 0..9000000 { run \"p\" } }\n";
+  CHECK(fhr::test::diagnostic_codes(past) == std::vector<std::string>{"E0205"});
+  CHECK(fhr::test::first_message(past) == "the programs unroll to more than 1000000 statements");
+}
+
 TEST_CASE("more plans and programs than the limit are refused once, where the limit is passed") {
   // 100,000 plans and programs together load; the next is refused (E0205),
   // and the loop that declares it stops there.

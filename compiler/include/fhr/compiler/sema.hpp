@@ -18,6 +18,13 @@ namespace fhr {
 /// Limit on values plus unrolled statements, so that a small file cannot ask
 /// for unbounded memory (`for i in 0..1000000000000`).
 inline constexpr std::uint64_t kMaxExpandedItems = 10'000'000;
+/// Limit on the statements of all programs, unrolled (scopes' bodies
+/// included; the plans they run are not statements): each is a record of
+/// a few hundred bytes in the IR, four times a plan action's, so the
+/// expansion limit alone let a loop of 45 bytes ask `check` for 1.9 GB and
+/// 11 s. The planner's printed programs have a statement per step (at most
+/// 99,999).
+inline constexpr std::uint64_t kMaxProgramStatements = 1'000'000;
 /// Limit on declared values: the module's (fhr/bytecode/limits.hpp).
 inline constexpr std::uint64_t kMaxValues = bytecode::kMaxValues;
 
