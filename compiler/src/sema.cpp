@@ -93,65 +93,67 @@ private:
   std::string_view source_text(ast::Span span) const {
     return std::string_view(source_.text()).substr(span.begin, span.end - span.begin);
   }
+  /// What unrolling has made against one of its limits. Past the limit
+  /// the error is reported once, where it was passed, and every loop stops.
+  struct UnrollCount {
+    std::uint64_t made = 0;
+    bool passed = false;
+  };
+  /// Adds `more` to `count`: true within `limit`, else false, reporting
+  /// (`report`) the first time.
+  template <typename Report>
+  bool count_within(UnrollCount &count, std::uint64_t limit, std::uint64_t more, Report &&report) {
+    count.made += more;
+    if (count.made <= limit) return true;
+    if (!count.passed) report();
+    count.passed = true;
+    return false;
+  }
+  /// A limit that stops every loop was passed.
+  bool expansion_stopped() const {
+    return expansion_.passed || units_.passed || setup_steps_.passed || program_statements_.passed;
+  }
+
   /// Counts `items` more values and unrolled statements against the limit.
   bool count_expansion(ast::Span span, std::uint64_t items = 1) {
-    expanded_ += items;
-    if (expanded_ <= kMaxExpandedItems) return true;
-    if (!expansion_reported_)
+    return count_within(expansion_, kMaxExpandedItems, items, [&] {
       error(DiagCode::TooManyValues,
             "the file expands to more than " + std::to_string(kMaxExpandedItems) + " values and statements",
             span);
-    expansion_reported_ = true;
-    return false;
+    });
   }
-
-  /// Counts one more plan or program against the limit (reported once).
-  /// Every program is deferred before it is analysed, so the deferred ones
-  /// are all the programs.
+  /// Counts one more plan or program (a program when it is deferred, before
+  /// it is analysed).
   bool count_unit(ast::Span span) {
-    if (module_.plans.size() + deferred_programs_.size() < bytecode::kMaxPlansAndPrograms) return true;
-    if (!units_exhausted_)
+    return count_within(units_, bytecode::kMaxPlansAndPrograms, 1, [&] {
       error(DiagCode::TooManyValues,
             "a file may declare at most " + std::to_string(bytecode::kMaxPlansAndPrograms) +
                 " plans and programs together",
             span,
             "each is explained and reported on its own; a workload's printed program has a plan per step");
-    units_exhausted_ = true; // every loop stops from here on, as at the expansion limit
-    return false;
+    });
   }
-
-  /// Counts `steps` more setup steps besides declarations against their
-  /// limit (reported once). A statement's steps are the verifier's
-  /// (bytecode::count_steps): an action one per value of its range, a hold,
-  /// lease, reservation or release one.
+  /// Counts `steps` more setup steps besides declarations. A statement's
+  /// steps are the verifier's (bytecode::count_steps): an action one per
+  /// value of its range, a hold, lease, reservation or release one.
   bool count_setup(ast::Span span, std::uint64_t steps) {
-    setup_steps_ += steps;
-    if (setup_steps_ <= bytecode::kMaxSetupSteps) return true;
-    if (!setup_exhausted_)
+    return count_within(setup_steps_, bytecode::kMaxSetupSteps, steps, [&] {
       error(DiagCode::TooManyValues,
             "the setup asks for more than " + std::to_string(bytecode::kMaxSetupSteps) +
                 " steps besides declaring values",
             span,
             "each action, hold, lease, reservation and release of the setup is a step that every report "
             "keeps; a setup usually needs a handful");
-    setup_exhausted_ = true; // every loop stops from here on
-    return false;
+    });
   }
-  /// Counts one more program statement against kMaxProgramStatements
-  /// (reported once).
+  /// Counts one more program statement (kMaxProgramStatements).
   bool count_program_statement(ast::Span span) {
-    if (++program_statements_ <= kMaxProgramStatements) return true;
-    if (!program_statements_exhausted_)
+    return count_within(program_statements_, kMaxProgramStatements, 1, [&] {
       error(DiagCode::TooManyValues,
             "the programs unroll to more than " + std::to_string(kMaxProgramStatements) + " statements", span,
             "each statement is a record that explain and run keep; to repeat a plan many times, put its "
             "actions in one plan, or run it from a shorter loop");
-    program_statements_exhausted_ = true; // every loop stops from here on
-    return false;
-  }
-  /// A limit that stops every loop was passed.
-  bool expansion_stopped() const {
-    return units_exhausted_ || setup_exhausted_ || program_statements_exhausted_;
+    });
   }
 
   // ---- names -------------------------------------------------------------
@@ -226,13 +228,7 @@ private:
   ast::Span devices_span_;
   llvm::DenseMap<std::uint32_t, bool> plan_used_;
   std::vector<bool> budgeted_ = std::vector<bool>(Location::kCount, false);
-  std::uint64_t expanded_ = 0;
-  bool units_exhausted_ = false;
-  std::uint64_t setup_steps_ = 0;
-  bool setup_exhausted_ = false;
-  std::uint64_t program_statements_ = 0;
-  bool program_statements_exhausted_ = false;
-  bool expansion_reported_ = false;
+  UnrollCount expansion_, units_, setup_steps_, program_statements_;
   unsigned program_counter_ = 0;
 };
 
@@ -936,7 +932,7 @@ void Analyzer::value(const ast::Stmt &s) {
           s.span);
     return;
   }
-  expanded_ += count;
+  expansion_.made += count;
   ValueSpec spec;
   spec.logical_nbytes = *logical;
   spec.storage_nbytes = *storage;
