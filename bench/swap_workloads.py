@@ -2,7 +2,8 @@
 """Random workloads of two and three budgeted devices whose steps swap values
 between devices (the planner's moves across, docs/planner.md), solved by
 `fhr-plan solve`: every schedule must verify and its printed program pass
-`check`; with --baseline, each workload's bytes moved are compared with
+`check`; with --baseline, each workload's bytes moved, predicted time (the
+shipped H200 profile) and bytes into pageable memory are compared with
 another build's.
 
     swap_workloads.py FHR-PLAN [--first SEED] [--count N] [--tight]
@@ -20,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -156,8 +156,11 @@ def workload(seed, tight=False):
 
 
 def solve(tool, workload_path, program_path):
-    """(verdict, bytes moved or None, detail) of one workload on `tool`."""
-    solved = subprocess.run([tool, "solve", workload_path, "-o", program_path], capture_output=True, text=True)
+    """(verdict, figures or None, detail) of one workload on `tool`; the
+    figures are bytes moved, the predicted total seconds (the shipped H200
+    profile) and the bytes into pageable memory."""
+    solved = subprocess.run([tool, "solve", workload_path, "-o", program_path, "--format", "json"],
+                            capture_output=True, text=True)
     if solved.returncode != 0:
         if "does not verify" in solved.stderr:
             return "does not verify", None, solved.stderr.strip()
@@ -167,8 +170,9 @@ def solve(tool, workload_path, program_path):
     checked = subprocess.run([tool, "check", program_path], capture_output=True, text=True)
     if checked.returncode != 0:
         return "check fails", None, (checked.stdout + checked.stderr)[:400]
-    moved = re.search(r"# (\d+) bytes moved", open(program_path).read())
-    return "solved", int(moved.group(1)) if moved else None, ""
+    result = json.loads(solved.stdout)["result"]
+    to_pageable = sum(b for link, b in result["bytes_per_link"].items() if link.endswith("-pageable"))
+    return "solved", (result["bytes_moved"], result["time"]["total_seconds"], to_pageable), ""
 
 
 def main():
@@ -190,26 +194,34 @@ def main():
         return seed, ours, theirs
 
     verdicts, failed = {}, False
-    fewer = more = same = both = 0
-    ours_total = theirs_total = 0
+    both = 0
+    # per figure (bytes moved, predicted seconds, bytes into pageable memory):
+    # workloads where ours is lower, higher; totals of theirs and ours
+    names = ("bytes moved", "predicted seconds", "bytes into pageable memory")
+    lower, higher = [0, 0, 0], [0, 0, 0]
+    theirs_total, ours_total = [0, 0, 0], [0, 0, 0]
     with ThreadPoolExecutor(2) as pool:
-        for seed, (verdict, moved, detail), theirs in pool.map(one, range(args.first, args.first + args.count)):
+        for seed, (verdict, ours, detail), theirs in pool.map(one, range(args.first, args.first + args.count)):
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
             if verdict not in ("solved", "infeasible"):
                 failed = True
                 print(f"seed {seed}: {verdict}: {detail}")
-            if theirs and moved is not None and theirs[1] is not None:
+            if theirs and ours is not None and theirs[1] is not None:
                 both += 1
-                ours_total += moved
-                theirs_total += theirs[1]
-                fewer += moved < theirs[1]
-                more += moved > theirs[1]
-                same += moved == theirs[1]
+                for i, (a, b) in enumerate(zip(ours, theirs[1])):
+                    ours_total[i] += a
+                    theirs_total[i] += b
+                    # time within a nanosecond counts as the same
+                    lower[i] += a < b - (1e-9 if i == 1 else 0)
+                    higher[i] += a > b + (1e-9 if i == 1 else 0)
     print(f"{args.count} workloads from seed {args.first}: " +
           ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
     if both:
-        print(f"{both} solved by both builds: fewer bytes moved in {fewer}, more in {more}, the same in {same}; "
-              f"{theirs_total} -> {ours_total} B ({100 * (ours_total - theirs_total) / theirs_total:+.2f}%)")
+        print(f"{both} solved by both builds:")
+        for i, name in enumerate(names):
+            change = f" ({100 * (ours_total[i] - theirs_total[i]) / theirs_total[i]:+.2f}%)" if theirs_total[i] else ""
+            print(f"  {name}: lower in {lower[i]}, higher in {higher[i]}, the same in "
+                  f"{both - lower[i] - higher[i]}; {theirs_total[i]:.6g} -> {ours_total[i]:.6g}{change}")
     return 1 if failed else 0
 
 

@@ -27,7 +27,8 @@ struct Placed {
 
 class Realizer {
 public:
-  Realizer(const Workload &w, const GapModel &m, const Selection &s) : w_(w), m_(m), s_(s) {
+  Realizer(const Workload &w, const GapModel &m, const Selection &s, SwapStop swap_stop)
+      : w_(w), m_(m), s_(s), swap_stop_(swap_stop) {
     // Room left at every budgeted location and step, for spills to tiers.
     room_.assign(m.locations.size(), std::vector<std::int64_t>(m.step_count + 1, 0));
     for (std::size_t l = 0; l < m.locations.size(); ++l)
@@ -47,6 +48,8 @@ public:
                               static_cast<std::int64_t>(adopted));
     }
   }
+
+  std::size_t stops_on_tiers() const { return stops_on_tiers_; }
 
   std::vector<std::vector<std::int64_t>> room() const {
     std::vector<std::vector<std::int64_t>> out = room_;
@@ -99,10 +102,12 @@ private:
   ///    those values' bytes are taken off the step's room, which prefetch
   ///    reads next (a load issued early sits there through the step);
   ///  - moves that wait for each other (a value from cuda:0 to cuda:1 and
-  ///    another back, each needing the other's room) are broken through
-  ///    pageable memory: one of them goes there in the reclaim phase and
-  ///    on to its destination after the others. That costs its bytes over
-  ///    the host's links twice, which the model does not count.
+  ///    another back, each needing the other's room) are broken by a stop:
+  ///    one of them goes to the first of its spill tiers with room through
+  ///    the step (another device, pinned memory; pageable memory when none
+  ///    has) in the reclaim phase, and on to its destination after the
+  ///    others. That moves its bytes twice, which the gap model does not
+  ///    count.
   void order_moves_across() {
     std::vector<Placed> ordered;
     ordered.reserve(placed_.size());
@@ -118,6 +123,9 @@ private:
       } else {
         std::vector<Placed> moves(first, last);
         reclaim_first(moves);
+        LocationSet left; // a broken move's stop must hold still through the step
+        for (const Placed &p : moves)
+          if (p.action.from) left.insert(*p.action.from);
         // The most bytes a location held beyond the step's room while a
         // move in went before moves out (each phase's moment is its own).
         std::array<std::uint64_t, Location::kCount> beyond{};
@@ -125,7 +133,7 @@ private:
           std::vector<Placed> group;
           for (const Placed &p : moves)
             if (p.slot == slot) group.push_back(p);
-          in_dependency_order(std::move(group), ordered, beyond);
+          in_dependency_order(std::move(group), left, ordered, beyond);
         }
         for (std::uint32_t l = 0; l < m_.locations.size(); ++l)
           room_[l][placed_[begin].step] -= static_cast<std::int64_t>(beyond[m_.locations[l].index()]);
@@ -159,10 +167,11 @@ private:
   /// Appends `pending` (moves of one phase) to `ordered` so that each move
   /// into a budgeted location follows the moves out of it, or finds room
   /// there beside them (the most such bytes per location raise `beyond`);
-  /// where every move left waits for another, the first goes through
-  /// pageable memory.
-  void in_dependency_order(std::vector<Placed> pending, std::vector<Placed> &ordered,
-                           std::array<std::uint64_t, Location::kCount> &beyond) const {
+  /// where every move left waits for another, the first goes round through
+  /// a stop (`stop_between`; none of the step's moves across leaves
+  /// `left`'s locations).
+  void in_dependency_order(std::vector<Placed> pending, const LocationSet &left, std::vector<Placed> &ordered,
+                           std::array<std::uint64_t, Location::kCount> &beyond) {
     // How many pending moves still leave each location, and their bytes.
     std::array<std::size_t, Location::kCount> leaving{};
     std::array<std::uint64_t, Location::kCount> leaving_bytes{};
@@ -202,10 +211,10 @@ private:
       }
       const Action &round = pending.front().action;
       const std::uint32_t step = pending.front().step;
-      ordered.push_back(
-          {step, Slot::SpillOut, {ActionKind::Move, round.value, Location::pageable(), round.from}});
-      ordered.push_back(
-          {step, Slot::MoveIn, {ActionKind::Move, round.value, round.location, Location::pageable()}});
+      const Location stop =
+          stop_between(*round.from, round.location, step, w_.values[round.value].storage_bytes, left);
+      ordered.push_back({step, Slot::SpillOut, {ActionKind::Move, round.value, stop, round.from}});
+      ordered.push_back({step, Slot::MoveIn, {ActionKind::Move, round.value, round.location, stop}});
       take(pending.begin());
     }
   }
@@ -251,12 +260,32 @@ private:
     }
   }
 
+  /// Where a move from `from` to `to` that waits for another's room stops
+  /// on its way at `step`: arriving in the reclaim phase and leaving after
+  /// the step's other moves in, it needs room at the step before and at
+  /// the step. The first of `from`'s spill tiers with that room (another
+  /// device is a peer copy each way, pinned memory a DMA each way), except
+  /// `to` and the locations the step's moves across leave, whose room is
+  /// counted only once they have gone; pageable memory when none has.
+  Location stop_between(Location from, Location to, std::uint32_t step, std::uint64_t bytes,
+                        const LocationSet &left) {
+    if (swap_stop_ == SwapStop::Pageable) return Location::pageable();
+    LocationSet skip = left;
+    skip.insert(to);
+    const Location stop = spill_tier(from, step, step + 1, bytes, skip);
+    stops_on_tiers_ += stop != Location::pageable();
+    return stop;
+  }
+
   /// The first spill tier of `from` with room over the steps [begin, end),
   /// counted from the step before (a replica arriving in a reclaim phase
-  /// meets the previous step's residents), pageable when none has.
-  Location spill_tier(Location from, std::uint32_t begin, std::uint32_t end, std::uint64_t bytes) {
+  /// meets the previous step's residents), `skip` aside; pageable when
+  /// none has.
+  Location spill_tier(Location from, std::uint32_t begin, std::uint32_t end, std::uint64_t bytes,
+                      const LocationSet &skip = {}) {
     const auto s = static_cast<std::int64_t>(bytes);
     for (Location tier : w_.tiers_of(from)) {
+      if (skip.contains(tier)) continue;
       const std::optional<std::uint32_t> l = m_.index_of(tier);
       if (!l) return tier;
       const std::uint32_t first = begin == 0 ? 0 : begin - 1;
@@ -309,6 +338,8 @@ private:
   const Workload &w_;
   const GapModel &m_;
   const Selection &s_;
+  const SwapStop swap_stop_;
+  std::size_t stops_on_tiers_ = 0;
   std::vector<std::vector<std::int64_t>> room_;
   std::vector<std::int64_t> initial_room_;
   std::vector<Placed> placed_;
@@ -316,12 +347,14 @@ private:
 
 } // namespace
 
-Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection,
-                 std::vector<std::vector<std::int64_t>> *room_left) {
-  Realizer realizer(workload, model, selection);
-  Schedule schedule = realizer.run();
-  if (room_left) *room_left = realizer.room();
-  return schedule;
+Realized realize(const Workload &workload, const GapModel &model, const Selection &selection,
+                 SwapStop swap_stop) {
+  Realizer realizer(workload, model, selection, swap_stop);
+  Realized out;
+  out.schedule = realizer.run();
+  out.room_left = realizer.room();
+  out.stops_on_tiers = realizer.stops_on_tiers();
+  return out;
 }
 
 } // namespace fhr::planner

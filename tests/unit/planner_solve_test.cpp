@@ -645,32 +645,118 @@ TEST_CASE("timeline: the verifier numbers the runtime's windows: a move waits fo
 TEST_CASE("solve: moves across that wait for each other's room, or that a workspace waits for") {
   // Found comparing the clock with explain on random workloads of two
   // devices: schedules that did not verify.
-  // Two 150 MB values swap devices between the steps; cuda:0 has room for
-  // one, cuda:1 the given budget.
-  const auto swap = [](const std::string &cuda1_budget) {
-    return workload(R"({"schema": "fhr-workload/1", "name": "swap", "devices": 2,
-      "budgets": [{"at": "cuda:0", "bytes": 200000000}, {"at": "cuda:1", "bytes": )" +
-                    cuda1_budget + R"(}],
-      "values": [{"name": "a", "bytes": 150000000, "mode": "exclusive", "at": "pageable"},
-                 {"name": "b", "bytes": 150000000, "mode": "exclusive", "at": "pageable"}],
+  // Two values (150 MB unless `bytes` says) swap devices between the
+  // steps; cuda:0 has room for one, cuda:1 the given budget; `more` adds
+  // devices, budgets and spill tiers.
+  struct More {
+    int devices = 2;
+    std::string budgets, tiers;
+    std::uint64_t bytes = 150000000;
+  };
+  const auto swap = [](const std::string &cuda1_budget, const More &more = {}) {
+    const std::string bytes = std::to_string(more.bytes);
+    return workload(R"({"schema": "fhr-workload/1", "name": "swap", "devices": )" +
+                    std::to_string(more.devices) + R"(,
+      "budgets": [{"at": "cuda:0", "bytes": )" +
+                    std::to_string(more.bytes * 4 / 3) + R"(}, {"at": "cuda:1", "bytes": )" + cuda1_budget +
+                    "}" + more.budgets + R"(], "tiers": [)" + more.tiers + R"(],
+      "values": [{"name": "a", "bytes": )" +
+                    bytes + R"(, "mode": "exclusive", "at": "pageable"},
+                 {"name": "b", "bytes": )" +
+                    bytes + R"(, "mode": "exclusive", "at": "pageable"}],
       "steps": [{"name": "0", "needs": [{"at": "cuda:0", "values": ["a"]}, {"at": "cuda:1", "values": ["b"]}]},
                 {"name": "1", "needs": [{"at": "cuda:1", "values": ["a"]}, {"at": "cuda:0", "values": ["b"]}]}]})");
+  };
+  // The stop of step 1's swap: where the move in its reclaim phase goes,
+  // and that it leaves there again in the enter phase.
+  const auto stop_of = [](const planner::SolveResult &r) -> std::optional<Location> {
+    const planner::StepPlan &step = r.schedule.steps[1];
+    if (step.reclaim.size() != 1 || step.enter.size() != 2) return std::nullopt;
+    const Action &out = step.reclaim[0];
+    const Action &back = step.enter[1];
+    if (back.value != out.value || back.from != out.location) return std::nullopt;
+    return out.location;
   };
   SUBCASE("two values swap devices: one goes round through pageable memory") {
     // Each device holds one of the two values and room for no second:
     // moving either first would overrun the other device.
+    // No spill tiers: the stop is pageable memory.
     const planner::Workload w = swap("200000000");
     const planner::SolveResult r = planner::solve_planner(w);
     REQUIRE(r.ok());
-    const planner::StepPlan &step = r.schedule.steps[1];
-    REQUIRE(step.reclaim.size() == 1);
-    CHECK(step.reclaim[0].location == Location::pageable());
-    REQUIRE(step.enter.size() == 2);
-    CHECK(step.enter[1].value == step.reclaim[0].value);
-    CHECK(step.enter[1].from == Location::pageable());
+    CHECK(stop_of(r) == Location::pageable());
+    CHECK(r.swap_stops_on_tiers == 0);
     // Five moves: the two in, then one across and the other round (two).
     CHECK(r.verification.transfers.size() == 5);
     CHECK(r.verification.bytes_moved == 5 * 150000000ull);
+    printed_program(w, r);
+  }
+  SUBCASE("a swap stops on pinned memory, a spill tier with room through the step") {
+    // Pinned memory (budgeted, room for one) is both devices' first tier:
+    // the value goes there and back by DMA, not staged through pageable
+    // memory, and the clock finds that faster.
+    const std::string tiers = R"({"from": "cuda:0", "to": ["pinned", "pageable"]},
+                                 {"from": "cuda:1", "to": ["pinned", "pageable"]})";
+    const planner::Workload w = swap("200000000", {2, R"(, {"at": "pinned", "bytes": 150000000})", tiers});
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    CHECK(stop_of(r) == Location::pinned());
+    CHECK(r.swap_stops_on_tiers == 1);
+    CHECK(r.verification.bytes_moved == 5 * 150000000ull);
+    CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::DeviceToPageable)] == 0);
+    printed_program(w, r);
+    // Without room in pinned memory for the value, pageable memory again.
+    const planner::Workload full = swap("200000000", {2, R"(, {"at": "pinned", "bytes": 149999999})", tiers});
+    const planner::SolveResult through = planner::solve_planner(full);
+    REQUIRE(through.ok());
+    CHECK(stop_of(through) == Location::pageable());
+    CHECK(through.swap_stops_on_tiers == 0);
+    CHECK(through.timeline.total_seconds > r.timeline.total_seconds);
+    printed_program(full, through);
+  }
+  SUBCASE("a swap stops on a third device: a peer copy each way") {
+    // cuda:2 (room for one) is cuda:0's first tier and cuda:1's: the swap's
+    // value goes there and back between devices; the swap's own devices,
+    // whose room is counted only once the other value has left, are never
+    // a stop.
+    const planner::Workload w =
+        swap("200000000", {3, R"(, {"at": "cuda:2", "bytes": 150000000})",
+                           R"({"from": "cuda:0", "to": ["cuda:1", "cuda:2", "pageable"]},
+                              {"from": "cuda:1", "to": ["cuda:0", "cuda:2", "pageable"]})"});
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    CHECK(stop_of(r) == Location::cuda(2));
+    CHECK(r.swap_stops_on_tiers == 1);
+    CHECK(r.verification.bytes_per_link[static_cast<std::size_t>(LinkKind::DeviceToDevice)] ==
+          3 * 150000000ull);
+    printed_program(w, r);
+  }
+  SUBCASE("a small value's swap stays on pageable memory where the clock times that faster") {
+    // 15-byte values: the DMA back from pinned memory after the step's
+    // staged copies pays the link model's extra after host work, which
+    // the staged copies through pageable memory do not. The planner makes
+    // both schedules and keeps the one its clock times faster.
+    const std::string tiers = R"({"from": "cuda:0", "to": ["pinned", "pageable"]},
+                                 {"from": "cuda:1", "to": ["pinned", "pageable"]})";
+    More small{2, R"(, {"at": "pinned", "bytes": 15})", tiers, 15};
+    const planner::Workload w = swap("20", small);
+    const planner::SolveResult r = planner::solve_planner(w);
+    REQUIRE(r.ok());
+    // Both realisations, verified and timed apart.
+    const planner::GapModel model = planner::build_gap_model(w);
+    const planner::Selection selection = planner::solve_heuristic(model);
+    double seconds[2];
+    for (const planner::SwapStop stop : {planner::SwapStop::SpillTier, planner::SwapStop::Pageable}) {
+      planner::Realized made = planner::realize(w, model, selection, stop);
+      CHECK(made.stops_on_tiers == (stop == planner::SwapStop::SpillTier ? 1u : 0u));
+      const planner::Verification verified = planner::verify_schedule(w, made.schedule);
+      REQUIRE(verified.feasible);
+      seconds[static_cast<int>(stop)] = planner::time_schedule(w, verified, LinkModel::h200()).total_seconds;
+    }
+    CHECK(seconds[1] < seconds[0]);
+    CHECK(stop_of(r) == Location::pageable());
+    CHECK(r.swap_stops_on_tiers == 0);
+    CHECK(r.timeline.total_seconds == seconds[1]);
     printed_program(w, r);
   }
   SUBCASE("two values swap devices with room for both on one: both go across") {
@@ -789,8 +875,9 @@ TEST_CASE("solve: random workloads of two devices verify, print, and time as exp
   // across), its printed program passes check, and the clock agrees with
   // explain --profile.
   const LinkModel &links = LinkModel::h200();
-  int solved = 0, infeasible = 0, shared_windows = 0, round_trips = 0;
+  int solved = 0, infeasible = 0, shared_windows = 0, round_trips = 0, through_pageable = 0;
   std::uint64_t planner_bytes = 0;
+  double planner_seconds = 0;
   for (unsigned seed = 1; seed <= 150; ++seed) {
     const planner::Workload w = random_two_device_workload(seed);
     REQUIRE_FALSE(planner::check_workload(w));
@@ -809,20 +896,24 @@ TEST_CASE("solve: random workloads of two devices verify, print, and time as exp
       ++solved;
       if (lru) continue;
       planner_bytes += r.verification.bytes_moved;
-      // The cycle breaker's round trips: a move to pageable memory in a
-      // step's reclaim phase that comes back in its enter phase.
+      planner_seconds += r.timeline.total_seconds;
+      // The cycle breaker's round trips: a move in a step's reclaim phase
+      // whose value leaves its stop again in the enter phase.
       for (const planner::StepPlan &step : r.schedule.steps)
         for (const Action &out : step.reclaim)
-          round_trips += out.location == Location::pageable() &&
-                         std::any_of(step.enter.begin(), step.enter.end(), [&](const Action &in) {
-                           return in.value == out.value && in.from == Location::pageable();
-                         });
+          if (std::any_of(step.enter.begin(), step.enter.end(), [&](const Action &in) {
+                return in.value == out.value && in.from == out.location;
+              })) {
+            ++round_trips;
+            through_pageable += out.location == Location::pageable();
+          }
     }
   }
   MESSAGE("solved " << solved << ", infeasible or given up " << infeasible
                     << ", windows of two copies or more " << shared_windows
-                    << "; the planner's schedules move " << planner_bytes << " B, " << round_trips
-                    << " values round through pageable memory");
+                    << "; the planner's schedules move " << planner_bytes << " B in " << planner_seconds
+                    << " s, " << round_trips << " values round through a stop, " << through_pageable
+                    << " of them through pageable memory");
   CHECK(solved >= 250);
   CHECK(shared_windows > 0);
 }

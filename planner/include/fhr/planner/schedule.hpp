@@ -33,15 +33,29 @@ struct Schedule {
   std::vector<StepPlan> steps;
 };
 
+/// Where a move that waits for another's room (two values swapping
+/// devices, neither with room for both) stops on its way.
+enum class SwapStop : std::uint8_t {
+  SpillTier, ///< the first of its spill tiers with room through the step, else pageable memory
+  Pageable,  ///< always pageable memory
+};
+
+struct Realized {
+  Schedule schedule;
+  /// What each budgeted location has left at every step under the schedule
+  /// (its capacity less the kept gaps and the spills it placed there,
+  /// counted from the step before they arrive).
+  std::vector<std::vector<std::int64_t>> room_left;
+  /// How many swaps stopped somewhere other than pageable memory.
+  std::size_t stops_on_tiers = 0;
+};
+
 /// Turns a choice of gaps into a schedule: evictions right after a value's
 /// last use before a gap it does not keep (a drop if it can be rebuilt,
 /// else a move to the first spill tier with room, pageable last), loads
 /// right before the use, in an order every budget admits.
-/// `room_left`, when given, receives what each budgeted location has left
-/// at every step under the schedule (its capacity less the kept gaps and
-/// the spills it placed there, counted from the step before they arrive).
-Schedule realize(const Workload &workload, const GapModel &model, const Selection &selection,
-                 std::vector<std::vector<std::int64_t>> *room_left = nullptr);
+Realized realize(const Workload &workload, const GapModel &model, const Selection &selection,
+                 SwapStop swap_stop = SwapStop::SpillTier);
 
 /// One copy the schedule makes, as the manager would: from the replica it
 /// copies (or the source it loads), to where.

@@ -39,6 +39,10 @@ struct SolveResult {
   Verification verification;
   Timeline timeline;
   std::uint64_t bytes_moved = 0;
+  /// Swaps that stop on a spill tier (pinned memory, another device) in
+  /// the schedule kept; 0 where sending them through pageable memory
+  /// timed faster (docs/planner.md, "Realising a choice").
+  std::size_t swap_stops_on_tiers = 0;
   std::optional<Bound> bound;
   std::optional<ExactResult> exact;
   HeuristicStats heuristic;
