@@ -93,7 +93,7 @@ SolveResult solve_planner(const Workload &workload, const SolveOptions &options)
       if (timed.total_seconds < result.timeline.total_seconds) {
         result.schedule = std::move(*through_pageable);
         result.verification = std::move(verified);
-        result.timeline = std::move(timed);
+        result.timeline = timed;
         result.swap_stops_on_tiers = 0;
       }
     }
