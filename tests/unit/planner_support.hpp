@@ -1,8 +1,13 @@
 #pragma once
 // Helpers of the planner tests: workloads from JSON text, small random
-// workloads, a brute-force optimum independent of the planner's model, and
-// the compiler's verdict on a printed program.
+// workloads, a brute-force optimum independent of the planner's model, the
+// compiler's verdict on a printed program and explain's time for it.
+#include "test_support.hpp"
+
+#include "fhr/compiler/explain_time.hpp"
+#include "fhr/compiler/output.hpp"
 #include "fhr/compiler/printed_program.hpp"
+#include "fhr/planner/solve.hpp"
 #include "fhr/planner/workload_json.hpp"
 
 #include <doctest/doctest.h>
@@ -10,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <variant>
@@ -199,6 +205,46 @@ inline std::uint64_t brute_force_optimum(const planner::Workload &w) {
 inline std::string check_printed(const std::string &program, const planner::Workload &w) {
   const PrintedProgramCheck check = check_printed_program(program, w.budgets);
   return check.accepted ? "ok" : check.detail;
+}
+
+/// The schedule printed as a program, which the compiler accepts.
+inline std::string printed_program(const planner::Workload &w, const planner::SolveResult &r) {
+  std::string program = planner::emit_program(w, r.schedule, w.name);
+  REQUIRE(check_printed(program, w) == "ok");
+  return program;
+}
+
+/// explain's JSON gives each figure to the nanosecond: agreement within 10 ns.
+constexpr double kAgreementUs = 0.01;
+
+/// What `explain --profile` predicts for a printed program: its total less
+/// its loads' fills (the planner's clock times a load from its copy), how
+/// many DMAs met each state, and how many windows of two copies or more it
+/// formed.
+struct ProgramTime {
+  double us = 0;
+  std::map<std::string, int> dma_states;
+  int shared_windows = 0;
+};
+inline ProgramTime predicted_time(const std::string &program, const LinkModel &links) {
+  nlohmann::ordered_json document = explain_json({explain(program).report});
+  add_predicted_time(document, links);
+  for (const auto &unit : document["files"][0]["units"]) {
+    if (unit["kind"] != "program") continue;
+    ProgramTime out;
+    out.us = predicted_us_without_fills(unit);
+    std::map<std::int64_t, int> per_window;
+    for (const auto &step : unit["steps"]) {
+      const auto &time = step["time"];
+      ++out.dma_states[time["dma_state"].get<std::string>()];
+      if (time["window"].is_number()) ++per_window[time["window"].get<std::int64_t>()];
+    }
+    for (const auto &[window, copies] : per_window)
+      out.shared_windows += copies >= 2;
+    return out;
+  }
+  FAIL("no program unit");
+  return {};
 }
 
 } // namespace fhr::test
