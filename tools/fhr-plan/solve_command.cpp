@@ -3,21 +3,12 @@
 // report then to standard output), the report to standard error.
 #include "commands.hpp"
 
-#include "fhr/compiler/analysis.hpp"
-#include "fhr/compiler/frontend.hpp"
-#include "fhr/compiler/printed_program.hpp"
-#include "fhr/dsl/format.hpp"
-#include "fhr/dsl/parser.hpp"
-#include "fhr/planner/lru_baseline.hpp"
-#include "fhr/planner/solve.hpp"
-#include "fhr/planner/workload_json.hpp"
+#include "fhr/planner/solve_workload.hpp"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
-#include <nlohmann/json.hpp>
 
 #include <cinttypes>
 #include <cstdio>
@@ -64,7 +55,6 @@ cl::opt<SolveFormat>
                             clEnumValN(SolveFormat::Json, "json", "schema fhr-solve-report/1")),
                  cl::sub(solve));
 
-using json = nlohmann::ordered_json;
 using planner::SolveResult;
 using planner::Workload;
 
@@ -95,64 +85,10 @@ std::string percent(double fraction) {
   return text;
 }
 
-/// What compiling and explaining the printed program found.
-struct ProgramCheck {
-  bool ran = false, accepted = false;
-  std::string detail;
-};
-
-/// The printed program in `fmt`'s canonical layout: the emitter says what
-/// the statements are, the formatter how they are laid out (an empty plan
-/// on one line), so that a solved plan kept in a repository passes `fmt
-/// --check`. Text that does not parse is left as it is (check_program
-/// reports it).
-std::string canonical_layout(const std::string &program) {
-  SourceFile source(llvm::MemoryBuffer::getMemBufferCopy(program, "<solve>"));
-  ast::File syntax = parse(source);
-  return source.has_errors() ? program : format_file(source, syntax);
-}
-
-ProgramCheck check_program(const std::string &program, const Workload &w) {
-  const PrintedProgramCheck printed = check_printed_program(program, w.budgets);
-  return {true, printed.accepted, printed.detail};
-}
-
-const char *status_text(planner::ExactResult::Status status) {
-  switch (status) {
-  case planner::ExactResult::Status::Optimal: return "optimal";
-  case planner::ExactResult::Status::TimeLimit: return "stopped at the time limit";
-  case planner::ExactResult::Status::Unavailable: return "unavailable";
-  case planner::ExactResult::Status::Failed: return "failed";
-  }
-  return "failed";
-}
-
-json result_json(const SolveResult &r) {
-  json out;
-  out["policy"] = r.policy;
-  out["bytes_moved"] = r.bytes_moved;
-  out["transfers"] = r.verification.transfers.size();
-  json links = json::object();
-  for (std::size_t i = 0; i < kLinkKindCount; ++i)
-    if (r.verification.bytes_per_link[i] > 0)
-      links[std::string(link_kind_name(static_cast<LinkKind>(i)))] = r.verification.bytes_per_link[i];
-  if (r.verification.bytes_loaded_in_place > 0) links["in-place"] = r.verification.bytes_loaded_in_place;
-  out["bytes_per_link"] = std::move(links);
-  out["time"] = json{{"total_seconds", r.timeline.total_seconds},
-                     {"compute_seconds", r.timeline.compute_seconds},
-                     {"stall_seconds", r.timeline.stall_seconds},
-                     {"transfer_seconds", r.timeline.transfer_seconds},
-                     {"overlapped_seconds", r.timeline.overlapped_seconds}};
-  json peaks = json::array();
-  for (const auto &[at, bytes] : r.verification.peaks)
-    peaks.push_back(json{{"at", at.name()}, {"peak_bytes", bytes}});
-  out["peaks"] = std::move(peaks);
-  out["solve_seconds"] = r.solve_seconds;
-  return out;
-}
-
-void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &w, const SolveResult &r,
-                const std::optional<SolveResult> &other, const ProgramCheck &check) {
+void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &w,
+                const planner::SolvedWorkload &solved) {
+  const SolveResult &r = solved.result;
+  const std::optional<SolveResult> &other = solved.compared;
   os << "fhr-plan solve: " << file << ": workload '" << w.name << "', " << w.steps.size() << " steps, "
      << w.values.size() << " values\n";
   os << "policy: "
@@ -185,7 +121,7 @@ void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &
        << "); gap " << percent(gap) << "\n";
   }
   if (r.exact) {
-    os << "exact: " << status_text(r.exact->status);
+    os << "exact: " << planner::exact_status_text(r.exact->status);
     if (r.exact->selection) os << ", bound " << gib(r.exact->bound_bytes);
     if (!r.exact->detail.empty()) os << " (" << r.exact->detail << ")";
     os << "\n";
@@ -209,90 +145,11 @@ void print_text(llvm::raw_ostream &os, const std::string &file, const Workload &
        << planner::size_text(*w.budget(at));
   }
   os << "\n";
-  if (check.ran) os << "check: the printed program is accepted by fhr-plan check, peaks within the budgets\n";
+  if (solved.checked)
+    os << "check: the printed program is accepted by fhr-plan check, peaks within the budgets\n";
   if (solve_timings)
     os << "solve time: " << seconds_text(r.solve_seconds) << " (bound " << seconds_text(r.bound_seconds)
        << ", verification " << seconds_text(r.check_seconds) << ")\n";
-}
-
-/// The steps, tiers, values and budgets of a `.fhr` workload as the
-/// planner's workload; the span of each step, for the rules the planner
-/// checks on the whole (docs/language.md, "Workloads").
-Workload workload_of(const ir::Module &module, std::string name, std::vector<ast::Span> &step_spans) {
-  Workload w;
-  w.name = std::move(name);
-  w.devices = module.device_count;
-  for (const auto &[at, budget] : module.budgets)
-    if (budget) w.budgets.emplace_back(at, *budget);
-  for (const ir::Tier &tier : module.tiers)
-    w.tiers.push_back(planner::Tier{tier.from, tier.to});
-  for (const ir::Family &family : module.families)
-    w.families.push_back(planner::Family{family.name, family.first, family.count});
-  for (const ir::Value &value : module.values) {
-    planner::Value v;
-    v.name = value.name;
-    v.logical_bytes = value.spec.logical_nbytes;
-    v.storage_bytes = value.spec.storage_nbytes;
-    v.mode = value.spec.replica_mode;
-    v.adopted = value.adopted();
-    v.home = value.location;
-    if (value.family != ir::kNoFamily) v.family = value.family;
-    w.values.push_back(std::move(v));
-  }
-  for (const ir::WorkloadStep &step : module.steps) {
-    planner::Step out;
-    out.name = step.name;
-    for (const ir::StepNeed &need : step.needs)
-      out.needs.push_back(planner::Need{need.value, need.at});
-    for (const ir::StepWorkspace &ws : step.workspace)
-      out.workspace.push_back(planner::Workspace{ws.at, ws.bytes, ws.label});
-    out.compute_seconds = step.compute_seconds;
-    w.steps.push_back(std::move(out));
-    step_spans.push_back(step.span);
-  }
-  return w;
-}
-
-/// The step index a check_workload path names ("steps[12].needs[0]").
-std::optional<std::size_t> step_of_path(llvm::StringRef path) {
-  if (!path.consume_front("steps[")) return std::nullopt;
-  std::size_t index = 0;
-  if (path.consumeInteger(10, index)) return std::nullopt;
-  return index;
-}
-
-/// Reads the workload: `.fhr` text (compiled by the front end, its
-/// diagnostics printed) or fhr-workload/1 JSON (a text that starts with '{').
-std::optional<Workload> read_workload(llvm::StringRef text) {
-  if (text.ltrim().startswith("{")) {
-    std::variant<Workload, planner::WorkloadError> parsed = planner::parse_workload_json(text);
-    if (auto *error = std::get_if<planner::WorkloadError>(&parsed)) {
-      llvm::errs() << "fhr-plan: error: " << solve_input << ": " << error->text() << "\n";
-      return std::nullopt;
-    }
-    return std::get<Workload>(std::move(parsed));
-  }
-  CompiledFile compiled = compile_text(text, solve_input == "-" ? "<stdin>" : llvm::StringRef(solve_input));
-  if (compiled.ok() && compiled.module.steps.empty())
-    compiled.source->report(DiagCode::NotAWorkload, "the file has no steps: nothing to solve", {0, 0},
-                            "a workload says what each step needs: step \"NAME\" { need X at cuda:0 }");
-  std::vector<ast::Span> spans;
-  std::optional<Workload> w;
-  if (compiled.ok()) {
-    const std::string name = solve_input == "-" ? "stdin" : llvm::sys::path::stem(solve_input).str();
-    w = workload_of(compiled.module, name, spans);
-    if (const std::optional<planner::WorkloadError> error = planner::check_workload(*w)) {
-      const std::optional<std::size_t> step = step_of_path(error->path);
-      compiled.source->report(DiagCode::NotAWorkload, error->text(),
-                              step && *step < spans.size() ? spans[*step] : ast::Span{0, 0});
-      w.reset();
-    }
-  }
-  if (!compiled.ok()) {
-    compiled.source->print(llvm::errs(), false);
-    return std::nullopt;
-  }
-  return w;
 }
 
 } // namespace
@@ -305,76 +162,57 @@ int run_solve() {
     llvm::errs() << "fhr-plan: error: " << solve_input << ": " << buffer.getError().message() << "\n";
     return kBadInput;
   }
-  const std::optional<Workload> read = read_workload((*buffer)->getBuffer());
-  if (!read) return kBadInput;
-  const Workload &w = *read;
+  const llvm::StringRef text = (*buffer)->getBuffer();
+  planner::WorkloadText read = planner::read_workload(text, solve_input);
+  if (!read.workload) {
+    if (text.ltrim().startswith("{"))
+      llvm::errs() << "fhr-plan: error: " << solve_input << ": " << read.error << "\n";
+    else
+      llvm::errs() << read.error;
+    return kBadInput;
+  }
+  const Workload &w = *read.workload;
   LinkModel profile;
-  const LinkModel *links = &LinkModel::h200();
+  planner::SolveRequest request;
   if (!solve_links.empty()) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text = llvm::MemoryBuffer::getFile(solve_links);
-    if (!text) {
-      llvm::errs() << "fhr-plan: error: " << solve_links << ": " << text.getError().message() << "\n";
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> profile_text =
+        llvm::MemoryBuffer::getFile(solve_links);
+    if (!profile_text) {
+      llvm::errs() << "fhr-plan: error: " << solve_links << ": " << profile_text.getError().message() << "\n";
       return kBadInput;
     }
     try {
-      profile = link_model_from_json((*text)->getBuffer());
+      profile = link_model_from_json((*profile_text)->getBuffer());
     } catch (const std::invalid_argument &e) {
       llvm::errs() << "fhr-plan: error: " << solve_links << ": " << e.what() << "\n";
       return kBadInput;
     }
-    links = &profile;
+    request.links = &profile;
   }
-  planner::SolveOptions options;
-  options.exact = solve_exact;
-  options.exact_options.time_limit_seconds = solve_time_limit;
-  options.prefetch = !solve_no_prefetch;
-  options.links = links;
-  planner::LruOptions lru;
-  lru.links = links;
-  const bool lru_first = solve_policy == SolvePolicy::Lru;
-  SolveResult result = lru_first ? planner::solve_lru(w, lru) : planner::solve_planner(w, options);
-  if (lru_first) {
-    const planner::BoundOnly bound = planner::bound_workload(w);
-    result.infeasible = bound.infeasible;
-    result.bound = bound.bound;
-  }
-  std::optional<SolveResult> other;
-  if (solve_compare) other = lru_first ? planner::solve_planner(w, options) : planner::solve_lru(w, lru);
+  request.policy =
+      solve_policy == SolvePolicy::Lru ? planner::SolvePolicy::Lru : planner::SolvePolicy::Planner;
+  request.prefetch = !solve_no_prefetch;
+  request.exact = solve_exact;
+  request.time_limit = solve_time_limit;
+  request.compare = solve_compare;
+  request.check = !solve_no_check;
+  const planner::SolvedWorkload solved = planner::solve_workload(w, request);
+  const SolveResult &result = solved.result;
 
   if (result.infeasible) {
     llvm::errs() << "fhr-plan solve: " << solve_input << ": infeasible: " << result.infeasible->text(w)
                  << "\n";
-    if (solve_format == SolveFormat::Json) {
-      const planner::Infeasibility &x = *result.infeasible;
-      llvm::outs() << json{{"schema", "fhr-solve-report/1"},
-                           {"feasible", false},
-                           {"step", x.step},
-                           {"step_name", w.steps[x.step].name},
-                           {"at", x.at.name()},
-                           {"needed_bytes", x.needed_bytes},
-                           {"budget_bytes", x.budget_bytes},
-                           {"short_bytes", x.short_bytes()}}
-                          .dump(2)
-                   << "\n";
-    }
+    if (solve_format == SolveFormat::Json)
+      llvm::outs() << planner::solve_report_json(w, solved).dump(2) << "\n";
     return kInfeasible;
   }
   if (!result.failure.empty()) {
     llvm::errs() << "fhr-plan solve: " << solve_input << ": " << result.failure << "\n";
-    return lru_first ? kInfeasible : kBadInput;
+    return request.policy == planner::SolvePolicy::Lru ? kInfeasible : kBadInput;
   }
-  const std::string header = "fhr-plan solve " +
-                             std::string(lru_first ? "--policy lru" : "--policy planner") + ": workload '" +
-                             w.name + "'\n" + std::to_string(result.bytes_moved) +
-                             " bytes moved; every step's values resident within the budgets";
-  const std::string program = canonical_layout(planner::emit_program(w, result.schedule, header));
-  ProgramCheck check;
-  if (!solve_no_check) {
-    check = check_program(program, w);
-    if (!check.accepted) {
-      llvm::errs() << "fhr-plan solve: internal error: " << check.detail << "\n";
-      return kBadInput;
-    }
+  if (!solved.check_failure.empty()) {
+    llvm::errs() << "fhr-plan solve: internal error: " << solved.check_failure << "\n";
+    return kBadInput;
   }
   llvm::raw_ostream *report = &llvm::errs();
   std::unique_ptr<llvm::raw_fd_ostream> file;
@@ -385,32 +223,16 @@ int run_solve() {
       llvm::errs() << "fhr-plan: error: " << solve_output << ": " << ec.message() << "\n";
       return kBadInput;
     }
-    *file << program;
+    *file << solved.program;
     report = &llvm::outs();
   } else {
-    llvm::outs() << program;
+    llvm::outs() << solved.program;
     llvm::outs().flush();
   }
-  if (solve_format == SolveFormat::Json) {
-    json out;
-    out["schema"] = "fhr-solve-report/1";
-    out["feasible"] = true;
-    out["workload"] = w.name;
-    out["steps"] = w.steps.size();
-    out["values"] = w.values.size();
-    out["result"] = result_json(result);
-    if (result.bound)
-      out["lower_bound"] = json{{"bytes", result.bound->bytes}, {"method", result.bound->method}};
-    if (result.exact)
-      out["exact"] = json{{"status", status_text(result.exact->status)},
-                          {"bound_bytes", result.exact->bound_bytes},
-                          {"seconds", result.exact->seconds}};
-    if (other && other->ok()) out["compared"] = result_json(*other);
-    out["checked"] = check.ran;
-    *report << out.dump(2) << "\n";
-  } else {
-    print_text(*report, solve_input, w, result, other, check);
-  }
+  if (solve_format == SolveFormat::Json)
+    *report << planner::solve_report_json(w, solved).dump(2) << "\n";
+  else
+    print_text(*report, solve_input, w, solved);
   report->flush();
   return kFeasible;
 }
