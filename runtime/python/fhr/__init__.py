@@ -62,6 +62,7 @@ from fhr._records import (
     ResidencyValueSnapshot,
 )
 from fhr._scope import ResidencyScope
+from fhr._solve import Solution, solve
 from fhr._values import pack_resident
 from fhr.errors import (
     BackendError,
@@ -81,6 +82,7 @@ from fhr.errors import (
     ResidencySearchLimitError,
     ResidencyStaleStateError,
     ResidencyUnavailableError,
+    WorkloadError,
 )
 
 # Handles are generic in the reference (ResidencyHandle[Ciphertext]).
@@ -158,10 +160,13 @@ __all__ = [
     "ResidencyValueSpec",
     "SimulatedBackend",
     "SimulatedStream",
+    "Solution",
     "StorageView",
+    "WorkloadError",
     "cuda_device_count",
     "cuda_location",
     "errors",
     "load",
     "pack_resident",
+    "solve",
 ]

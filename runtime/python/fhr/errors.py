@@ -4,7 +4,8 @@ Every residency failure is a :class:`ResidencyError`, which is also a
 ``RuntimeError``; one class per failure category below it. Argument
 problems are ``TypeError`` or ``ValueError`` as in the reference API.
 :class:`BackendError` (a failure of the memory or copy machinery) and
-:class:`PlanFileError` (a plan file that does not compile or verify) are
+:class:`PlanFileError` (a plan file that does not compile or verify) and
+:class:`WorkloadError` (a workload :func:`fhr.solve` cannot read) are
 fhr's own.
 """
 
@@ -29,6 +30,19 @@ class PlanFileError(FhrError, ValueError):
     """A plan file (.fhr or .fhrb) could not be read, compiled or verified.
 
     ``diagnostics`` holds the compiler's messages with their locations.
+    """
+
+    def __init__(self, message: str, *, path: str = "", diagnostics: str = "") -> None:
+        self.path = path
+        self.diagnostics = diagnostics
+        super().__init__(message if not diagnostics else f"{message}\n{diagnostics}")
+
+
+class WorkloadError(FhrError, ValueError):
+    """A workload given to :func:`fhr.solve` does not parse or breaks its
+    rules (docs/planner.md). ``diagnostics`` holds the parser's message
+    (with the path of the bad member, ``steps[3].needs[0]: ...``) or the
+    compiler's messages with their locations.
     """
 
     def __init__(self, message: str, *, path: str = "", diagnostics: str = "") -> None:

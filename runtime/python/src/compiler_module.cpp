@@ -1,16 +1,81 @@
-// fhr._compiler: compiles .fhr text to a bytecode module in-process (the
-// compiler and LLVM are linked here, so `import fhr` never loads them).
+// fhr._compiler: compiles .fhr text to a bytecode module, and solves
+// workloads, in-process (the compiler, the planner and LLVM are linked
+// here, so `import fhr` never loads them).
 #include "fhr/compiler/frontend.hpp"
 #include "fhr/compiler/lower.hpp"
+#include "fhr/planner/solve_workload.hpp"
 
 #include <llvm/Support/raw_ostream.h>
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
 
 namespace py = pybind11;
 
+namespace {
+
+/// fhr.solve's native half (fhr/_solve.py): (outcome, program, report JSON,
+/// message), the outcome one of "solved", "infeasible" (the report names
+/// the step), "gave-up" (the reference controller's search), "bad-workload"
+/// (the message says why), "internal" (a schedule that does not verify or
+/// a printed program check refuses). A profile that does not parse raises
+/// ValueError.
+py::tuple solve(const std::string &text, const std::string &file, const std::string &policy, bool prefetch,
+                bool exact, double time_limit, bool compare, const std::optional<std::string> &links_text) {
+  using fhr::planner::SolvePolicy;
+  std::optional<fhr::LinkModel> links;
+  if (links_text) {
+    try {
+      links = fhr::link_model_from_json(*links_text);
+    } catch (const std::invalid_argument &e) {
+      throw py::value_error(std::string("the link profile: ") + e.what());
+    }
+  }
+  fhr::planner::SolveRequest request;
+  request.policy = policy == "lru" ? SolvePolicy::Lru : SolvePolicy::Planner;
+  request.prefetch = prefetch;
+  request.exact = exact;
+  request.time_limit = time_limit;
+  request.compare = compare;
+  request.links = links ? &*links : nullptr;
+  std::string outcome, program, report, message;
+  {
+    py::gil_scoped_release unlocked; // planning takes a while and touches no Python object
+    fhr::planner::WorkloadText read = fhr::planner::read_workload(text, file);
+    if (!read.workload) {
+      outcome = "bad-workload";
+      message = std::move(read.error);
+    } else {
+      const fhr::planner::SolvedWorkload solved = fhr::planner::solve_workload(*read.workload, request);
+      const fhr::planner::SolveResult &result = solved.result;
+      if (result.infeasible) {
+        outcome = "infeasible";
+        message = result.infeasible->text(*read.workload);
+      } else if (!result.failure.empty()) {
+        outcome = request.policy == SolvePolicy::Lru ? "gave-up" : "internal";
+        message = result.failure;
+      } else if (!solved.check_failure.empty()) {
+        outcome = "internal";
+        message = solved.check_failure;
+      } else {
+        outcome = "solved";
+        program = solved.program;
+      }
+      if (outcome == "solved" || outcome == "infeasible")
+        report = fhr::planner::solve_report_json(*read.workload, solved).dump();
+    }
+  }
+  return py::make_tuple(outcome, program.empty() ? py::object(py::none()) : py::object(py::str(program)),
+                        report.empty() ? py::object(py::none()) : py::object(py::str(report)), message);
+}
+
+} // namespace
+
 PYBIND11_MODULE(_compiler, m) {
-  m.doc() = "The .fhr compiler, used by fhr.load.";
+  m.doc() = "The .fhr compiler and the planner, used by fhr.load and fhr.solve.";
   m.def(
       "compile",
       [](const std::string &text, const std::string &name) {
@@ -24,4 +89,7 @@ PYBIND11_MODULE(_compiler, m) {
         return py::make_tuple(py::bytes(bytes.data(), bytes.size()), diagnostics);
       },
       py::arg("text"), py::arg("name"), "(module bytes or None, diagnostics text) for .fhr source text.");
+  m.def("solve", &solve, py::arg("text"), py::arg("file"), py::arg("policy"), py::arg("prefetch"),
+        py::arg("exact"), py::arg("time_limit"), py::arg("compare"), py::arg("links"),
+        "(outcome, program or None, report JSON or None, message) for a workload's text.");
 }
