@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 
 #ifdef FHR_HAVE_CBC
 #include <coin/Cbc_C_Interface.h>
@@ -39,6 +40,11 @@ ExactResult solve_exact(const GapModel &model, const ExactOptions &options) {
     return result;
   }
   const IlpMatrix m = build_ilp_matrix(model, std::vector<bool>(model.gaps.size(), true), true);
+  // CBC's solver entry keeps its state in statics: two solves at once (two
+  // Python threads in fhr.solve, which runs without the GIL) gave each
+  // other's bounds and statuses, found by a review. One at a time.
+  static std::mutex cbc;
+  const std::lock_guard<std::mutex> one_at_a_time(cbc);
   Cbc_Model *solver = Cbc_newModel();
   Cbc_loadProblem(solver, m.columns, m.rows, m.start.data(), m.index.data(), m.value.data(),
                   m.column_lower.data(), m.column_upper.data(), m.objective.data(), m.row_lower.data(),

@@ -168,8 +168,8 @@ private:
   /// into a budgeted location follows the moves out of it, or finds room
   /// there beside them (the most such bytes per location raise `beyond`);
   /// where every move left waits for another, the first goes round through
-  /// a stop (`stop_between`; none of the step's moves across leaves
-  /// `left`'s locations).
+  /// a stop (`stop_between`), never one of `left`, the locations the step's
+  /// moves across leave.
   void in_dependency_order(std::vector<Placed> pending, const LocationSet &left, std::vector<Placed> &ordered,
                            std::array<std::uint64_t, Location::kCount> &beyond) {
     // How many pending moves still leave each location, and their bytes.

@@ -96,6 +96,7 @@ json result_json(const SolveResult &r) {
   for (const auto &[at, bytes] : r.verification.peaks)
     peaks.push_back(json{{"at", at.name()}, {"peak_bytes", bytes}});
   out["peaks"] = std::move(peaks);
+  out["swap_stops_on_tiers"] = r.swap_stops_on_tiers;
   out["solve_seconds"] = r.solve_seconds;
   return out;
 }
@@ -208,6 +209,10 @@ json solve_report_json(const Workload &w, const SolvedWorkload &solved) {
   if (solved.compared && solved.compared->ok()) out["compared"] = result_json(*solved.compared);
   out["checked"] = solved.checked;
   return out;
+}
+
+std::string solve_report_text(const Workload &w, const SolvedWorkload &solved, int indent) {
+  return solve_report_json(w, solved).dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 } // namespace fhr::planner

@@ -55,5 +55,12 @@ diff <(tail -n +2 "$work/json.report") <(tail -n +2 "$work/text.report") >/dev/n
 "$tool" solve - <"$work/keys.fhr" >"$work/stdin.fhr" 2>/dev/null || fail "solve of a .fhr workload on stdin"
 diff "$work/text.fhr" <(sed "s/'stdin'/'keys'/; s/\"stdin\"/\"keys\"/" "$work/stdin.fhr") >/dev/null ||
   fail "a .fhr workload on stdin gives another program"
+# A .fhr workload whose file name is not UTF-8 is named by it: the JSON
+# report replaces the bad byte (U+FFFD) instead of aborting in the dump.
+cp tests/golden/inputs/solve-keys.fhr "$work/keys-$(printf '\377').fhr"
+"$tool" solve --format json -o "$work/odd.fhr" "$work/keys-$(printf '\377').fhr" >"$work/odd.json" 2>"$work/err" ||
+  fail "solve --format json of a workload whose file name is not UTF-8: exit $?"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["workload"] == "keys-\ufffd"' "$work/odd.json" ||
+  fail "the report of a workload whose file name is not UTF-8"
 
 echo "solve: ok"

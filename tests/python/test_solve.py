@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -43,17 +44,43 @@ def tool() -> str | None:
     return os.environ.get("FHR_PLAN")
 
 
+def hide_compiler(monkeypatch) -> list[list[str]]:
+    """Makes fhr.solve and fhr.load go through the command, as in a
+    runtime-only build; returns the list the commands run are added to."""
+    monkeypatch.setitem(sys.modules, "fhr._compiler", None)  # importing it fails
+    monkeypatch.delattr(fhr, "_compiler", raising=False)
+    commands: list[list[str]] = []
+    run = subprocess.run
+
+    def counted(command, *args, **kwargs):
+        commands.append(list(command))
+        return run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+    return commands
+
+
 @pytest.fixture(params=["in-process", "fhr-plan"])
 def solver(request, monkeypatch):
     """fhr.solve in-process, and again through the command (the extension
-    hidden), where each is available."""
+    hidden), where each is available; the second must run the command."""
     if request.param == "in-process" and not has_compiler():
         pytest.skip("this build has no fhr._compiler (a runtime-only build)")
+    commands: list[list[str]] = []
     if request.param == "fhr-plan":
         if not tool():
             pytest.skip("FHR_PLAN names no fhr-plan to solve with")
-        monkeypatch.setitem(sys.modules, "fhr._compiler", None)  # import fails: the command solves
-    return fhr.solve
+        commands = hide_compiler(monkeypatch)
+
+    def solve(*args, **kwargs):
+        ran = len(commands)
+        try:
+            return fhr.solve(*args, **kwargs)
+        finally:
+            if request.param == "fhr-plan":
+                assert len(commands) > ran and commands[ran][1] == "solve", "fhr.solve did not run fhr-plan solve"
+
+    return solve
 
 
 def test_the_planner_keeps_the_key_that_comes_back(solver):
@@ -177,7 +204,34 @@ def test_arguments_are_checked_before_solving():
         fhr.solve(KEYS, time_limit=0)
     with pytest.raises(TypeError, match="prefetch, exact and compare must be bool"):
         fhr.solve(KEYS, prefetch=1)
-    with pytest.raises(TypeError, match="workload must be a mapping or a path"):
+    with pytest.raises(TypeError, match="workload must be a mapping, JSON text or a path"):
         fhr.solve(42)
     with pytest.raises(fhr.WorkloadError, match="cannot read"):
         fhr.solve("/nonexistent/workload.json")
+
+
+def test_the_reference_controller_that_gives_up_is_no_program(solver):
+    solution = solver(ROOT / "tests/golden/inputs/solve-lru-workspace-only.json", policy="lru")
+    assert not solution.feasible and solution.program is None and solution.report is None
+    assert solution.failure.startswith("step 1 'second': the reference controller takes no request without a value")
+    assert "Reservation 'tmp' exceeds budget at cuda:0" in solution.failure
+
+
+def test_json_text_is_a_workload(solver):
+    assert solver(json.dumps(KEYS)).program == solver(KEYS).program
+
+
+@pytest.mark.skipif(not tool(), reason="FHR_PLAN names no fhr-plan to compare with")
+@pytest.mark.skipif(not has_compiler(), reason="this build has no fhr._compiler to compare")
+def test_in_process_and_the_command_give_the_same_program_and_report(monkeypatch):
+    cases = [(KEYS, {}), (KEYS, {"policy": "lru", "compare": True}), (ROOT / "tests/golden/inputs/solve-keys.fhr", {})]
+    inside = [fhr.solve(w, **k) for w, k in cases]
+    commands = hide_compiler(monkeypatch)
+    outside = [fhr.solve(w, **k) for w, k in cases]
+    assert len(commands) == len(cases)
+    for a, b in zip(inside, outside):
+        assert a.program == b.program
+        for report in (a.report, b.report):  # how long solving took differs
+            for result in (report["result"], report.get("compared", {})):
+                result.pop("solve_seconds", None)
+        assert a.report == b.report

@@ -202,8 +202,7 @@ int run_solve() {
   if (result.infeasible) {
     llvm::errs() << "fhr-plan solve: " << solve_input << ": infeasible: " << result.infeasible->text(w)
                  << "\n";
-    if (solve_format == SolveFormat::Json)
-      llvm::outs() << planner::solve_report_json(w, solved).dump(2) << "\n";
+    if (solve_format == SolveFormat::Json) llvm::outs() << planner::solve_report_text(w, solved) << "\n";
     return kInfeasible;
   }
   if (!result.failure.empty()) {
@@ -230,7 +229,7 @@ int run_solve() {
     llvm::outs().flush();
   }
   if (solve_format == SolveFormat::Json)
-    *report << planner::solve_report_json(w, solved).dump(2) << "\n";
+    *report << planner::solve_report_text(w, solved) << "\n";
   else
     print_text(*report, solve_input, w, solved);
   report->flush();

@@ -12,6 +12,7 @@ programs on that manager.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fhr._fhr import ResidencyHandle, ResidencyLocation, _PlanModule
 from fhr._model import Recoverability, ReplicaMode
-from fhr.errors import PlanFileError
+from fhr.errors import FhrError, PlanFileError
 
 if TYPE_CHECKING:
     from fhr._manager import ResidencyManager
@@ -85,18 +86,33 @@ def _run(raw: tuple[Any, ...]) -> PlanRun:
     return PlanRun(name, completed, tuple(PlanStep(*s) for s in steps))
 
 
-def _compile(path: str, text: str) -> bytes:
+def _compiler_module() -> Any:
+    """The extension ``fhr._compiler``, or ``None`` in a runtime-only build
+    (it is not there). An extension that is there but does not load (a
+    library it links is missing) is an error, not a reason to fall back."""
     try:
-        from fhr import _compiler  # type: ignore[attr-defined]
-    except ImportError:
-        return _compile_with_tool(path)
-    module, diagnostics = _compiler.compile(text, path)
+        return importlib.import_module("fhr._compiler")
+    except ModuleNotFoundError as error:
+        if error.name != "fhr._compiler":
+            raise FhrError(f"fhr._compiler does not load: {error}") from error
+        return None
+    except ImportError as error:
+        raise FhrError(f"fhr._compiler does not load: {error}") from error
+
+
+def _compile(path: str, text: str) -> bytes:
+    """``text`` (the contents of ``path``, or a program made here whose
+    ``path`` names it in diagnostics) compiled to a module."""
+    compiler = _compiler_module()
+    if compiler is None:
+        return _compile_with_tool(path, text)
+    module, diagnostics = compiler.compile(text, path)
     if module is None:
         raise PlanFileError(f"{path} does not compile", path=path, diagnostics=diagnostics)
     return bytes(module)
 
 
-def _compile_with_tool(path: str) -> bytes:
+def _compile_with_tool(path: str, text: str) -> bytes:
     tool = os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
     if not tool:
         raise PlanFileError(
@@ -106,9 +122,18 @@ def _compile_with_tool(path: str) -> bytes:
         )
     with tempfile.TemporaryDirectory() as folder:
         output = os.path.join(folder, "module.fhrb")
-        done = subprocess.run([tool, "compile", path, "-o", output], capture_output=True, text=True)
+        source = path
+        if not os.path.isfile(path):  # text made here: the tool reads a copy
+            source = os.path.join(folder, "program.fhr")
+            with open(source, "w", encoding="utf-8") as file:
+                file.write(text)
+        try:
+            done = subprocess.run([tool, "compile", source, "-o", output], capture_output=True, text=True)
+        except OSError as error:
+            raise PlanFileError(f"cannot compile {path}: cannot run {tool}: {error}", path=path) from error
         if done.returncode != 0:
-            raise PlanFileError(f"{path} does not compile", path=path, diagnostics=done.stderr.strip())
+            diagnostics = done.stderr.strip().replace(source, path)
+            raise PlanFileError(f"{path} does not compile", path=path, diagnostics=diagnostics)
         with open(output, "rb") as file:
             return file.read()
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fhr._planfile import PlanFile, _PlanModule, _compile
+from fhr._planfile import PlanFile, _compile, _compiler_module, _PlanModule
 from fhr.errors import FhrError, WorkloadError
 
 _POLICIES = ("planner", "lru")
@@ -88,8 +88,8 @@ def solve(
     links: Mapping[str, Any] | str | os.PathLike[str] | None = None,
 ) -> Solution:
     """Plans ``workload``: an ``fhr-workload/1`` mapping (as JSON would
-    give it), or the path of such a ``.json`` file or of a ``.fhr`` file
-    of steps. ``policy``: ``"planner"`` (look-ahead, prefetch) or ``"lru"``
+    give it) or JSON text (a string starting with ``{``), or the path of
+    such a ``.json`` file or of a ``.fhr`` file of steps. ``policy``: ``"planner"`` (look-ahead, prefetch) or ``"lru"``
     (the reference controller, step by step). ``links``: a link profile
     (``fhr-links/2``, a mapping or a path) for the time figures; the H200
     profile shipped with fhr by default.
@@ -105,31 +105,35 @@ def solve(
         raise TypeError("prefetch, exact and compare must be bool")
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
         raise ValueError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
-    text, file = _workload_text(workload)
+    text, file, path = _workload_text(workload)
     links_text = _links_text(links)
-    try:
-        from fhr import _compiler  # type: ignore[attr-defined]
-    except ImportError:
-        return _solve_with_tool(text, file, policy, prefetch, exact, float(time_limit), compare, links_text)
-    outcome, program, report, message = _compiler.solve(
-        text, file, policy, prefetch, exact, float(time_limit), compare, links_text
+    compiler = _compiler_module()
+    if compiler is None:
+        return _solve_with_tool(text, file, path, policy, prefetch, exact, float(time_limit), compare, links_text)
+    # A file name that is not UTF-8 is shown with its bad bytes replaced, as
+    # the command's report does.
+    shown = os.fsencode(file).decode("utf-8", errors="replace")
+    outcome, program, report, message = compiler.solve(
+        text, shown, policy, prefetch, exact, float(time_limit), compare, links_text
     )
     return _solution(outcome, program, json.loads(report) if report else None, message, file)
 
 
-def _workload_text(workload: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[str, str]:
-    """(text, the name diagnostics give it)."""
+def _workload_text(workload: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[str, str, str | None]:
+    """(text, the name diagnostics give it, the file it was read from)."""
     if isinstance(workload, Mapping):
         try:
-            return json.dumps(workload), "<workload>"
+            return json.dumps(workload), "<workload>", None
         except (TypeError, ValueError) as error:
             raise WorkloadError(f"the workload is not JSON: {error}") from error
+    if isinstance(workload, str) and workload.lstrip().startswith("{"):
+        return workload, "<workload>", None  # JSON text, not a path
     if not isinstance(workload, (str, os.PathLike)):
-        raise TypeError(f"workload must be a mapping or a path, not {type(workload).__name__}")
+        raise TypeError(f"workload must be a mapping, JSON text or a path, not {type(workload).__name__}")
     path = os.fspath(workload)
     try:
         with open(path, encoding="utf-8") as file:
-            return file.read(), path
+            return file.read(), path, path
     except (OSError, UnicodeDecodeError) as error:
         raise WorkloadError(f"cannot read {path}: {error}", path=path) from error
 
@@ -163,6 +167,7 @@ def _solution(
 def _solve_with_tool(
     text: str,
     file: str,
+    path: str | None,
     policy: str,
     prefetch: bool,
     exact: bool,
@@ -170,6 +175,9 @@ def _solve_with_tool(
     compare: bool,
     links: str | None,
 ) -> Solution:
+    """``fhr-plan solve`` does it: a workload read from a file is given by
+    its path (the command names a ``.fhr`` workload after it), one given as
+    JSON by a copy."""
     tool = os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
     if not tool:
         raise FhrError(
@@ -177,14 +185,13 @@ def _solve_with_tool(
             "(set FHR_PLAN or put fhr-plan on the PATH)"
         )
     with tempfile.TemporaryDirectory() as folder:
-        # The tool names a .fhr workload by its file's stem: keep the name.
-        stem = "stdin" if file.startswith("<") else os.path.splitext(os.path.basename(file))[0]
-        suffix = ".json" if text.lstrip().startswith("{") else ".fhr"
-        workload_path = os.path.join(folder, stem + suffix)
-        with open(workload_path, "w", encoding="utf-8") as out:
-            out.write(text)
+        source = path
+        if source is None:
+            source = os.path.join(folder, "workload.json")
+            with open(source, "w", encoding="utf-8") as out:
+                out.write(text)
         program_path = os.path.join(folder, "program.fhr")
-        command = [tool, "solve", workload_path, "-o", program_path, "--format", "json", "--policy", policy]
+        command = [tool, "solve", source, "-o", program_path, "--format", "json", "--policy", policy]
         command += ["--time-limit", repr(time_limit)]
         flags = (("--no-prefetch", not prefetch), ("--exact", exact), ("--compare", compare))
         command += [flag for flag, on in flags if on]
@@ -193,19 +200,26 @@ def _solve_with_tool(
             with open(links_path, "w", encoding="utf-8") as out:
                 out.write(links)
             command += ["--links", links_path]
-        done = subprocess.run(command, capture_output=True, text=True)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, errors="replace")
+        except OSError as error:
+            raise FhrError(f"cannot solve: cannot run {tool}: {error}") from error
         if done.returncode == 0:
-            with open(program_path, encoding="utf-8") as solved:
+            with open(program_path, encoding="utf-8", errors="replace") as solved:
                 return Solution(True, solved.read(), json.loads(done.stdout))
         message = done.stderr.strip()
+        if done.returncode < 0:
+            raise FhrError(f"internal error solving {file}: {tool} stopped by signal {-done.returncode}: {message}")
         if links is not None and message.startswith(f"fhr-plan: error: {links_path}: "):
             raise ValueError("the link profile: " + message.split(f"{links_path}: ", 1)[1])
-        message = message.replace(workload_path, file)
+        message = message.replace(source, file)
         if done.returncode == 1:
             # "fhr-plan solve: FILE: infeasible: WHY" or "fhr-plan solve: FILE: WHY"
             why = message.split(f"fhr-plan solve: {file}: ", 1)[-1]
             report = json.loads(done.stdout) if done.stdout.strip() else None
             return Solution(False, None, report, why.split("infeasible: ", 1)[1] if report else why)
+        if "internal error" in message or "does not verify" in message:
+            raise FhrError(f"internal error solving {file}: {message}")
         # JSON: "fhr-plan: error: FILE: WHY"; .fhr: the compiler's diagnostics.
         message = message.split(f"fhr-plan: error: {file}: ", 1)[-1]
         raise WorkloadError(f"{file} is not a workload it can solve", path=file, diagnostics=message)

@@ -22,33 +22,35 @@ namespace {
 /// the step), "gave-up" (the reference controller's search), "bad-workload"
 /// (the message says why), "internal" (a schedule that does not verify or
 /// a printed program check refuses). A profile that does not parse raises
-/// ValueError.
+/// ValueError (once the workload has been read, as fhr-plan solve orders
+/// its errors).
 py::tuple solve(const std::string &text, const std::string &file, const std::string &policy, bool prefetch,
                 bool exact, double time_limit, bool compare, const std::optional<std::string> &links_text) {
   using fhr::planner::SolvePolicy;
-  std::optional<fhr::LinkModel> links;
-  if (links_text) {
-    try {
-      links = fhr::link_model_from_json(*links_text);
-    } catch (const std::invalid_argument &e) {
-      throw py::value_error(std::string("the link profile: ") + e.what());
-    }
-  }
   fhr::planner::SolveRequest request;
   request.policy = policy == "lru" ? SolvePolicy::Lru : SolvePolicy::Planner;
   request.prefetch = prefetch;
   request.exact = exact;
   request.time_limit = time_limit;
   request.compare = compare;
-  request.links = links ? &*links : nullptr;
   std::string outcome, program, report, message;
   {
     py::gil_scoped_release unlocked; // planning takes a while and touches no Python object
     fhr::planner::WorkloadText read = fhr::planner::read_workload(text, file);
+    std::optional<fhr::LinkModel> links;
+    if (read.workload && links_text) { // the workload first, then the profile, as fhr-plan solve reads them
+      try {
+        links = fhr::link_model_from_json(*links_text);
+      } catch (const std::invalid_argument &e) {
+        outcome = "bad-links";
+        message = e.what();
+      }
+    }
+    request.links = links ? &*links : nullptr;
     if (!read.workload) {
       outcome = "bad-workload";
       message = std::move(read.error);
-    } else {
+    } else if (outcome.empty()) {
       const fhr::planner::SolvedWorkload solved = fhr::planner::solve_workload(*read.workload, request);
       const fhr::planner::SolveResult &result = solved.result;
       if (result.infeasible) {
@@ -65,9 +67,10 @@ py::tuple solve(const std::string &text, const std::string &file, const std::str
         program = solved.program;
       }
       if (outcome == "solved" || outcome == "infeasible")
-        report = fhr::planner::solve_report_json(*read.workload, solved).dump();
+        report = fhr::planner::solve_report_text(*read.workload, solved, -1);
     }
   }
+  if (outcome == "bad-links") throw py::value_error("the link profile: " + message);
   return py::make_tuple(outcome, program.empty() ? py::object(py::none()) : py::object(py::str(program)),
                         report.empty() ? py::object(py::none()) : py::object(py::str(report)), message);
 }

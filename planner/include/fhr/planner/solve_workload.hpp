@@ -70,6 +70,11 @@ SolvedWorkload solve_workload(const Workload &workload, const SolveRequest &requ
 /// or infeasible with the first step that cannot fit.
 nlohmann::ordered_json solve_report_json(const Workload &workload, const SolvedWorkload &solved);
 
+/// That document as text (`indent` as nlohmann's dump; -1: one line). A
+/// workload named after a file whose name is not UTF-8 has its bad bytes
+/// replaced (U+FFFD) rather than failing the dump.
+std::string solve_report_text(const Workload &workload, const SolvedWorkload &solved, int indent = 2);
+
 const char *exact_status_text(ExactResult::Status status);
 
 } // namespace fhr::planner
