@@ -37,7 +37,9 @@ Modes (``--mode M``: one per process, which prints one JSON object):
   run says how much went, ``traffic_bytes_to_cuda0``); and the copying
   thread is a Python thread, so its GIL hand-offs are in the figure too.
 - ``solved``: the same budget, running the program printed by ``fhr-plan
-  solve`` (``--plan``, a ``.fhr`` or its compiled ``.fhrb``) a statement at
+  solve`` (``--plan``, a ``.fhr`` or its compiled ``.fhrb``; or the
+  workload trace mode wrote, a ``.json`` that ``fhr.solve`` plans first,
+  in-process or through ``$FHR_PLAN``) a statement at
   a time with the runtime's interpreter: at the k-th key switch the
   program's k-th statement is current (its scope entered: reclaim and
   enter actions; then its body, the planner's prefetches, on a thread of
@@ -132,7 +134,9 @@ def parse_arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         "--traffic-seconds", type=float, default=3.7, help="traffic mode: the time the copies are spread over"
     )
     parser.add_argument("--trace-out", default="bootstrap-trace.json", help="trace mode: the workload written")
-    parser.add_argument("--plan", help="solved mode: the program fhr-plan solve printed")
+    parser.add_argument(
+        "--plan", help="solved mode: the program fhr-plan solve printed, or a workload (.json) for fhr.solve to plan"
+    )
     parser.add_argument("--seed", type=int, help="FHElium's generator seed (the same keys and input in every mode)")
     parser.add_argument(
         "--repeats", type=int, default=1, help="bootstraps in this process (not with trace); rounds with --modes"
@@ -152,11 +156,32 @@ def check_plan(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -
     if "solved" not in (arguments.modes or [arguments.mode]):
         return
     if not arguments.plan:
-        parser.error("the solved mode needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output)")
+        parser.error("the solved mode needs --plan PROGRAM.fhr or .fhrb (fhr-plan solve's output) or WORKLOAD.json")
     try:
+        if arguments.plan.endswith(".json"):
+            arguments.plan = solve_workload(arguments.plan)
         SolvedProgram.load(arguments.plan)  # a missing or bad program fails here, before any key is made
     except Exception as error:
         parser.error(f"--plan {arguments.plan}: {error}")
+
+
+def solve_workload(path: str) -> str:
+    """A recorded workload (trace mode's --trace-out) planned by fhr.solve;
+    the program is written beside it (NAME-solved.fhr), its figures to
+    standard error (standard output has the runs' JSON lines)."""
+    import fhr
+
+    solution = fhr.solve(path)
+    if not solution.feasible:
+        raise ValueError(f"the workload cannot be solved: {solution.failure}")
+    program = os.path.splitext(path)[0] + "-solved.fhr"
+    solution.write(program)
+    print(
+        f"fhr.solve: {path}: {solution.bytes_moved} bytes moved (bound {solution.lower_bound_bytes}), "
+        f"predicted {solution.predicted_seconds:.4f} s; program {program}",
+        file=sys.stderr,
+    )
+    return program
 
 
 def import_fhelium() -> tuple[Any, Any]:
