@@ -43,7 +43,7 @@ inline planner::Workload random_workload(unsigned seed, std::size_t values, std:
   planner::Workload w;
   w.name = "random-" + std::to_string(seed);
   w.devices = 1;
-  std::uint64_t largest = 0, total = 0;
+  std::uint64_t largest = 0;
   for (std::size_t v = 0; v < values; ++v) {
     planner::Value value;
     value.name = "v" + std::to_string(v);
@@ -53,7 +53,6 @@ inline planner::Workload random_workload(unsigned seed, std::size_t values, std:
     value.adopted = ciphertext;
     value.home = ciphertext ? Location::pageable() : Location::pinned();
     largest = std::max(largest, value.storage_bytes);
-    total += value.storage_bytes;
     w.values.push_back(value);
   }
   const std::uint64_t budget = 100 * (3 + rng() % 4);
