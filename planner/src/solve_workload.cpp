@@ -147,6 +147,18 @@ WorkloadText read_workload(std::string_view text, const std::string &file) {
   return out;
 }
 
+SolveOutcome SolvedWorkload::outcome() const {
+  if (result.infeasible) return SolveOutcome::Infeasible;
+  if (!result.failure.empty()) return result.policy == "lru" ? SolveOutcome::GaveUp : SolveOutcome::Internal;
+  return check_failure.empty() ? SolveOutcome::Solved : SolveOutcome::Internal;
+}
+
+std::string SolvedWorkload::failure_text(const Workload &w) const {
+  if (result.infeasible) return "infeasible: " + result.infeasible->text(w);
+  if (!result.failure.empty()) return result.failure;
+  return check_failure.empty() ? std::string() : "internal error: " + check_failure;
+}
+
 SolvedWorkload solve_workload(const Workload &w, const SolveRequest &request) {
   SolveOptions options;
   options.exact = request.exact;

@@ -197,20 +197,17 @@ int run_solve() {
   request.compare = solve_compare;
   request.check = !solve_no_check;
   const planner::SolvedWorkload solved = planner::solve_workload(w, request);
-  const SolveResult &result = solved.result;
-
-  if (result.infeasible) {
-    llvm::errs() << "fhr-plan solve: " << solve_input << ": infeasible: " << result.infeasible->text(w)
-                 << "\n";
+  switch (solved.outcome()) {
+  case planner::SolveOutcome::Solved: break;
+  case planner::SolveOutcome::Infeasible:
+    llvm::errs() << "fhr-plan solve: " << solve_input << ": " << solved.failure_text(w) << "\n";
     if (solve_format == SolveFormat::Json) llvm::outs() << planner::solve_report_text(w, solved) << "\n";
     return kInfeasible;
-  }
-  if (!result.failure.empty()) {
-    llvm::errs() << "fhr-plan solve: " << solve_input << ": " << result.failure << "\n";
-    return request.policy == planner::SolvePolicy::Lru ? kInfeasible : kBadInput;
-  }
-  if (!solved.check_failure.empty()) {
-    llvm::errs() << "fhr-plan solve: internal error: " << solved.check_failure << "\n";
+  case planner::SolveOutcome::GaveUp:
+    llvm::errs() << "fhr-plan solve: " << solve_input << ": " << solved.failure_text(w) << "\n";
+    return kInfeasible;
+  case planner::SolveOutcome::Internal:
+    llvm::errs() << "fhr-plan solve: " << solve_input << ": " << solved.failure_text(w) << "\n";
     return kBadInput;
   }
   llvm::raw_ostream *report = &llvm::errs();

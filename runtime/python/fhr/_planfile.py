@@ -100,6 +100,12 @@ def _compiler_module() -> Any:
         raise FhrError(f"fhr._compiler does not load: {error}") from error
 
 
+def _fhr_plan() -> str | None:
+    """The command a runtime-only build compiles and solves with:
+    ``$FHR_PLAN``, or ``fhr-plan`` on the ``PATH``."""
+    return os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
+
+
 def _compile(path: str, text: str) -> bytes:
     """``text`` (the contents of ``path``, or a program made here whose
     ``path`` names it in diagnostics) compiled to a module."""
@@ -113,7 +119,7 @@ def _compile(path: str, text: str) -> bytes:
 
 
 def _compile_with_tool(path: str, text: str) -> bytes:
-    tool = os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
+    tool = _fhr_plan()
     if not tool:
         raise PlanFileError(
             f"cannot compile {path}: this build has no fhr._compiler and no fhr-plan was found "

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fhr._planfile import PlanFile, _compile, _compiler_module, _PlanModule
+from fhr._planfile import PlanFile, _compile, _compiler_module, _fhr_plan, _PlanModule
 from fhr.errors import FhrError, WorkloadError
 
 _POLICIES = ("planner", "lru")
@@ -178,7 +177,7 @@ def _solve_with_tool(
     """``fhr-plan solve`` does it: a workload read from a file is given by
     its path (the command names a ``.fhr`` workload after it), one given as
     JSON by a copy."""
-    tool = os.environ.get("FHR_PLAN") or shutil.which("fhr-plan")
+    tool = _fhr_plan()
     if not tool:
         raise FhrError(
             "cannot solve: this build has no fhr._compiler and no fhr-plan was found "
@@ -214,10 +213,9 @@ def _solve_with_tool(
             raise ValueError("the link profile: " + message.split(f"{links_path}: ", 1)[1])
         message = message.replace(source, file)
         if done.returncode == 1:
-            # "fhr-plan solve: FILE: infeasible: WHY" or "fhr-plan solve: FILE: WHY"
-            why = message.split(f"fhr-plan solve: {file}: ", 1)[-1]
+            # "fhr-plan solve: FILE: WHY" (SolvedWorkload::failure_text, as in-process)
             report = json.loads(done.stdout) if done.stdout.strip() else None
-            return Solution(False, None, report, why.split("infeasible: ", 1)[1] if report else why)
+            return Solution(False, None, report, message.split(f"fhr-plan solve: {file}: ", 1)[-1])
         if "internal error" in message or "does not verify" in message:
             raise FhrError(f"internal error solving {file}: {message}")
         # JSON: "fhr-plan: error: FILE: WHY"; .fhr: the compiler's diagnostics.

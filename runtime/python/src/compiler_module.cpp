@@ -52,20 +52,14 @@ py::tuple solve(const std::string &text, const std::string &file, const std::str
       message = std::move(read.error);
     } else if (outcome.empty()) {
       const fhr::planner::SolvedWorkload solved = fhr::planner::solve_workload(*read.workload, request);
-      const fhr::planner::SolveResult &result = solved.result;
-      if (result.infeasible) {
-        outcome = "infeasible";
-        message = result.infeasible->text(*read.workload);
-      } else if (!result.failure.empty()) {
-        outcome = request.policy == SolvePolicy::Lru ? "gave-up" : "internal";
-        message = result.failure;
-      } else if (!solved.check_failure.empty()) {
-        outcome = "internal";
-        message = solved.check_failure;
-      } else {
-        outcome = "solved";
-        program = solved.program;
+      switch (solved.outcome()) {
+      case fhr::planner::SolveOutcome::Solved: outcome = "solved"; break;
+      case fhr::planner::SolveOutcome::Infeasible: outcome = "infeasible"; break;
+      case fhr::planner::SolveOutcome::GaveUp: outcome = "gave-up"; break;
+      case fhr::planner::SolveOutcome::Internal: outcome = "internal"; break;
       }
+      message = solved.failure_text(*read.workload);
+      if (outcome == "solved") program = solved.program;
       if (outcome == "solved" || outcome == "infeasible")
         report = fhr::planner::solve_report_text(*read.workload, solved, -1);
     }

@@ -47,6 +47,15 @@ struct SolveRequest {
   const LinkModel *links = nullptr; ///< LinkModel::h200() when null
 };
 
+/// How a solve ended: `fhr-plan solve`'s exit status and `fhr.solve`'s
+/// result both follow from it.
+enum class SolveOutcome : std::uint8_t {
+  Solved,     ///< a program, accepted where it was checked
+  Infeasible, ///< a step cannot fit (the report names it)
+  GaveUp,     ///< the reference controller's search found no plan for a step
+  Internal,   ///< a planner bug: a schedule that does not verify, a program check refuses
+};
+
 struct SolvedWorkload {
   SolveResult result;
   std::optional<SolveResult> compared;
@@ -58,9 +67,10 @@ struct SolvedWorkload {
   /// bug: `fhr-plan solve` reports it as an internal error).
   std::string check_failure;
 
-  bool feasible() const { return !result.infeasible; }
-  /// A program was printed, and accepted where it was checked.
-  bool ok() const { return result.ok() && check_failure.empty(); }
+  SolveOutcome outcome() const;
+  /// Why there is no program (empty when solved): the step that cannot
+  /// fit, the reference controller's reason, or the planner bug.
+  std::string failure_text(const Workload &workload) const;
 };
 
 SolvedWorkload solve_workload(const Workload &workload, const SolveRequest &request);
