@@ -23,6 +23,13 @@ below) is marked "MISS unsteady" and counted apart: the machine moved
 under that step by more than the target allows (docs/benchmarks.md,
 sixteenth wave).
 
+Where two documents or more have loads, the last lines give, document by
+document in the order given, the median error of their loads' source
+fills and of those loads' copies of 16 MiB and more: the fill is the
+processor writing host memory, so a document whose fills ran far from
+the profile met the host in another stretch than the calibration did
+(docs/benchmarks.md, thirtieth wave).
+
 Documents that ran the same unit (file, kind and name) against the same
 predictions — `gpu_prediction.sh`'s rounds against one merged profile —
 are pooled: each step's measured time is then the median over every run
@@ -212,10 +219,43 @@ def total_line(run):
     return text
 
 
-def load_documents(paths):
-    """The fhr-run/1 documents at `paths`, and how many were not such a
-    document (each named on stderr)."""
-    documents, unreadable = [], 0
+def host_speed_lines(named_documents):
+    """One line per document with loads, in the order given: how its loads'
+    source fills and their copies of 16 MiB and more compared with the
+    profile (medians). A fill is the processor writing host memory on one
+    thread, so its error is the host's speed at that moment against the
+    calibration's; on the H200 machine it switched within a call by a
+    third, and the staged copies beside it followed (docs/benchmarks.md,
+    thirtieth wave): a run of misses in one document, with its fills far
+    off, is such a stretch, not the model. [] unless two documents or
+    more have loads: one has nothing to compare with."""
+    lines = []
+    for path, document in named_documents:
+        fill_errors, copy_errors = [], []
+        for run in document["runs"]:
+            for step in run["steps"]:
+                predicted, measured = step["predicted"], step["measured"]
+                if step["transfer"] != "load" or not predicted.get("source_load_us"):
+                    continue
+                if measured.get("source_load_us") is None:
+                    continue
+                fill_errors.append((measured["source_load_us"] / predicted["source_load_us"] - 1) * 100)
+                if step["bytes"] >= LARGE and predicted.get("transfer_us") and measured.get("transfer_us") is not None:
+                    copy_errors.append((measured["transfer_us"] / predicted["transfer_us"] - 1) * 100)
+        if fill_errors:
+            copies = f", copies of 16 MiB and more {median(copy_errors):+.1f}%" if copy_errors else ""
+            loads = f"{len(fill_errors)} load" + ("s" if len(fill_errors) != 1 else "")
+            lines.append(f"  {path.split('/')[-1]}: {loads}, fills {median(fill_errors):+.1f}%{copies}")
+    if len(lines) < 2:
+        return []
+    return ["the host's speed by document, in the order given (medians against the profile: the loads' "
+            "source fills, the host's memory then; their copies beside them):"] + lines
+
+
+def read_documents(paths):
+    """The fhr-run/1 documents at `paths` with their paths, and how many
+    were not such a document (each named on stderr)."""
+    named, unreadable = [], 0
     for path in paths:
         try:
             with open(path) as f:
@@ -230,14 +270,22 @@ def load_documents(paths):
             print(f"{path}: not an fhr-run/1 document", file=sys.stderr)
             unreadable += 1
             continue
-        documents.append(document)
-    return documents, unreadable
+        named.append((path, document))
+    return named, unreadable
+
+
+def load_documents(paths):
+    """The fhr-run/1 documents at `paths`, and how many were not such a
+    document (each named on stderr)."""
+    named, unreadable = read_documents(paths)
+    return [document for _, document in named], unreadable
 
 
 def main(paths):
     misses = unsteady_misses = checked = 0
     fill_errors = []
-    documents, unreadable = load_documents(paths)
+    named, unreadable = read_documents(paths)
+    documents = [document for _, document in named]
     units, pooled = pool(documents)
     print(f"{'file':24} {'unit':32} {'step':44} {'bytes':>11} {'predicted':>12} {'measured':>12} {'error':>10}")
     # By plan file, in the order they first appear: its steps, its loads'
@@ -282,6 +330,8 @@ def main(paths):
         fill_errors.sort()
         print(f"{len(fill_errors)} source fills (the loader's time, outside the target): error "
               f"{fill_errors[0]:+.1f}% to {fill_errors[-1]:+.1f}%, median {fill_errors[len(fill_errors) // 2]:+.1f}%")
+    for line in host_speed_lines(named):
+        print(line)
     if unreadable:
         return 2
     return 1 if misses else 0

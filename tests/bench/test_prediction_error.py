@@ -226,3 +226,51 @@ def test_a_document_that_stopped_early_pools_only_what_it_ran(tmp_path, capsys):
     assert out[1].endswith("600.0us      600.0us      +0.0%  (3 runs: 590.0-610.0 us)")
     assert out[2].endswith("600.0us      630.0us      +5.0%  (2 runs: 620.0-640.0 us)")
     assert out[3] == "  total plan p: predicted 1200.0 us, measured in steps 1225.0 us (+2.1%)"
+
+
+def load_step(fill_predicted, fill_measured, copy_predicted, copy_measured, mib=240):
+    """A load's step as fhr-run/1 records it: its source's fill and its copy apart."""
+    return {"action": "ensure key from pageable to cuda:0", "transfer": "load", "bytes": mib << 20,
+            "predicted": {"source_load_us": fill_predicted, "transfer_us": copy_predicted,
+                          "duration_us": fill_predicted + copy_predicted},
+            "measured": {"source_load_us": fill_measured, "transfer_us": copy_measured,
+                         "duration_us": fill_measured + copy_measured}}
+
+
+def loads_document(steps):
+    return {"schema": "fhr-run/1", "runs": [{"file": "loads.fhr", "kind": "plan", "name": "loads",
+                                             "steps": steps, "totals": {}}]}
+
+
+def test_the_host_speed_by_document_shows_a_slow_stretch():
+    script = load_script()
+    fast = loads_document([load_step(100, 80, 1000, 950), load_step(100, 78, 1000, 930),
+                           load_step(100, 82, 1000, 960)])
+    slow = loads_document([load_step(100, 120, 1000, 1110), load_step(100, 117, 1000, 1080)])
+    small = loads_document([load_step(100, 100, 200, 230, mib=8)])  # no copy of 16 MiB or more
+    lines = script.host_speed_lines([("out/a.r1.run.json", fast), ("out/a.r2.run.json", slow),
+                                     ("out/b.run.json", small)])
+    assert lines[1:] == [
+        "  a.r1.run.json: 3 loads, fills -20.0%, copies of 16 MiB and more -5.0%",
+        "  a.r2.run.json: 2 loads, fills +18.5%, copies of 16 MiB and more +9.5%",
+        "  b.run.json: 1 load, fills +0.0%",
+    ]
+    assert lines[0].startswith("the host's speed by document")
+    # One document has nothing to compare with; documents without loads add no line.
+    assert script.host_speed_lines([("a.json", fast)]) == []
+    without_loads = json.loads(RECORDED.read_text())
+    assert script.host_speed_lines([("a.json", fast), ("totals.run.json", without_loads)]) == []
+
+
+def test_main_prints_the_host_speed_after_the_fills(tmp_path, capsys):
+    script = load_script()
+    paths = []
+    for name, measured in (("r1", 80), ("r2", 120)):
+        path = tmp_path / f"{name}.run.json"
+        path.write_text(json.dumps(loads_document([load_step(100, measured, 1000, 1000)])))
+        paths.append(str(path))
+    assert script.main(paths) == 0  # the copies are on their prediction
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3].startswith("the host's speed by document")
+    assert out[-2:] == ["  r1.run.json: 1 load, fills -20.0%, copies of 16 MiB and more +0.0%",
+                        "  r2.run.json: 1 load, fills +20.0%, copies of 16 MiB and more +0.0%"]
