@@ -64,6 +64,10 @@ grep -Eq '^ +32  exit 1 +drop rotkey at cuda:0 ' "$work/bytes.out" || fail "drop
 grep -q 'time: .* measured, 24.6 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
 grep -Eq '; 195\.0 MiB moved: .*pinned-device 30\.0 MiB in [0-9.]+ (us|ms) \([0-9.]+ GB/s\)' "$work/bytes.out" ||
   fail "inference: bytes and bandwidth per link"
+# The key's load: its source's fill measured beside the profile's figure
+# (the host's memory against the calibration's).
+grep -Eq '^  source fills: 1 load, 120\.0 MiB in [0-9.]+ (us|ms) measured, 19\.6 ms predicted \([+-][0-9.]+%\): the host.s memory against the profile.s$' \
+  "$work/bytes.out" || fail "inference: source fills"
 
 # The default backend: cuda when the CUDA runtime reports a device, else sim.
 run examples/inference.fhr
@@ -151,6 +155,14 @@ for run in doc["runs"]:
     assert abs(run["totals"]["predicted_us"] - last) < 0.002
     total += moved
 assert doc["totals"]["bytes_moved"] == total
+# The loads' fills: none in evict-while-prefetch, inference's key's in the other.
+assert doc["runs"][0]["totals"]["source_fills"] is None
+fills = doc["runs"][1]["totals"]["source_fills"]
+load = [s for s in doc["runs"][1]["steps"] if s["transfer"] == "load"]
+assert fills["loads"] == len(load) == 1 and fills["bytes"] == load[0]["bytes"] == 125829120, fills
+assert abs(fills["measured_us"] - load[0]["measured"]["source_load_us"]) < 0.002, fills
+assert abs(fills["predicted_us"] - load[0]["predicted"]["source_load_us"]) < 0.002, fills
+assert abs(fills["error_percent"] - (fills["measured_us"] / fills["predicted_us"] - 1) * 100) < 0.01, fills
 evict = doc["runs"][0]
 moves = [s for s in evict["steps"] if s["action"].startswith("move")]
 ensures = [s for s in evict["steps"] if s["action"].startswith("ensure")]

@@ -129,6 +129,9 @@ void print_run(llvm::raw_ostream &os, const AnalyzedRun &run, const char *backen
   for (std::size_t l = 0; l < run.links.size(); ++l)
     os << (l == 0 ? ": " : ", ") << link_text(run.links[l]);
   os << "\n";
+  if (run.timed)
+    if (const std::optional<SourceFills> fills = source_fills(run))
+      os << "  " << source_fills_text(*fills) << "\n";
   if (run.differing_repetition) {
     os << "  repetition " << run.representative + 1
        << " differs from the prediction (those before it agreed); shown as it ran\n";

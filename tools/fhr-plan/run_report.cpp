@@ -120,6 +120,33 @@ std::optional<double> AnalyzedStep::predicted_before_copy_us() const {
   return (predicted->copy_issue_seconds - predicted->start_seconds) * 1e6;
 }
 
+std::optional<SourceFills> source_fills(const AnalyzedRun &run) {
+  SourceFills fills;
+  for (const AnalyzedStep &step : run.steps) {
+    if (step.transfer != StepTransfer::Load || !step.predicted || !step.measured_start_us) continue;
+    ++fills.loads;
+    fills.bytes += step.bytes;
+    fills.measured_us += step.measured_source_load_us;
+    fills.predicted_us += step.predicted->source_load_seconds * 1e6;
+  }
+  if (fills.loads == 0) return std::nullopt;
+  return fills;
+}
+
+std::string source_fills_text(const SourceFills &fills) {
+  std::string text = "source fills: " + std::to_string(fills.loads) +
+                     (fills.loads == 1 ? " load, " : " loads, ") +
+                     human_bytes(static_cast<double>(fills.bytes)) + " in " + human_time(fills.measured_us) +
+                     " measured, " + human_time(fills.predicted_us) + " predicted";
+  if (fills.predicted_us > 0) {
+    char error[32];
+    std::snprintf(error, sizeof error, " (%+.1f%%)",
+                  (fills.measured_us - fills.predicted_us) / fills.predicted_us * 100);
+    text += error;
+  }
+  return text + ": the host's memory against the profile's";
+}
+
 std::optional<double> AnalyzedStep::predicted_transfer_us() const {
   const std::optional<double> duration = predicted_duration_us();
   if (!duration) return std::nullopt;
@@ -447,6 +474,18 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                   ? json(rounded_us((run.measured_us - run.predicted_us) / run.predicted_us * 100))
                   : json(nullptr)},
              {"bytes_moved", run.bytes_moved}};
+    if (const std::optional<SourceFills> fills = source_fills(run))
+      r["totals"]["source_fills"] =
+          json{{"loads", fills->loads},
+               {"bytes", fills->bytes},
+               {"measured_us", rounded_us(fills->measured_us)},
+               {"predicted_us", rounded_us(fills->predicted_us)},
+               {"error_percent",
+                fills->predicted_us > 0
+                    ? json(rounded_us((fills->measured_us - fills->predicted_us) / fills->predicted_us * 100))
+                    : json(nullptr)}};
+    else
+      r["totals"]["source_fills"] = nullptr;
     if (!run.repeated_measured_us.empty()) {
       json totals = json::array();
       for (double us : run.repeated_measured_us)

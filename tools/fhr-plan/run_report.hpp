@@ -113,6 +113,27 @@ struct AnalyzedRun {
   bool differing_repetition = false;
 };
 
+/// A run's loads' sources filling host memory, measured beside what the
+/// profile predicts (LinkModel::source_load_bytes_per_second). A fill is
+/// the processor writing host memory on one thread: how far it ran from
+/// the profile says how fast the host's memory was against the
+/// calibration's, which the staged copies beside it follow (on the H200
+/// machine the fills of one call ran 21% under the calibration in one
+/// stretch and 13-17% over it in the next: docs/benchmarks.md, thirtieth
+/// wave).
+struct SourceFills {
+  std::uint64_t loads = 0, bytes = 0;
+  double measured_us = 0, predicted_us = 0;
+};
+
+/// The fills of the run's loads that were predicted and measured; none
+/// when it has none (with --repeat, each step's median).
+std::optional<SourceFills> source_fills(const AnalyzedRun &run);
+
+/// "source fills: 1 load, 120.0 MiB in 18.9 ms measured, 17.3 ms predicted
+/// (+9.2%): the host's memory against the profile's".
+std::string source_fills_text(const SourceFills &fills);
+
 /// Analyses one checked run: `explanation` is the unit of the explain
 /// document (fhr-explain/1) of the same module with the same name and kind,
 /// or null; `links` and `timeline` predict its time.
