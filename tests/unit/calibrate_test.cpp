@@ -193,6 +193,24 @@ TEST_CASE("calibrate: a DMA out straight after a move in after host work gives t
   check_measured_zero(stand_in, &LinkModel::dma_follow_on_seconds);
 }
 
+TEST_CASE("calibrate: a staged copy into cuda:0 after another value's fill gives its extra back, beside "
+          "the one after its own move out") {
+  LinkModel stand_in = LinkModel::h200();
+  stand_in.staged_after_host_work_seconds = 60e-6;
+  stand_in.dma_after_host_work_seconds = 40e-6;
+  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const double in = stand_in.transfer_seconds(Location::pageable(), Location::cuda(0), kBytes);
+  CHECK(result.staged_own_in_seconds == doctest::Approx(in).epsilon(1e-12));
+  CHECK(result.staged_after_host_work_seconds == doctest::Approx(in + 60e-6).epsilon(1e-12));
+  REQUIRE(result.model.staged_after_host_work_seconds);
+  CHECK(*result.model.staged_after_host_work_seconds == doctest::Approx(60e-6).epsilon(1e-9));
+  CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9)); // apart
+  CHECK(fhr::calibrate::result_text(result).find(
+            "a staged copy into cuda:0 after another value's 1048576 B fill, 1048576 B: ") !=
+        std::string::npos);
+  check_measured_zero(stand_in, &LinkModel::staged_after_host_work_seconds);
+}
+
 namespace {
 
 /// A simulated clock that also writes down every transition of the
@@ -277,6 +295,7 @@ TEST_CASE(
     figures.dma_after_host_work_seconds = 100e-6;
     figures.dma_cold_value_seconds = 10e-6;
     figures.dma_follow_on_seconds = 1e-6;
+    figures.staged_after_host_work_seconds = 1000e-6;
     fhr::TimelineOptions replay;
     replay.host_work_before = true; // a fresh process: nothing has crossed a link
     const fhr::Timeline timeline = fhr::predict_timeline(timeline_steps(clock.transitions), figures, replay);
@@ -301,7 +320,9 @@ TEST_CASE(
         }
         ++extras;
         CHECK(extra.after_host_work_seconds ==
-              (operation.dma_extra == &LinkModel::dma_after_host_work_seconds ? 100e-6 : 0));
+              (operation.dma_extra == &LinkModel::dma_after_host_work_seconds      ? 100e-6
+               : operation.dma_extra == &LinkModel::staged_after_host_work_seconds ? 1000e-6
+                                                                                   : 0));
         CHECK(extra.cold_value_seconds ==
               (operation.dma_extra == &LinkModel::dma_cold_value_seconds ? 10e-6 : 0));
         CHECK(extra.follow_on_seconds ==
@@ -310,16 +331,16 @@ TEST_CASE(
     }
     // Every series took its samples: the untimed round and 2 timed ones.
     CHECK(curves > 100);
-    CHECK(extras == 3 * fhr::calibrate::DmaExtrasSeries::kSamplesPerRound * 4);
+    CHECK(extras == 3 * fhr::calibrate::DmaExtrasSeries::kSamplesPerRound * 5);
   }
 }
 
-TEST_CASE("calibrate: each host pool keeps seven times --max-bytes, never below the backend's default, "
+TEST_CASE("calibrate: each host pool keeps eight times --max-bytes, never below the backend's default, "
           "without overflow") {
   fhr::calibrate::Options measure;
   constexpr std::uint64_t kDefault = std::uint64_t{4} << 30;
   measure.max_bytes = std::uint64_t{1} << 30;
-  CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == std::uint64_t{7} << 30);
+  CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == std::uint64_t{8} << 30);
   measure.max_bytes = 4096;
   CHECK(fhr::calibrate::host_pool_bytes(measure, kDefault) == kDefault);
   measure.max_bytes = std::numeric_limits<std::uint64_t>::max() / 2;

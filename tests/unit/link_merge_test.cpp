@@ -214,8 +214,9 @@ TEST_CASE("link merge: profiles that describe different things are refused") {
 }
 
 TEST_CASE("link merge: a DMA's extras are each the median of the profiles that measured it") {
-  // Every one of them: after host work, a cold value's, the follow-on.
-  CHECK(std::size(fhr::kDmaExtraFigures) == 3);
+  // Every one of them: after host work, a cold value's, the follow-on, a
+  // staged copy's after host work.
+  CHECK(std::size(fhr::kDmaExtraFigures) == 4);
   for (const fhr::OptionalMicroseconds &extra : fhr::kDmaExtraFigures) {
     CAPTURE(extra.key);
     LinkModel older = LinkModel::h200(), first = older, second = older, third = older;

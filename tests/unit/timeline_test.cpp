@@ -778,6 +778,57 @@ TEST_CASE("timeline: a device's first DMA in after the processor's work on host 
     CHECK(time.dma_extra.after_host_work_seconds == 0);
 }
 
+TEST_CASE("timeline: a staged copy into a device after the processor's work on other values' bytes pays the "
+          "profile's staged extra; after its own value's, or a load's own fill, nothing") {
+  LinkModel model = round_model();
+  model.staged_after_host_work_seconds = 80e-6;
+  model.dma_after_host_work_seconds = 50e-6;
+  constexpr std::uint64_t kStaged = 8 * kMB; // staged from 4 MiB
+  // One window a step (a group each), in this order:
+  const std::vector<TimelineStep> steps = {
+      copy_step(0, pageable, gpu0, kStaged, true, 0), // 0: after the setup's fills: pays
+      copy_step(1, pageable, gpu0, kStaged, true, 1), // 1: cuda:0 had a DMA in since: nothing
+      copy_step(0, gpu0, pageable, kStaged, true, 2), // 2: out: the processor writes value 0's bytes
+      copy_step(0, pageable, gpu0, kStaged, true, 3), // 3: after its own value's work (the curve's): nothing
+      copy_step(2, pinned, pageable, kMB, true, 4),   // 4: a host copy of another value
+      copy_step(0, pageable, gpu0, kStaged, true, 5), // 5: after that work: pays
+      loaded(3, pageable, gpu0, kStaged, 6),          // 6: after its own fill (the load curve's): nothing
+      copy_step(1, pageable, gpu1, kStaged, true, 7), // 7: cuda:1's first DMA in since the setup: pays
+      copy_step(2, pinned, gpu1, kMB, true, 8),       // 8: a DMA in since: nothing
+  };
+  const std::vector<double> pays = {80e-6, 0, 0, 0, 0, 80e-6, 0, 80e-6, 0};
+  fhr::Timeline t = fhr::predict_timeline(steps, model);
+  check_dma_extras(t, pays);
+  using fhr::DmaState;
+  const std::vector<DmaState> states = {DmaState::AfterHostWork, DmaState::None,
+                                        DmaState::None,          DmaState::None,
+                                        DmaState::None,          DmaState::AfterHostWork,
+                                        DmaState::None,          DmaState::AfterHostWork,
+                                        DmaState::ColdValue}; // 8: its bytes crossed no link since step 4
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].dma_extra.state == states[k]);
+  }
+  // The staged curve (8 MB at 1 GB/s, all on the engine: the pinned link
+  // would take longer), then the extra.
+  CHECK(t.steps[0].end_seconds - t.steps[0].start_seconds == doctest::Approx(8.08 * kMs).epsilon(1e-12));
+  const double total = t.total_seconds;
+
+  // Without the setup's work the first copy pays nothing; the others alike.
+  t = fhr::predict_timeline(steps, model, after_own_dmas());
+  CHECK(t.steps[0].dma_extra.after_host_work_seconds == 0);
+  CHECK(t.steps[5].dma_extra.after_host_work_seconds == doctest::Approx(80e-6).epsilon(1e-12));
+  CHECK(t.total_seconds == doctest::Approx(total - 80e-6).epsilon(1e-12));
+
+  // A profile without the figure (made before it was measured): no staged
+  // copy pays; a DMA from pinned memory still pays its own figure.
+  LinkModel without = model;
+  without.staged_after_host_work_seconds.reset();
+  t = fhr::predict_timeline(steps, without);
+  check_dma_extras(t, std::vector<double>(steps.size(), 0.0));
+  CHECK(t.total_seconds == doctest::Approx(total - 3 * 80e-6).epsilon(1e-12));
+}
+
 TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order") {
   LinkModel model = round_model();
   model.dma_after_host_work_seconds = 50e-6;

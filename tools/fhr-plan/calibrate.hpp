@@ -114,8 +114,8 @@ struct Options {
 /// each) and the value of the DMA after host work (at most `max_bytes`):
 /// seven times `max_bytes`. Pageable: the loads' temporaries and the
 /// moves' replicas (below twice `max_bytes` each), the host copy's value,
-/// the source series' value and the host work's fill (`max_bytes` each at
-/// most): seven again; the source
+/// the source series' value, the host work's fill and the staged copies'
+/// value (`max_bytes` each at most): eight, the most of the two; the source
 /// series' fresh blocks are made to miss the pool. Never below the backend's default,
 /// which the default `--max-bytes` fits in; beyond it a pool that keeps
 /// too little would have re-pinned or re-faulted blocks inside the timed
@@ -167,6 +167,10 @@ struct Result {
   std::uint64_t dma_extras_bytes = 0;
   double own_in_seconds = 0, after_host_work_seconds = 0, cold_in_seconds = 0;
   double own_out_seconds = 0, cold_out_seconds = 0, follow_on_out_seconds = 0;
+  /// The second value's staged copies from pageable memory into cuda:0:
+  /// straight after its own move out, and after that and a fill of other
+  /// memory.
+  double staged_own_in_seconds = 0, staged_after_host_work_seconds = 0;
   /// The host work before the DMAs: a source's fill of this many bytes of
   /// pageable memory (the other value's load fills as many), and its median.
   std::uint64_t host_work_bytes = 0;

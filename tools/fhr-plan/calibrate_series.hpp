@@ -175,7 +175,13 @@ private:
 ///  - out of the device straight after its move in after host work (the
 ///    value's DMA right after its own that met an extra's state): the
 ///    difference from its move out after its own round trip is
-///    `dma_follow_on_us` (twenty-third wave).
+///    `dma_follow_on_us` (twenty-third wave);
+///  - a second value of `bytes`, from pageable memory into the device:
+///    straight after its own move out into pageable memory (the processor
+///    wrote its own bytes: the state the staged curve is measured in), and
+///    after that move out and a fill of `host_work_bytes` of other memory:
+///    the difference of the medians is `staged_after_host_work_us`
+///    (thirtieth wave).
 class DmaExtrasSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
@@ -189,12 +195,17 @@ private:
   void sample(Location to, const Operation &operation, bool timed, std::vector<double> &seconds);
   /// The other value's load into cuda:0, dropped again.
   void load_other();
+  /// The staged value's copy from pageable memory into cuda:0, timed as
+  /// `operation` (it is on cuda:0 before and after).
+  void sample_staged(const Operation &operation, bool timed, std::vector<double> &seconds);
   Manager &manager_;
   Clock &clock_;
   std::uint64_t bytes_, host_work_bytes_;
   Handle value_;  ///< in pinned memory between samples
   Handle filled_; ///< the host work: a source that fills pageable memory, and the other value
+  Handle staged_; ///< the staged copies' value, on cuda:0 between samples
   std::vector<double> own_in_, after_host_work_, cold_in_, own_out_, cold_out_, follow_on_out_;
+  std::vector<double> staged_own_in_, staged_after_host_work_;
   std::vector<double> fill_seconds_; ///< the host work's, timed as a source's fill
 };
 

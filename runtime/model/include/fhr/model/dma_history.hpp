@@ -1,9 +1,11 @@
 #pragma once
 /// \file
-/// What a DMA between pinned memory and a device meets beyond its link's
-/// curve: the state the time predictor (fhr/model/timeline.hpp) keeps, in
-/// plan order, to charge LinkModel::dma_after_host_work_seconds,
-/// LinkModel::dma_cold_value_seconds and LinkModel::dma_follow_on_seconds.
+/// What a DMA between pinned memory and a device, or a staged copy from
+/// pageable memory into one, meets beyond its link's curve: the state the
+/// time predictor (fhr/model/timeline.hpp) keeps, in plan order, to charge
+/// LinkModel::dma_after_host_work_seconds, LinkModel::dma_cold_value_seconds,
+/// LinkModel::dma_follow_on_seconds and
+/// LinkModel::staged_after_host_work_seconds.
 ///
 /// `calibrate` measures each link's curve on values that go round the
 /// links one after another: every DMA of a value follows its own previous
@@ -25,6 +27,13 @@
 ///    each of four calls, their median 4.3-10.5 µs over the prediction and
 ///    6.0-11.3 µs above the other small warm DMAs'). After another value's
 ///    round trip its move out took its curve.
+///  - a staged copy from pageable memory into a device that is the
+///    device's first DMA in after the processor's work on host memory
+///    other than its own value's (the setup's fill, another value's load,
+///    a host copy of another value): 51-155 µs more at 8-15 MiB in two
+///    calls, 4-21% more from 16 MiB (thirtieth wave). The staged curve is
+///    measured after the value's own host copy (its move into pageable
+///    memory), and a load's after its own fill: that work is in the curves.
 /// A DMA that meets more than one state pays the first that applies: after
 /// host work (measured on a value the work left cold; a warm value's first
 /// DMA in after the work, say one moved out of the device and back, pays
@@ -71,7 +80,7 @@ inline std::string_view dma_state_name(DmaState state) {
 /// the three figures is charged.
 struct DmaExtra {
   DmaState state = DmaState::None;
-  double after_host_work_seconds = 0;
+  double after_host_work_seconds = 0; ///< a staged copy's figure too (copied_from_pageable_into)
   double cold_value_seconds = 0;
   double follow_on_seconds = 0;
   double seconds() const { return after_host_work_seconds + cold_value_seconds + follow_on_seconds; }
@@ -95,12 +104,14 @@ public:
   }
 
   /// The processor wrote host memory: a source's fill, a copy between two
-  /// host locations, a staged copy's host part out of a device.
-  void processor_wrote_host() {
+  /// host locations, a staged copy's host part out of a device; `own`: the
+  /// value whose bytes it wrote (none: the setup's, or anything else).
+  void processor_wrote_host(std::optional<ValueId> own = std::nullopt) {
     host_work_pending_.set();
     warm_.clear();
     all_warm_ = false;
     ++host_work_count_; // forgets every device's last copy (last_copy())
+    last_host_work_value_ = own;
   }
 
   /// A DMA of `value` between pinned memory and `device` starts now, into
@@ -148,15 +159,25 @@ public:
   /// A copy of `value` from pageable memory into `device` ran (staged
   /// through the runtime's bounce buffers, or below the staging threshold
   /// through the driver's; a load's copy too): the processor wrote its
-  /// bytes into pinned memory, then the device's DMAs took them. Its
-  /// curve is measured in that state, so it pays nothing; it leaves the
-  /// other devices after host work, every other value cold, and its value
-  /// warm on its device.
-  void copied_from_pageable_into(ValueId value, unsigned device) {
-    processor_wrote_host();
+  /// bytes into pinned memory, then the device's DMAs took them. Its curve
+  /// is measured after the processor's work on the value's own bytes, so
+  /// then it pays nothing; as the device's first DMA in after other work
+  /// it pays LinkModel::staged_after_host_work_seconds (state after host
+  /// work; no follow-on after it: not measured). It leaves the other
+  /// devices after host work, every other value cold, and its value warm
+  /// on its device.
+  DmaExtra copied_from_pageable_into(ValueId value, unsigned device, const LinkModel &links) {
+    DmaExtra extra;
+    if (host_work_pending_.test(device) && last_host_work_value_ != value &&
+        links.staged_after_host_work_seconds) {
+      extra.state = DmaState::AfterHostWork;
+      extra.after_host_work_seconds = *links.staged_after_host_work_seconds;
+    }
+    processor_wrote_host(value);
     host_work_pending_.reset(device);
     warm_.insert({value, device});
     last_copy_[device] = LastCopy{value, false, host_work_count_};
+    return extra;
   }
 
   /// Applies a copy of `value` from `from` to `to` and returns what its DMA pays beyond its curve: a DMA
@@ -170,10 +191,10 @@ public:
     switch (*link) {
     case LinkKind::PinnedToDevice: return dma(value, to.device(), true, links);
     case LinkKind::DeviceToPinned: return dma(value, from.device(), false, links);
-    case LinkKind::PageableToDevice: copied_from_pageable_into(value, to.device()); break;
+    case LinkKind::PageableToDevice: return copied_from_pageable_into(value, to.device(), links);
     case LinkKind::PageableToPinned:
     case LinkKind::PinnedToPageable:
-    case LinkKind::DeviceToPageable: processor_wrote_host(); break;
+    case LinkKind::DeviceToPageable: processor_wrote_host(value); break;
     case LinkKind::DeviceToDevice: peer_copy(value, from.device(), to.device()); break;
     }
     return {};
@@ -184,7 +205,7 @@ public:
   /// there: from a pageable source it pays nothing beyond its load curve,
   /// from a pinned one it is a DMA after that work.
   DmaExtra load(ValueId value, Location source, Location destination, const LinkModel &links) {
-    processor_wrote_host();
+    processor_wrote_host(value);
     return destination == source ? DmaExtra{} : copy(value, source, destination, links);
   }
 
@@ -216,6 +237,9 @@ private:
   /// and the device since the processor's last work on host memory.
   std::set<std::pair<ValueId, unsigned>> warm_;
   bool all_warm_;
+  /// Whose bytes the processor's last work on host memory wrote (none: the
+  /// setup's, which wrote every value's).
+  std::optional<ValueId> last_host_work_value_;
 };
 
 } // namespace fhr

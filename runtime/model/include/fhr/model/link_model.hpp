@@ -175,6 +175,16 @@ struct LinkModel {
   /// calls, its later round trips nothing (docs/links.md). Absent in
   /// profiles made before it was measured: no extra.
   std::optional<double> dma_follow_on_seconds;
+  /// What a staged copy from pageable memory into a device takes beyond
+  /// its link's curve when it is the device's first DMA in since the
+  /// processor's work on host memory other than its own value's
+  /// (dma_history.hpp says what counts). Its curve is measured after the
+  /// value's own host copy; on the H200 machine the first staged copy after
+  /// a run's setup took 51-155 µs more at 8-15 MiB in two calls and 4-21%
+  /// more from 16 MiB, and `inference`'s 15 MiB weight +88.8 µs
+  /// (docs/benchmarks.md, thirtieth wave). Absent in profiles made before
+  /// it was measured: no extra.
+  std::optional<double> staged_after_host_work_seconds;
   double event_record_seconds = 0;
   double event_query_seconds = 0;
   /// How fast a value's source fills fresh host storage when the runtime
@@ -222,6 +232,7 @@ inline constexpr OptionalMicroseconds kDmaExtraFigures[] = {
     {"dma_after_host_work_us", &LinkModel::dma_after_host_work_seconds},
     {"dma_cold_value_us", &LinkModel::dma_cold_value_seconds},
     {"dma_follow_on_us", &LinkModel::dma_follow_on_seconds},
+    {"staged_after_host_work_us", &LinkModel::staged_after_host_work_seconds},
 };
 
 /// The rate of a copy streaming at `own_bytes_per_second` while its

@@ -151,8 +151,10 @@ struct StepTime {
   /// processor's work on host memory (LinkModel::dma_after_host_work_seconds),
   /// a value whose bytes have not crossed the device's link since that work
   /// (LinkModel::dma_cold_value_seconds), the value's DMA straight after its
-  /// own that met one of those (LinkModel::dma_follow_on_seconds); none for
-  /// other steps, and zero for profiles without the figure.
+  /// own that met one of those (LinkModel::dma_follow_on_seconds), or a
+  /// staged copy into a device after the processor's work on other values'
+  /// bytes (LinkModel::staged_after_host_work_seconds); none for other
+  /// steps, and zero for profiles without the figure.
   DmaExtra dma_extra;
   /// When its bytes are in place (its copy finished); the step commits at
   /// `commit_seconds`, once the steps before it in its window committed.
