@@ -511,11 +511,12 @@ TEST_CASE("timeline: the schedule clock and explain's predictor agree on random 
   // history, one overlap rule.
   LinkModel links = LinkModel::h200();
   links.dma_follow_on_seconds = 9e-6;
+  links.staged_after_host_work_seconds = 110e-6; // the ciphertexts' staged copies after other work
   planner::SolveOptions options;
   options.links = &links;
   planner::LruOptions lru_options;
   lru_options.links = &links;
-  int compared = 0, windows_shared = 0;
+  int compared = 0, windows_shared = 0, staged_after_host_work = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     planner::Workload w = random_workload(seed, 4 + seed % 5, 6 + seed % 7, true);
     for (planner::Value &value : w.values)
@@ -557,13 +558,16 @@ TEST_CASE("timeline: the schedule clock and explain's predictor agree on random 
       REQUIRE(r.ok());
       const ProgramTime predicted = predicted_time(printed_program(w, r), links);
       windows_shared += predicted.shared_windows;
+      staged_after_host_work += predicted.staged_after_host_work;
       CHECK(std::abs(r.timeline.total_seconds * 1e6 - predicted.us) <= kAgreementUs);
       ++compared;
     }
   }
   CHECK(compared == 120);
-  MESSAGE("windows of two copies or more: " << windows_shared);
+  MESSAGE("windows of two copies or more: " << windows_shared
+                                            << "; staged copies after host work: " << staged_after_host_work);
   CHECK(windows_shared > 0);
+  CHECK(staged_after_host_work > 0);
 }
 
 TEST_CASE("timeline: the verifier numbers the runtime's windows: a move waits for the room another frees") {

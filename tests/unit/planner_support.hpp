@@ -224,6 +224,8 @@ struct ProgramTime {
   double us = 0;
   std::map<std::string, int> dma_states;
   int shared_windows = 0;
+  /// Staged copies from pageable memory that met the state after host work.
+  int staged_after_host_work = 0;
 };
 inline ProgramTime predicted_time(const std::string &program, const LinkModel &links) {
   nlohmann::ordered_json document = explain_json({explain(program).report});
@@ -236,6 +238,8 @@ inline ProgramTime predicted_time(const std::string &program, const LinkModel &l
     for (const auto &step : unit["steps"]) {
       const auto &time = step["time"];
       ++out.dma_states[time["dma_state"].get<std::string>()];
+      if (time["dma_state"] == "after-host-work" && step["link"] == "pageable-device")
+        ++out.staged_after_host_work;
       if (time["window"].is_number()) ++per_window[time["window"].get<std::int64_t>()];
     }
     for (const auto &[window, copies] : per_window)
