@@ -50,13 +50,13 @@ public:
     std::optional<std::uint32_t> open;
     bool first = true;
     for (const Transfer &x : phase) {
+      const bool staged = is_staged_copy(x.from, x.to, x.logical_bytes, options_);
       const DmaExtra extra = x.load ? history_.load(x.value, x.from, x.to, links_)
-                                    : history_.copy(x.value, x.from, x.to, links_);
+                                    : history_.copy(x.value, x.from, x.to, staged, links_);
       if (!engine_of(x.from, x.to)) {
         indices.emplace_back();
         continue;
       }
-      const bool staged = is_staged_copy(x.from, x.to, x.logical_bytes, options_);
       const FlowSpec spec = x.load
                                 ? load_flow(x.from, x.to, x.logical_bytes, staged, extra.seconds(), links_)
                                 : copy_flow(x.from, x.to, x.logical_bytes, staged, extra.seconds(), links_);

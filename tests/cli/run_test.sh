@@ -172,13 +172,16 @@ assert all(s["link"] == "pinned-device" and s["predicted"]["engine"] == "cuda:0 
 assert evict["totals"]["bytes_moved"] == 8 * 125829120
 drop = [s for s in doc["runs"][1]["steps"] if s["action"].startswith("drop")]
 assert drop and all(" at cuda:0" in s["action"] and s["transfer"] == "none" for s in drop), drop
-# The states the DMAs met (fhr/model/dma_history.hpp): the query cold after
+# The states the DMAs met (fhr/model/dma_history.hpp): the weight's staged
+# copy after the setup's host work (the shipped profile has no figure for
+# it: 0), the key's load none (after its own fill), the query cold after
 # the key's load, its move back straight after that a follow-on (the
-# shipped profile's dma_follow_on_us), the loads none.
-states = [(s["action"].split(" from ")[0], s["predicted"]["dma_state"], s["predicted"]["follow_on_us"])
+# shipped profile's dma_follow_on_us).
+states = [(s["action"].split(" from ")[0], s["predicted"]["dma_state"], s["predicted"]["follow_on_us"],
+           s["predicted"]["after_host_work_us"])
           for s in doc["runs"][1]["steps"] if s["transfer"] != "none"]
-assert states == [("ensure weight", "none", 0.0), ("ensure rotkey", "none", 0.0),
-                  ("move query", "cold-value", 0.0), ("move query", "follow-on", 9.441)], states
+assert states == [("ensure weight", "after-host-work", 0.0, 0.0), ("ensure rotkey", "none", 0.0, 0.0),
+                  ("move query", "cold-value", 0.0, 0.0), ("move query", "follow-on", 9.441, 0.0)], states
 
 trace = json.load(open(sys.argv[2]))
 events = trace["traceEvents"]

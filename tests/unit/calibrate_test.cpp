@@ -42,13 +42,13 @@ private:
 /// timed round, on a clock charging `stand_in`'s predictions (the windows
 /// of a DMA beside a host copy `window_factor` times them).
 fhr::calibrate::Result calibrate_against(const LinkModel &stand_in, const LinkModel &defaults,
-                                         double window_factor = 1) {
+                                         double window_factor = 1, std::uint64_t max_bytes = kBytes) {
   fhr::ManagerOptions options;
   options.backend = std::make_shared<fhr::SimulatedBackend>(2, /*overlap_copies=*/true);
   fhr::Manager manager(std::move(options));
   SlowWindowsClock clock(stand_in, window_factor);
   fhr::calibrate::Options measure;
-  measure.max_bytes = kBytes;
+  measure.max_bytes = max_bytes;
   measure.repetitions = 1;
   measure.devices = 2;
   fhr::calibrate::FixedCosts fixed;
@@ -124,9 +124,10 @@ namespace {
 
 /// A stand-in no slower in the state of one of the DMAs' extras (its
 /// figure absent): the calibration gives a measured 0, not an absent figure.
-void check_measured_zero(LinkModel stand_in, std::optional<double> LinkModel::*extra) {
+void check_measured_zero(LinkModel stand_in, std::optional<double> LinkModel::*extra,
+                         std::uint64_t max_bytes = kBytes) {
   stand_in.*extra = std::nullopt;
-  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
+  const fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200(), 1, max_bytes);
   REQUIRE(result.model.*extra);
   CHECK(*(result.model.*extra) == 0);
 }
@@ -194,21 +195,30 @@ TEST_CASE("calibrate: a DMA out straight after a move in after host work gives t
 }
 
 TEST_CASE("calibrate: a staged copy into cuda:0 after another value's fill gives its extra back, beside "
-          "the one after its own move out") {
+          "the one after its own move out; below the staging threshold it is not measured") {
   LinkModel stand_in = LinkModel::h200();
   stand_in.staged_after_host_work_seconds = 60e-6;
   stand_in.dma_after_host_work_seconds = 40e-6;
-  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200());
-  const double in = stand_in.transfer_seconds(Location::pageable(), Location::cuda(0), kBytes);
+  constexpr std::uint64_t kStaged = std::uint64_t{4} << 20; // the staging threshold
+  fhr::calibrate::Result result = calibrate_against(stand_in, LinkModel::h200(), 1, kStaged);
+  CHECK(result.staged_bytes == kStaged);
+  const double in = stand_in.transfer_seconds(Location::pageable(), Location::cuda(0), kStaged);
   CHECK(result.staged_own_in_seconds == doctest::Approx(in).epsilon(1e-12));
   CHECK(result.staged_after_host_work_seconds == doctest::Approx(in + 60e-6).epsilon(1e-12));
   REQUIRE(result.model.staged_after_host_work_seconds);
   CHECK(*result.model.staged_after_host_work_seconds == doctest::Approx(60e-6).epsilon(1e-9));
   CHECK(*result.model.dma_after_host_work_seconds == doctest::Approx(40e-6).epsilon(1e-9)); // apart
   CHECK(fhr::calibrate::result_text(result).find(
-            "a staged copy into cuda:0 after another value's 1048576 B fill, 1048576 B: ") !=
+            "a staged copy into cuda:0 after another value's 4194304 B fill, 4194304 B: ") !=
         std::string::npos);
-  check_measured_zero(stand_in, &LinkModel::staged_after_host_work_seconds);
+  check_measured_zero(stand_in, &LinkModel::staged_after_host_work_seconds, kStaged);
+
+  // At 1 MiB no copy is staged: the figure stays the defaults' (none here).
+  result = calibrate_against(stand_in, LinkModel::h200());
+  CHECK(result.staged_bytes == 0);
+  CHECK_FALSE(result.model.staged_after_host_work_seconds);
+  CHECK(fhr::calibrate::result_text(result).find("a staged copy's extra after host work: not measured") !=
+        std::string::npos);
 }
 
 namespace {
@@ -285,7 +295,7 @@ TEST_CASE(
     fhr::Manager manager(std::move(options));
     StateRecordingClock clock(LinkModel::h200(), manager);
     fhr::calibrate::Options measure;
-    measure.max_bytes = kBytes;
+    measure.max_bytes = std::uint64_t{4} << 20; // the staging threshold: the staged copy's extra too
     measure.repetitions = 2;
     measure.devices = devices;
     fhr::calibrate::calibrate(manager, clock, measure, fhr::calibrate::FixedCosts{}, nullptr,

@@ -793,7 +793,7 @@ TEST_CASE("timeline: a staged copy into a device after the processor's work on o
       copy_step(2, pinned, pageable, kMB, true, 4),   // 4: a host copy of another value
       copy_step(0, pageable, gpu0, kStaged, true, 5), // 5: after that work: pays
       loaded(3, pageable, gpu0, kStaged, 6),          // 6: after its own fill (the load curve's): nothing
-      copy_step(1, pageable, gpu1, kStaged, true, 7), // 7: cuda:1's first DMA in since the setup: pays
+      copy_step(1, pageable, gpu1, kStaged, true, 7), // 7: cuda:1's first DMA in since value 3's load: pays
       copy_step(2, pinned, gpu1, kMB, true, 8),       // 8: a DMA in since: nothing
   };
   const std::vector<double> pays = {80e-6, 0, 0, 0, 0, 80e-6, 0, 80e-6, 0};
@@ -821,12 +821,53 @@ TEST_CASE("timeline: a staged copy into a device after the processor's work on o
   CHECK(t.total_seconds == doctest::Approx(total - 80e-6).epsilon(1e-12));
 
   // A profile without the figure (made before it was measured): no staged
-  // copy pays; a DMA from pinned memory still pays its own figure.
+  // copy pays, and each still meets its state.
   LinkModel without = model;
   without.staged_after_host_work_seconds.reset();
   t = fhr::predict_timeline(steps, without);
   check_dma_extras(t, std::vector<double>(steps.size(), 0.0));
   CHECK(t.total_seconds == doctest::Approx(total - 3 * 80e-6).epsilon(1e-12));
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    CAPTURE(k);
+    CHECK(t.steps[k].dma_extra.state == states[k]);
+  }
+}
+
+TEST_CASE("timeline: a staged copy's extra after host work goes by the device, as a DMA's does, and not "
+          "below the staging threshold") {
+  LinkModel model = round_model();
+  model.staged_after_host_work_seconds = 80e-6;
+  constexpr std::uint64_t kStaged = 8 * kMB;
+  auto pays = [&](const std::vector<TimelineStep> &steps) {
+    std::vector<double> out;
+    for (const fhr::StepTime &time : fhr::predict_timeline(steps, model).steps)
+      out.push_back(time.dma_extra.after_host_work_seconds);
+    return out;
+  };
+  // Two staged copies into cuda:0 after the setup: the second follows a DMA
+  // into the device (the first's); into cuda:1 it is that device's first.
+  CHECK(pays({copy_step(0, pageable, gpu0, kStaged, true, 0),
+              copy_step(1, pageable, gpu0, kStaged, true, 1)}) == std::vector<double>{80e-6, 0});
+  CHECK(pays({copy_step(0, pageable, gpu0, kStaged, true, 0),
+              copy_step(1, pageable, gpu1, kStaged, true, 1)}) == std::vector<double>{80e-6, 80e-6});
+  // Another value's load into the device clears it (its copy is the
+  // device's DMA in); into pinned memory it is the processor's work.
+  CHECK(pays({loaded(0, pageable, gpu0, kStaged, 0), copy_step(1, pageable, gpu0, kStaged, true, 1)}) ==
+        std::vector<double>{0, 0});
+  CHECK(pays({loaded(0, pageable, pinned, kStaged, 0), copy_step(1, pageable, gpu0, kStaged, true, 1)}) ==
+        std::vector<double>{0, 80e-6});
+  // Another value's move out of a device into pageable memory is the
+  // processor's work on its bytes.
+  CHECK(pays({copy_step(0, pinned, gpu0, kMB, true, 0), copy_step(0, gpu0, pageable, kStaged, true, 1),
+              copy_step(1, pageable, gpu0, kStaged, true, 2)}) == std::vector<double>{0, 0, 80e-6});
+  // Two in one window: the first pays, the second follows its DMA.
+  CHECK(pays({copy_step(0, pageable, gpu0, kStaged, true, 0),
+              copy_step(1, pageable, gpu0, kStaged, true, 0)}) == std::vector<double>{80e-6, 0});
+  // Below the staging threshold (the driver's path): not measured, no state.
+  const fhr::Timeline small =
+      fhr::predict_timeline(std::vector<TimelineStep>{copy_step(0, pageable, gpu0, kMB)}, model);
+  CHECK(small.steps[0].dma_extra.after_host_work_seconds == 0);
+  CHECK(small.steps[0].dma_extra.state == fhr::DmaState::None);
 }
 
 TEST_CASE("timeline: in a window the DMAs in pay after host work in plan order") {

@@ -167,9 +167,11 @@ struct Result {
   std::uint64_t dma_extras_bytes = 0;
   double own_in_seconds = 0, after_host_work_seconds = 0, cold_in_seconds = 0;
   double own_out_seconds = 0, cold_out_seconds = 0, follow_on_out_seconds = 0;
-  /// The second value's staged copies from pageable memory into cuda:0:
-  /// straight after its own move out, and after that and a fill of other
-  /// memory.
+  /// The second value's staged copies from pageable memory into cuda:0, of
+  /// `staged_bytes` (0: not measured, --max-bytes below the staging
+  /// threshold): straight after its own move out, and after that and a
+  /// fill of other memory.
+  std::uint64_t staged_bytes = 0;
   double staged_own_in_seconds = 0, staged_after_host_work_seconds = 0;
   /// The host work before the DMAs: a source's fill of this many bytes of
   /// pageable memory (the other value's load fills as many), and its median.

@@ -326,17 +326,20 @@ void SourceLoadSeries::finish(Result &result) {
 // ---- the DMAs' extras -------------------------------------------------------
 
 DmaExtrasSeries::DmaExtrasSeries(Manager &manager, Clock &clock, std::uint64_t bytes,
-                                 std::uint64_t host_work_bytes)
+                                 std::uint64_t host_work_bytes, std::uint64_t staged_bytes)
     : manager_(manager), clock_(clock), bytes_(bytes), host_work_bytes_(host_work_bytes),
       value_(adopt_value(manager, bytes, 6)),
       filled_(register_pattern(manager, std::make_shared<PatternSource>(), host_work_bytes)),
-      staged_(adopt_value(manager, bytes, 7)) {
+      staged_bytes_(staged_bytes) {
   manager_.move(value_, kPinned); // adopted in pageable memory
-  manager_.move(staged_, kGpu0);
+  if (staged_bytes_ > 0) {
+    staged_ = adopt_value(manager, staged_bytes_, 7);
+    manager_.move(*staged_, kGpu0);
+  }
 }
 
 void DmaExtrasSeries::sample_staged(const Operation &operation, bool timed, std::vector<double> &seconds) {
-  const double taken = clock_.time([&] { manager_.move(staged_, kGpu0, kPageable); }, operation);
+  const double taken = clock_.time([&] { manager_.move(*staged_, kGpu0, kPageable); }, operation);
   if (timed) seconds.push_back(taken);
 }
 
@@ -366,8 +369,12 @@ void DmaExtrasSeries::round(bool timed) {
       cold_in = with_extra(kPinned, kGpu0, &LinkModel::dma_cold_value_seconds),
       cold_out = with_extra(kGpu0, kPinned, &LinkModel::dma_cold_value_seconds),
       follow_on_out = with_extra(kGpu0, kPinned, &LinkModel::dma_follow_on_seconds),
-      staged_in{Operation::Kind::Copy, kPageable, kGpu0, bytes_},
-      staged_in_after_host_work = with_extra(kPageable, kGpu0, &LinkModel::staged_after_host_work_seconds);
+      staged_in{Operation::Kind::Copy, kPageable, kGpu0, staged_bytes_},
+      staged_in_after_host_work = Operation{.kind = Operation::Kind::CopyWithDmaExtra,
+                                            .from = kPageable,
+                                            .to = kGpu0,
+                                            .bytes = staged_bytes_,
+                                            .dma_extra = &LinkModel::staged_after_host_work_seconds};
   for (unsigned k = 0; k < kSamplesPerRound; ++k) {
     // Its own round trip first, untimed: the other series ran in between,
     // or the last sample's cold move out, after which a move in would be a
@@ -392,12 +399,13 @@ void DmaExtrasSeries::round(bool timed) {
     // Cold out of it as a value evicted after loads meets it.
     load_other();
     sample(kPinned, cold_out, timed, cold_out_);
+    if (!staged_) continue;
     // A staged copy into the device straight after the processor wrote its
     // own bytes (its move out into pageable memory), then after another
     // value's fill: the first staged copy after a plan's setup.
-    manager_.move(staged_, kPageable, kGpu0);
+    manager_.move(*staged_, kPageable, kGpu0);
     sample_staged(staged_in, timed, staged_own_in_);
-    manager_.move(staged_, kPageable, kGpu0);
+    manager_.move(*staged_, kPageable, kGpu0);
     const double other_fill = time_fill(manager_, clock_, filled_, host_work_bytes_);
     if (timed) fill_seconds_.push_back(other_fill);
     sample_staged(staged_in_after_host_work, timed, staged_after_host_work_);
@@ -407,7 +415,7 @@ void DmaExtrasSeries::round(bool timed) {
 void DmaExtrasSeries::finish(Result &result) {
   manager_.discard(value_);
   manager_.discard(filled_);
-  manager_.discard(staged_);
+  if (staged_) manager_.discard(*staged_);
   result.dma_extras_bytes = bytes_;
   result.host_work_bytes = host_work_bytes_;
   result.host_work_fill_seconds = median(fill_seconds_);
@@ -425,6 +433,8 @@ void DmaExtrasSeries::finish(Result &result) {
                cold_out = result.cold_out_seconds - result.own_out_seconds;
   result.model.dma_cold_value_seconds = std::max(0.0, (cold_in + cold_out) / 2);
   result.model.dma_follow_on_seconds = std::max(0.0, result.follow_on_out_seconds - result.own_out_seconds);
+  if (!staged_) return; // not measured: the defaults' figure stays
+  result.staged_bytes = staged_bytes_;
   result.staged_own_in_seconds = median(staged_own_in_);
   result.staged_after_host_work_seconds = median(staged_after_host_work_);
   result.model.staged_after_host_work_seconds =

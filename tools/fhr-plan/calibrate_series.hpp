@@ -14,6 +14,7 @@
 #include "calibrate.hpp"
 
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -176,16 +177,19 @@ private:
 ///    value's DMA right after its own that met an extra's state): the
 ///    difference from its move out after its own round trip is
 ///    `dma_follow_on_us` (twenty-third wave);
-///  - a second value of `bytes`, from pageable memory into the device:
-///    straight after its own move out into pageable memory (the processor
-///    wrote its own bytes: the state the staged curve is measured in), and
+///  - a second value of `staged_bytes`, from pageable memory into the
+///    device: straight after its own move out into pageable memory (the
+///    processor wrote its own bytes, as before the staged curve's samples,
+///    which follow the value's own host copy into pageable memory), and
 ///    after that move out and a fill of `host_work_bytes` of other memory:
 ///    the difference of the medians is `staged_after_host_work_us`
-///    (thirtieth wave).
+///    (thirtieth wave). `staged_bytes` 0 (a `--max-bytes` below the
+///    staging threshold, where no copy is staged): not measured.
 class DmaExtrasSeries {
 public:
   static constexpr unsigned kSamplesPerRound = 3;
-  DmaExtrasSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint64_t host_work_bytes);
+  DmaExtrasSeries(Manager &manager, Clock &clock, std::uint64_t bytes, std::uint64_t host_work_bytes,
+                  std::uint64_t staged_bytes);
   void round(bool timed);
   /// The extras (0 where the state was no slower); discards the values.
   void finish(Result &result);
@@ -203,7 +207,8 @@ private:
   std::uint64_t bytes_, host_work_bytes_;
   Handle value_;  ///< in pinned memory between samples
   Handle filled_; ///< the host work: a source that fills pageable memory, and the other value
-  Handle staged_; ///< the staged copies' value, on cuda:0 between samples
+  std::uint64_t staged_bytes_;
+  std::optional<Handle> staged_; ///< the staged copies' value, on cuda:0 between samples
   std::vector<double> own_in_, after_host_work_, cold_in_, own_out_, cold_out_, follow_on_out_;
   std::vector<double> staged_own_in_, staged_after_host_work_;
   std::vector<double> fill_seconds_; ///< the host work's, timed as a source's fill

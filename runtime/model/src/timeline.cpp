@@ -75,7 +75,7 @@ double simulate_window(std::span<const TimelineStep> steps, std::span<const std:
     const TimelineStep &step = steps[members[k]];
     const bool staged = is_staged(step, options);
     // In plan order, as the runtime issues the window's copies.
-    costs[k].dma_extra = history.copy(step.value, step.source, step.destination, links);
+    costs[k].dma_extra = history.copy(step.value, step.source, step.destination, staged, links);
     FlowSpec spec = copy_flow(step.source, step.destination, step.logical_bytes, staged,
                               costs[k].dma_extra.seconds(), links);
     // The runtime allocates every destination of the window, in plan

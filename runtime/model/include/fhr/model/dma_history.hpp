@@ -29,11 +29,13 @@
 ///    round trip its move out took its curve.
 ///  - a staged copy from pageable memory into a device that is the
 ///    device's first DMA in after the processor's work on host memory
-///    other than its own value's (the setup's fill, another value's load,
-///    a host copy of another value): 51-155 µs more at 8-15 MiB in two
-///    calls, 4-21% more from 16 MiB (thirtieth wave). The staged curve is
-///    measured after the value's own host copy (its move into pageable
-///    memory), and a load's after its own fill: that work is in the curves.
+///    other than its own value's (the setup's fill, a host copy or a load
+///    of another value that did not end in that device): 51-155 µs more
+///    at 8-15 MiB in two calls, 4-21% more from 16 MiB (thirtieth wave).
+///    The staged curve is measured after the value's own host copy (into
+///    pageable memory), and a load's after its own fill: that work is in
+///    the curves. The state is the step's whether or not the profile has
+///    the figure, as the others' are.
 /// A DMA that meets more than one state pays the first that applies: after
 /// host work (measured on a value the work left cold; a warm value's first
 /// DMA in after the work, say one moved out of the device and back, pays
@@ -156,22 +158,24 @@ public:
     last_copy_[to_device] = LastCopy{value, false, host_work_count_};
   }
 
-  /// A copy of `value` from pageable memory into `device` ran (staged
+  /// A copy of `value` from pageable memory into `device` ran (`staged`
   /// through the runtime's bounce buffers, or below the staging threshold
   /// through the driver's; a load's copy too): the processor wrote its
   /// bytes into pinned memory, then the device's DMAs took them. Its curve
-  /// is measured after the processor's work on the value's own bytes, so
-  /// then it pays nothing; as the device's first DMA in after other work
-  /// it pays LinkModel::staged_after_host_work_seconds (state after host
-  /// work; no follow-on after it: not measured). It leaves the other
-  /// devices after host work, every other value cold, and its value warm
-  /// on its device.
-  DmaExtra copied_from_pageable_into(ValueId value, unsigned device, const LinkModel &links) {
+  /// is measured after the processor's work on the value's own bytes, and
+  /// then it pays nothing. A staged copy that is the device's first DMA in
+  /// since the processor's work on other bytes (per device, as a DMA's
+  /// extra after host work: a copy into the device in between, a load's
+  /// too, clears it) meets the state after host work and pays
+  /// LinkModel::staged_after_host_work_seconds: one figure at every size
+  /// (measured at 16 MiB), on its engine as the DMAs' extras are, and no
+  /// follow-on after it (not measured). It leaves the other devices after
+  /// host work, every other value cold, and its value warm on its device.
+  DmaExtra copied_from_pageable_into(ValueId value, unsigned device, bool staged, const LinkModel &links) {
     DmaExtra extra;
-    if (host_work_pending_.test(device) && last_host_work_value_ != value &&
-        links.staged_after_host_work_seconds) {
+    if (staged && host_work_pending_.test(device) && last_host_work_value_ != value) {
       extra.state = DmaState::AfterHostWork;
-      extra.after_host_work_seconds = *links.staged_after_host_work_seconds;
+      extra.after_host_work_seconds = links.staged_after_host_work_seconds.value_or(0);
     }
     processor_wrote_host(value);
     host_work_pending_.reset(device);
@@ -182,16 +186,17 @@ public:
 
   /// Applies a copy of `value` from `from` to `to` and returns what its DMA pays beyond its curve: a DMA
   /// between pinned memory and a device is dma(); a copy from pageable memory into a device is the
-  /// processor's work and then its device's DMA; a copy that writes host memory on the processor (a memcpy
-  /// between host locations, a staged copy's host part out of a device) is the processor's work; a copy
-  /// between two devices is each device's last copy. Only a DMA pays.
-  DmaExtra copy(ValueId value, Location from, Location to, const LinkModel &links) {
+  /// processor's work and then its device's DMA (`staged`: through the runtime's bounce buffers,
+  /// is_staged_copy()); a copy that writes host memory on the processor (a memcpy between host locations, a
+  /// staged copy's host part out of a device) is the processor's work; a copy between two devices is each
+  /// device's last copy. Only a DMA pays.
+  DmaExtra copy(ValueId value, Location from, Location to, bool staged, const LinkModel &links) {
     const std::optional<LinkKind> link = link_between(from, to);
     if (!link) return {}; // a location to itself: nothing crosses a link
     switch (*link) {
     case LinkKind::PinnedToDevice: return dma(value, to.device(), true, links);
     case LinkKind::DeviceToPinned: return dma(value, from.device(), false, links);
-    case LinkKind::PageableToDevice: return copied_from_pageable_into(value, to.device(), links);
+    case LinkKind::PageableToDevice: return copied_from_pageable_into(value, to.device(), staged, links);
     case LinkKind::PageableToPinned:
     case LinkKind::PinnedToPageable:
     case LinkKind::DeviceToPageable: processor_wrote_host(value); break;
@@ -206,7 +211,8 @@ public:
   /// from a pinned one it is a DMA after that work.
   DmaExtra load(ValueId value, Location source, Location destination, const LinkModel &links) {
     processor_wrote_host(value);
-    return destination == source ? DmaExtra{} : copy(value, source, destination, links);
+    // After its own fill: a staged copy's extra never applies.
+    return destination == source ? DmaExtra{} : copy(value, source, destination, false, links);
   }
 
 private:
