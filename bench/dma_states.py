@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The DMAs of up to 16 MiB of `run` documents, each beside the state it met.
+"""The DMAs of up to 16 MiB of `run` documents, each beside the state it met
+(staged copies from pageable memory into a device too).
 
     dma_states.py RUN.json [RUN.json ...]
 
@@ -21,7 +22,10 @@ error in the copy itself), and the last step before it that moved bytes
 fill, a host copy or a short DMA. Then, per state, how many such steps,
 their error's median and range, and how many came within 5 us.
 Documents written before `dma_state` show the state whose extra a step
-was charged (none for a follow-on without the figure). Exit 2 if a file
+was charged (none for a follow-on without the figure). A staged copy
+from pageable memory into a device, which since the thirtieth wave meets
+the state after host work too (`staged_after_host_work_us`), is tabled
+with its state marked "(staged)", apart in the summary. Exit 2 if a file
 is not an fhr-run/1 document (the others are still tabled).
 """
 import sys
@@ -29,6 +33,7 @@ import sys
 from prediction_error import LARGE, command_line, load_documents, median, pool
 
 DMA_LINKS = ("pinned-device", "device-pinned")
+STAGED_LINK = "pageable-device"
 
 
 def size_text(nbytes):
@@ -62,13 +67,15 @@ def state_of(predicted):
 
 
 def rows(units):
-    """Every DMA of up to 16 MiB between pinned memory and a device that
-    was predicted and measured."""
+    """Every DMA of up to 16 MiB between pinned memory and a device, and
+    every staged copy of up to 16 MiB into one, that was predicted and
+    measured."""
     for run in units:
         steps = run["steps"]
         for k, step in enumerate(steps):
             predicted, measured = step["predicted"], step["measured"]
-            if step.get("link") not in DMA_LINKS or step.get("transfer") != "copy" or step["bytes"] > LARGE:
+            link = step.get("link")
+            if link not in DMA_LINKS + (STAGED_LINK,) or step.get("transfer") != "copy" or step["bytes"] > LARGE:
                 continue
             if predicted.get("duration_us") is None or measured.get("duration_us") is None:
                 continue  # refused, or the run stopped before it
@@ -78,7 +85,7 @@ def rows(units):
             before = measured.get("before_copy_us")
             before_predicted = predicted.get("before_copy_us") or 0.0
             in_copy = error - (before - before_predicted) if before is not None else None
-            state = state_of(predicted)
+            state = state_of(predicted) + (" (staged)" if link == STAGED_LINK else "")
             charged = sum(predicted.get(key) or 0.0 for _, key in EXTRAS)
             yield {"run": run, "k": k, "step": step, "state": state, "charged": charged, "error": error,
                    "before": before, "before_predicted": before_predicted, "in_copy": in_copy,

@@ -131,3 +131,23 @@ def test_a_bad_document_does_not_hide_the_others(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"{empty}: not a JSON document" in captured.err
     assert captured.out.splitlines()[:5] == HEADER + ROWS
+
+
+def test_a_staged_copy_is_tabled_apart(tmp_path, capsys):
+    # The ciphertext's first move in, made a staged copy from pageable
+    # memory that met the state after host work (a profile with
+    # staged_after_host_work_us), 2 us over its prediction.
+    document = json.loads(RECORDED.read_text())
+    step = document["runs"][0]["steps"][0]
+    step["link"], step["action"] = "pageable-device", "ensure ct from pageable to cuda:0"
+    step["predicted"]["after_host_work_us"] = 80.0
+    step["measured"]["duration_us"] = step["predicted"]["duration_us"] + 2.0
+    status, out = run_on(tmp_path, document, capsys)
+    assert status == 0
+    assert out[2].startswith("| dma-states.fhr | states | 0 | ensure ct from pageable to cuda:0 | "
+                             "after-host-work (staged), 80.0 | +2.0 |")
+    assert out[-3:] == [
+        "| after-host-work (staged) | 1 | +2.0 (+2.0 to +2.0) | 1 |",
+        "| cold-value | 1 | +5671.6 (+5671.6 to +5671.6) | 0 |",
+        "| follow-on | 1 | +5421.6 (+5421.6 to +5421.6) | 0 |",
+    ]
