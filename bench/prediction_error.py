@@ -232,16 +232,11 @@ def host_speed_lines(named_documents):
     lines = []
     for path, document in named_documents:
         fill_errors, copy_errors = [], []
-        for run in document["runs"]:
-            for step in run["steps"]:
-                predicted, measured = step["predicted"], step["measured"]
-                if step["transfer"] != "load" or not predicted.get("source_load_us"):
-                    continue
-                if measured.get("source_load_us") is None:
-                    continue
-                fill_errors.append((measured["source_load_us"] / predicted["source_load_us"] - 1) * 100)
-                if step["bytes"] >= LARGE and predicted.get("transfer_us") and measured.get("transfer_us") is not None:
-                    copy_errors.append((measured["transfer_us"] / predicted["transfer_us"] - 1) * 100)
+        for _, step, predicted, measured in fills(document["runs"]):
+            fill_errors.append((measured / predicted - 1) * 100)
+            copy_predicted, copy_measured = step["predicted"].get("transfer_us"), step["measured"].get("transfer_us")
+            if step["bytes"] >= LARGE and copy_predicted and copy_measured is not None:
+                copy_errors.append((copy_measured / copy_predicted - 1) * 100)
         if fill_errors:
             copies = f", copies of 16 MiB and more {median(copy_errors):+.1f}%" if copy_errors else ""
             loads = f"{len(fill_errors)} load" + ("s" if len(fill_errors) != 1 else "")

@@ -138,10 +138,9 @@ std::string source_fills_text(const SourceFills &fills) {
                      (fills.loads == 1 ? " load, " : " loads, ") +
                      human_bytes(static_cast<double>(fills.bytes)) + " in " + human_time(fills.measured_us) +
                      " measured, " + human_time(fills.predicted_us) + " predicted";
-  if (fills.predicted_us > 0) {
+  if (const std::optional<double> percent = fills.error_percent()) {
     char error[32];
-    std::snprintf(error, sizeof error, " (%+.1f%%)",
-                  (fills.measured_us - fills.predicted_us) / fills.predicted_us * 100);
+    std::snprintf(error, sizeof error, " (%+.1f%%)", *percent);
     text += error;
   }
   return text + ": the host's memory against the profile's";
@@ -475,15 +474,11 @@ json run_document(const std::vector<AnalyzedRun> &runs, const std::string &backe
                   : json(nullptr)},
              {"bytes_moved", run.bytes_moved}};
     if (const std::optional<SourceFills> fills = source_fills(run))
-      r["totals"]["source_fills"] =
-          json{{"loads", fills->loads},
-               {"bytes", fills->bytes},
-               {"measured_us", rounded_us(fills->measured_us)},
-               {"predicted_us", rounded_us(fills->predicted_us)},
-               {"error_percent",
-                fills->predicted_us > 0
-                    ? json(rounded_us((fills->measured_us - fills->predicted_us) / fills->predicted_us * 100))
-                    : json(nullptr)}};
+      r["totals"]["source_fills"] = json{{"loads", fills->loads},
+                                         {"bytes", fills->bytes},
+                                         {"measured_us", rounded_us(fills->measured_us)},
+                                         {"predicted_us", rounded_us(fills->predicted_us)},
+                                         {"error_percent", optional_us(fills->error_percent())}};
     else
       r["totals"]["source_fills"] = nullptr;
     if (!run.repeated_measured_us.empty()) {

@@ -124,6 +124,11 @@ struct AnalyzedRun {
 struct SourceFills {
   std::uint64_t loads = 0, bytes = 0;
   double measured_us = 0, predicted_us = 0;
+  /// Measured over predicted, less one, in percent; none without a prediction.
+  std::optional<double> error_percent() const {
+    if (!(predicted_us > 0)) return std::nullopt;
+    return (measured_us - predicted_us) / predicted_us * 100;
+  }
 };
 
 /// The fills of the run's loads that were predicted and measured; none
