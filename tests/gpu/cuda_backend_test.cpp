@@ -133,6 +133,42 @@ TEST_CASE("gpu: large pageable transfers are staged in chunks and keep every byt
   }
 }
 
+TEST_CASE("gpu: staged transfers through rings of other shapes keep every byte") {
+  // Many rounds of a small ring, one slot per buffer, the candidate for the
+  // default (slots of 4 MiB, the automatic workers) and one worker: the
+  // slots' DMAs and the workers' pieces each wait for the other
+  // (runtime/cuda/src/staging_ring.hpp).
+  struct Shape {
+    std::size_t chunk, slot;
+    unsigned threads;
+  };
+  for (const Shape shape : {Shape{std::size_t{4} << 20, std::size_t{1} << 20, 15},
+                            Shape{std::size_t{2} << 20, std::size_t{2} << 20, 3},
+                            Shape{std::size_t{32} << 20, std::size_t{4} << 20, 0},
+                            Shape{std::size_t{32} << 20, std::size_t{8} << 20, 1}}) {
+    CAPTURE(shape.chunk);
+    CAPTURE(shape.slot);
+    CudaBackendOptions options;
+    options.staging_chunk_bytes = shape.chunk;
+    options.staging_slot_bytes = shape.slot;
+    options.host_copy_threads = shape.threads;
+    REQUIRE(resolved(options).staging_slot_bytes == shape.slot);
+    Gpu gpu(make_cuda_backend(options));
+    constexpr std::size_t kBig = 41 * (std::size_t{1} << 20) + 77;
+    auto *data = static_cast<std::byte *>(std::malloc(kBig));
+    fill_pattern({data, kBig}, 23);
+    const std::uint64_t expected = checksum_of({data, kBig});
+    const Handle h = gpu.manager.adopt(data, kBig, pageable, std::free, ReplicaMode::Replicable);
+    for (int round = 0; round < 3; ++round) {
+      gpu.manager.ensure(h, gpu0);
+      CHECK(gpu.manager.content_checksum(h, gpu0) == expected);
+      gpu.manager.move(h, gpu0, pageable);
+      CHECK(gpu.manager.ensure(h, pageable).source == gpu0);
+      CHECK(gpu.manager.content_checksum(h, pageable) == expected);
+    }
+  }
+}
+
 TEST_CASE("gpu: a reader still running on the consumer stream blocks the drop until its event completes") {
   Gpu gpu;
   std::uint64_t expected = 0;
@@ -734,12 +770,14 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
   };
   ::unsetenv("FHR_HOST_COPY_THREADS");
   ::unsetenv("FHR_STAGING_CHUNK_MIB");
+  ::unsetenv("FHR_STAGING_SLOT_MIB");
   ::unsetenv("FHR_HOST_COPY_STREAMING");
   ::unsetenv("FHR_PINNED_HUGE_PAGES");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const CudaBackendOptions automatic = resolved({});
   CHECK(automatic.host_copy_threads == std::min(15u, cores - 1));
   CHECK(automatic.staging_chunk_bytes == std::size_t{32} << 20);
+  CHECK(automatic.staging_slot_bytes == 0); // the buffers in turn
   CHECK(automatic.host_copy_streaming_stores);
   CudaBackendOptions chosen;
   chosen.host_copy_threads = 5;
@@ -771,6 +809,33 @@ TEST_CASE("cuda options: the environment's tuning overrides, the automatic choic
   }
   Variable no_chunk("FHR_STAGING_CHUNK_MIB", "0"); // no chunk at all: the automatic one
   CHECK(resolved({}).staging_chunk_bytes == std::size_t{32} << 20);
+}
+
+TEST_CASE("cuda options: the staging ring's slot is a power of two that divides the chunk, or none") {
+  ::unsetenv("FHR_STAGING_CHUNK_MIB");
+  ::unsetenv("FHR_STAGING_SLOT_MIB");
+  auto slot_of = [](std::size_t chunk, std::size_t slot) {
+    CudaBackendOptions options;
+    options.staging_chunk_bytes = chunk;
+    options.staging_slot_bytes = slot;
+    return resolved(options).staging_slot_bytes;
+  };
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  CHECK(slot_of(16 * kMiB, 3 * kMiB) == 2 * kMiB);   // rounded down to a power of two
+  CHECK(slot_of(16 * kMiB, 64 * kMiB) == 16 * kMiB); // no larger than the chunk
+  CHECK(slot_of(24 * kMiB, 16 * kMiB) == 8 * kMiB);  // and dividing it
+  CHECK(slot_of(3 * kMiB / 2, 4 * kMiB) == kMiB / 2);
+  CHECK(slot_of(32 * kMiB, 100) == kMiB / 2); // at least a copier piece
+  CHECK(slot_of(1000, 4096) == 1000);         // a chunk under a piece: one slot
+  CHECK(slot_of(kMiB + 4096, kMiB) == 0);     // not whole pieces: the buffers in turn
+  CHECK(slot_of(16 * kMiB, 0) == 0);          // no ring: the buffers in turn
+  ::setenv("FHR_STAGING_SLOT_MIB", "1", 1);
+  CHECK(resolved({}).staging_slot_bytes == kMiB);
+  ::setenv("FHR_STAGING_SLOT_MIB", "x", 1); // ignored: no ring
+  CHECK(resolved({}).staging_slot_bytes == 0);
+  ::setenv("FHR_STAGING_SLOT_MIB", "0", 1);
+  CHECK(slot_of(16 * kMiB, 2 * kMiB) == 2 * kMiB); // 0 is not a slot: the options' own
+  ::unsetenv("FHR_STAGING_SLOT_MIB");
 }
 
 int main(int argc, char **argv) {

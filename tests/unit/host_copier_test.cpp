@@ -5,7 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -90,4 +93,22 @@ TEST_CASE("host copier: without workers the caller copies alone") {
   std::vector<std::byte> to(from.size());
   copier.copy(to.data(), from.data(), from.size());
   CHECK(to == from);
+}
+
+TEST_CASE("host copier: a started job runs on the workers alone while the caller is free") {
+  fhr::HostCopier copier(4, false);
+  std::vector<std::atomic<int>> done(300);
+  std::atomic<bool> caller_free{false};
+  const fhr::HostCopier::Task task = [&](std::size_t i) {
+    while (!caller_free.load()) // no piece finishes before start() has returned
+      std::this_thread::yield();
+    done[i].fetch_add(1);
+  };
+  copier.start(done.size(), task);
+  caller_free = true;
+  copier.finish();
+  CHECK(
+      std::all_of(done.begin(), done.end(), [](const std::atomic<int> &count) { return count.load() == 1; }));
+  fhr::HostCopier alone(0, false); // nobody to run it: refused rather than waited for
+  CHECK_THROWS_AS(alone.start(1, task), std::logic_error);
 }

@@ -4,6 +4,7 @@
 
 #include "host_copier.hpp"
 #include "small_block_slabs.hpp"
+#include "staging_ring.hpp"
 
 #include "fhr/model/runtime_pools.hpp"
 #include "fhr/runtime/block_pool.hpp"
@@ -58,8 +59,8 @@ using PageablePool = BlockPool<std::byte *>;
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(CudaBackendOptions options)
-      : chunk_(options.staging_chunk_bytes), copy_threads_(options.host_copy_threads),
-        streaming_stores_(options.host_copy_streaming_stores),
+      : chunk_(options.staging_chunk_bytes), slot_(options.staging_slot_bytes),
+        copy_threads_(options.host_copy_threads), streaming_stores_(options.host_copy_streaming_stores),
         pinned_huge_pages_(pinned_on_huge_pages(options.pinned_huge_pages)),
         fault_threads_(pinned_fault_threads(options)),
         pinned_(PinnedPool::make(
@@ -466,13 +467,30 @@ public:
     check_cuda(cudaMemcpy(out.data(), from.bytes().data(), out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
 
-  /// Pageable <-> device through two pinned bounce buffers: the host copy
-  /// of one chunk (split over worker threads) overlaps the DMA of the other,
-  /// instead of the driver's synchronous staging.
+  /// Pageable <-> device through the staging buffers, on the copier's
+  /// threads, instead of the driver's synchronous staging: the buffers in
+  /// turn, or with a slot size set, as a ring of slots.
   void staged_copy(const Storage &from, Storage &to, cudaStream_t s, unsigned device) {
     std::lock_guard lock(staging_mutex_);
     prepare_staging();
-    cudaEvent_t *bounce_ready = bounce_events(device);
+    try {
+      if (slot_ == 0)
+        staged_copy_in_turn(from, to, s, bounce_events(device));
+      else
+        staged_copy_through_ring(from, to, s, bounce_events(device));
+    } catch (...) {
+      // DMAs a failed transfer started may still run into (out of) the
+      // staging buffers, which the next transfer, on another stream
+      // perhaps, takes as free: they finish first.
+      cudaStreamSynchronize(s);
+      cudaGetLastError();
+      throw;
+    }
+  }
+
+  /// The two buffers in turn, a chunk each: the host copy of one chunk
+  /// (split over the caller and the workers) overlaps the DMA of the other.
+  void staged_copy_in_turn(const Storage &from, Storage &to, cudaStream_t s, cudaEvent_t *bounce_ready) {
     const bool to_device = to.location().is_cuda();
     const std::size_t n = from.size();
     const std::size_t chunks = (n + chunk_ - 1) / chunk_;
@@ -509,16 +527,64 @@ public:
     }
   }
 
-  /// The pair of events of `device`'s staged transfers (events belong to
-  /// a device: each has its own), made on first use. Under staging_mutex_.
-  cudaEvent_t *bounce_events(unsigned device) {
-    cudaEvent_t *bounce_ready = bounce_ready_[device].data();
-    if (!bounce_ready[0]) {
-      DeviceGuard guard(device);
-      for (int b = 0; b < 2; ++b)
-        check_cuda(cudaEventCreateWithFlags(&bounce_ready[b], cudaEventDisableTiming), "cudaEventCreate");
+  /// The ring of slots (staging_ring.hpp): the workers copy the host side
+  /// slot by slot while this thread starts each slot's DMA on `s`.
+  void staged_copy_through_ring(const Storage &from, Storage &to, cudaStream_t s, cudaEvent_t *slot_done) {
+    const bool to_device = to.location().is_cuda();
+    // Out of the device, its bytes are only read: the link takes them as
+    // the address both directions share.
+    std::byte *device_bytes = to_device ? to.bytes().data() : const_cast<std::byte *>(from.bytes().data());
+    SlotLink link{s, slot_done, device_bytes, to_device};
+    const StagingRing ring{std::span<std::byte *const>(bounce_), chunk_, slot_};
+    if (to_device) {
+      stage_to_device(*copier_, ring, from.bytes().data(), from.size(), link);
+      check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    } else {
+      stage_from_device(*copier_, ring, to.bytes().data(), from.size(), link);
     }
-    return bounce_ready;
+  }
+
+  /// The DMA side of the ring for one staged transfer: a slot's DMA on the
+  /// transfer's stream, then its event recorded; a wait is on that event.
+  struct SlotLink {
+    cudaStream_t stream;
+    cudaEvent_t *slot_done; ///< per slot (bounce_events)
+    std::byte *device_bytes;
+    bool to_device;
+    void start(std::size_t slot, std::byte *slot_bytes, std::size_t offset, std::size_t n) {
+      if (to_device)
+        check_cuda(cudaMemcpyAsync(device_bytes + offset, slot_bytes, n, cudaMemcpyHostToDevice, stream),
+                   "cudaMemcpyAsync");
+      else
+        check_cuda(cudaMemcpyAsync(slot_bytes, device_bytes + offset, n, cudaMemcpyDeviceToHost, stream),
+                   "cudaMemcpyAsync");
+      check_cuda(cudaEventRecord(slot_done[slot], stream), "cudaEventRecord");
+    }
+    void wait(std::size_t slot) { check_cuda(cudaEventSynchronize(slot_done[slot]), "cudaEventSynchronize"); }
+  };
+
+  /// The events of `device`'s staged transfers, one per buffer or per
+  /// slot of the ring (events belong to a device: each has its own), made
+  /// on first use. Under staging_mutex_.
+  cudaEvent_t *bounce_events(unsigned device) {
+    std::vector<cudaEvent_t> &slot_done = bounce_ready_[device];
+    if (slot_done.empty()) {
+      DeviceGuard guard(device);
+      std::vector<cudaEvent_t> made(slot_ == 0 ? 2 : 2 * (chunk_ / slot_), nullptr);
+      // The ring's workers wait for its events, several at once: they
+      // block rather than spin on the cores the other workers copy on.
+      const unsigned flags = cudaEventDisableTiming | (slot_ == 0 ? 0u : cudaEventBlockingSync);
+      try {
+        for (cudaEvent_t &event : made)
+          check_cuda(cudaEventCreateWithFlags(&event, flags), "cudaEventCreate");
+      } catch (...) {
+        for (cudaEvent_t event : made)
+          if (event) cudaEventDestroy(event);
+        throw;
+      }
+      slot_done = std::move(made);
+    }
+    return slot_done.data();
   }
 
   /// The copier threads, for host copies and staged transfers. Under
@@ -543,7 +609,7 @@ public:
       throw;
     }
     bounce_[0] = first;
-    bounce_ready_.assign(transfer_streams_.size(), {nullptr, nullptr});
+    bounce_ready_.assign(transfer_streams_.size(), {});
   }
 
   std::optional<Location> stream_location(Stream stream) const override {
@@ -624,6 +690,7 @@ private:
   /// Staged pageable transfers: the size of each bounce buffer, and the
   /// copier's worker threads (resolved options).
   const std::size_t chunk_;
+  const std::size_t slot_; ///< the ring's slot (divides chunk_); 0: the buffers in turn
   const unsigned copy_threads_;
   const bool streaming_stores_;  ///< the copier's stores bypass the cache
   const bool pinned_huge_pages_; ///< how its pinned blocks are made (make_pinned_block)
@@ -670,7 +737,7 @@ private:
   std::vector<std::shared_ptr<SmallBlockSlabs>> small_slabs_; ///< where they come from, per device
   std::mutex staging_mutex_;
   std::byte *bounce_[2] = {nullptr, nullptr};
-  std::vector<std::array<cudaEvent_t, 2>> bounce_ready_; ///< per device
+  std::vector<std::vector<cudaEvent_t>> bounce_ready_; ///< per device, per slot of the ring
 
   std::unique_ptr<HostCopier> copier_;
 };
@@ -731,6 +798,27 @@ CudaBackendOptions resolved(CudaBackendOptions options) {
     options.host_copy_threads = std::min(15u, cores - 1);
   }
   if (options.staging_chunk_bytes == 0) options.staging_chunk_bytes = std::size_t{32} << 20;
+  if (const auto mib = environment_number("FHR_STAGING_SLOT_MIB"); mib && *mib > 0)
+    options.staging_slot_bytes = static_cast<std::size_t>(std::min(*mib, 1024ul)) << 20;
+  if (options.staging_slot_bytes == 0) return options; // the buffers in turn
+  // A slot is whole copier pieces: a power of two of at least one piece
+  // that divides the chunk, the largest such up to the one asked for. A
+  // chunk under a piece is one slot; a larger chunk that is not whole
+  // pieces has no such slot, and its buffers are used in turn.
+  constexpr std::size_t kPiece = HostCopier::kCopyPiece;
+  const std::size_t chunk = options.staging_chunk_bytes;
+  if (chunk < kPiece) {
+    options.staging_slot_bytes = chunk;
+    return options;
+  }
+  if (chunk % kPiece != 0) {
+    options.staging_slot_bytes = 0;
+    return options;
+  }
+  std::size_t slot = kPiece;
+  while (slot * 2 <= options.staging_slot_bytes && chunk % (slot * 2) == 0)
+    slot *= 2;
+  options.staging_slot_bytes = slot;
   return options;
 }
 

@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -19,6 +21,9 @@ namespace fhr {
 
 class HostCopier {
 public:
+  /// What a job does with its piece number `i`.
+  using Task = std::function<void(std::size_t i)>;
+
   /// `streaming`: copies write with non-temporal stores (streaming_copy.hpp).
   HostCopier(unsigned workers, bool streaming) : streaming_(streaming) {
     for (unsigned i = 0; i < workers; ++i)
@@ -36,42 +41,74 @@ public:
   HostCopier(const HostCopier &) = delete;
   HostCopier &operator=(const HostCopier &) = delete;
 
+  /// The worker threads (the caller of copy() and touch() copies too).
+  unsigned workers() const { return static_cast<unsigned>(threads_.size()); }
+
   /// Copies `n` bytes with the workers and the calling thread; returns when done.
-  void copy(std::byte *to, const std::byte *from, std::size_t n) { run(to, from, n); }
+  void copy(std::byte *to, const std::byte *from, std::size_t n) {
+    if (n < kParallelMinimum || threads_.empty()) return copy_piece(to, from, n);
+    const Task task = [&](std::size_t i) {
+      const std::size_t offset = i * kCopyPiece;
+      copy_piece(to + offset, from + offset, std::min(kCopyPiece, n - offset));
+    };
+    run((n + kCopyPiece - 1) / kCopyPiece, task);
+  }
 
   /// Writes one byte of every page of the `n` bytes at `to` (their content
   /// is to be overwritten): fresh pages are faulted in by all the threads
-  /// at once, while the caller has nothing else to do.
-  void touch(std::byte *to, std::size_t n) { run(to, nullptr, n); }
-
-private:
-  /// One piece of a job: a copy, or with no source a touch of its pages.
-  void piece_of(std::byte *to, const std::byte *from, std::size_t n) const {
-    if (from) {
-      if (streaming_)
-        copy_streaming(to, from, n);
-      else
-        std::memcpy(to, from, n);
-      return;
-    }
-    for (std::size_t offset = 0; offset < n; offset += 4096)
-      static_cast<volatile std::byte *>(to)[offset] = std::byte{0};
+  /// at once, while the caller has nothing else to do. By huge page: a page
+  /// two threads fault at once is faulted once, the other waits.
+  void touch(std::byte *to, std::size_t n) {
+    auto touch_piece = [](std::byte *at, std::size_t count) {
+      for (std::size_t offset = 0; offset < count; offset += 4096)
+        static_cast<volatile std::byte *>(at)[offset] = std::byte{0};
+    };
+    if (n < kParallelMinimum || threads_.empty()) return touch_piece(to, n);
+    const Task task = [&](std::size_t i) {
+      const std::size_t offset = i * kTouchPiece;
+      touch_piece(to + offset, std::min(kTouchPiece, n - offset));
+    };
+    run((n + kTouchPiece - 1) / kTouchPiece, task);
   }
 
-  /// Copies (touches) in pieces that the caller and the workers claim one
-  /// at a time, and returns once every piece is done, not once every worker
-  /// has woken: a worker the scheduler wakes late (16 threads on 16 cores)
-  /// finds the pieces taken instead of holding the whole chunk back, which
-  /// made a staged 124 MiB transfer take 4.8-17.6 ms on the H200 machine.
-  void run(std::byte *to, const std::byte *from, std::size_t n) {
-    // Touches go by huge page (a page two threads fault at once is faulted
-    // once, the other waits); copies in smaller pieces, to balance.
-    const std::size_t piece = from ? kCopyPiece : kTouchPiece;
-    if (n < (std::size_t{1} << 20) || threads_.empty()) {
-      piece_of(to, from, n);
-      return;
-    }
-    const Job job{to, from, n, piece, (n + piece - 1) / piece};
+  /// One piece of a copy, on the calling thread, with the copier's stores.
+  void copy_piece(std::byte *to, const std::byte *from, std::size_t n) const {
+    if (streaming_)
+      copy_streaming(to, from, n);
+    else
+      std::memcpy(to, from, n);
+  }
+
+  /// Hands pieces 0 to `pieces` - 1 of `task` to the workers alone and
+  /// returns at once, so that the caller can do something else meanwhile
+  /// (drive the DMAs of a staged transfer, staging_ring.hpp); finish()
+  /// waits for them. One job at a time: each start() is followed by its
+  /// finish() before the next job. `task` must live until finish() and
+  /// must not throw (it runs on the workers' threads). Needs workers.
+  void start(std::size_t pieces, const Task &task) {
+    if (threads_.empty()) throw std::logic_error("host copier: start() needs workers");
+    post(Job{&task, pieces});
+  }
+  /// Returns once every piece of the started job is done.
+  void finish() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return finished_ == job_.pieces; });
+  }
+
+  /// The pieces the copier hands out: 512 KiB for copies, to balance; huge
+  /// pages for touches.
+  static constexpr std::size_t kCopyPiece = std::size_t{512} << 10;
+  static constexpr std::size_t kTouchPiece = std::size_t{2} << 20;
+
+private:
+  /// A job: `pieces` calls of `*task`, claimed one at a time.
+  struct Job {
+    const Task *task = nullptr;
+    std::size_t pieces = 0;
+  };
+
+  /// Publishes `job` to the workers and wakes them.
+  std::uint32_t post(const Job &job) {
     std::uint32_t generation = 0;
     {
       std::lock_guard lock(mutex_);
@@ -81,29 +118,32 @@ private:
       claim_.store(std::uint64_t{generation} << 32);
     }
     wake_.notify_all();
-    work_on(generation, job);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return finished_ == job.pieces; });
+    return generation;
   }
 
-  struct Job {
-    std::byte *to = nullptr;
-    const std::byte *from = nullptr;
-    std::size_t n = 0, piece = 0, pieces = 0;
-  };
+  /// Runs the pieces of `task` on the caller and the workers, which claim
+  /// them one at a time, and returns once every piece is done, not once
+  /// every worker has woken: a worker the scheduler wakes late (16 threads
+  /// on 16 cores) finds the pieces taken instead of holding the whole
+  /// chunk back, which made a staged 124 MiB transfer take 4.8-17.6 ms on
+  /// the H200 machine.
+  void run(std::size_t pieces, const Task &task) {
+    const Job job{&task, pieces};
+    work_on(post(job), job);
+    finish();
+  }
 
   /// Claims pieces of job `generation` and does them until none is left.
   /// A claim is the job's generation and the next piece in one word, so a
-  /// worker still holding an older job's pointers never takes a piece of a
-  /// newer one.
+  /// worker still holding an older job's task never takes a piece of a
+  /// newer one (and never calls a task that has returned).
   void work_on(std::uint32_t generation, const Job &job) {
     std::size_t finished = 0;
     std::uint64_t claim = claim_.load();
     for (;;) {
       if (claim >> 32 != generation || (claim & 0xffffffffu) >= job.pieces) break;
       if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
-      const std::size_t offset = static_cast<std::size_t>(claim & 0xffffffffu) * job.piece;
-      piece_of(job.to + offset, job.from ? job.from + offset : nullptr, std::min(job.piece, job.n - offset));
+      (*job.task)(static_cast<std::size_t>(claim & 0xffffffffu));
       ++finished;
       claim = claim_.load();
     }
@@ -128,8 +168,8 @@ private:
     }
   }
 
-  static constexpr std::size_t kCopyPiece = std::size_t{512} << 10;
-  static constexpr std::size_t kTouchPiece = std::size_t{2} << 20;
+  /// Below this a copy (touch) runs on the caller alone.
+  static constexpr std::size_t kParallelMinimum = std::size_t{1} << 20;
 
   const bool streaming_;
   std::vector<std::thread> threads_;

@@ -9,8 +9,9 @@
 /// replica, and CUDA events for leases. CUDA errors become BackendError with
 /// the CUDA error's name in the message.
 ///
-/// Pageable <-> device copies of 4 MiB or more are staged through pinned
-/// bounce buffers, double-buffered, with the host side on worker threads;
+/// Pageable <-> device copies of 4 MiB or more are staged through two
+/// pinned bounce buffers, in turn or (staging_slot_bytes) as a ring of
+/// slots, the host side on worker threads;
 /// device <-> device copies use peer access where the devices have it.
 ///
 /// Copies into a device run on its inbound stream (or the caller's), copies
@@ -55,10 +56,20 @@ struct CudaBackendOptions {
   /// FHR_HOST_COPY_THREADS overrides it, a value set here included: it is
   /// for measuring a program without changing it.
   unsigned host_copy_threads = 0;
-  /// The piece of a staged pageable transfer that is copied on the host
-  /// while the previous one crosses the link (two such pinned buffers per
-  /// backend); 0: 32 MiB. FHR_STAGING_CHUNK_MIB overrides it.
+  /// Each of the two pinned buffers of staged pageable transfers; 0:
+  /// 32 MiB. FHR_STAGING_CHUNK_MIB overrides it.
   std::size_t staging_chunk_bytes = 0;
+  /// 0: the two buffers are used in turn, a chunk each (the host copy of
+  /// one chunk overlaps the DMA of the other). Otherwise they are a ring
+  /// of slots of this size (runtime/cuda/src/staging_ring.hpp): the
+  /// workers copy slot after slot while each slot's DMA starts as soon as
+  /// its bytes are in, so a transfer of one chunk overlaps too; a power of
+  /// two of at least 512 KiB (a copier piece) that divides the chunk
+  /// (resolved() rounds it so; a chunk of more than a piece that is not
+  /// whole pieces keeps the buffers in turn). Not yet
+  /// the default: it has not run on a GPU (docs/runtime.md).
+  /// FHR_STAGING_SLOT_MIB overrides it.
+  std::size_t staging_slot_bytes = 0;
   /// Whether the host side of staged transfers (and of large host-to-host
   /// copies) writes with non-temporal stores, which neither read the
   /// destination's lines first nor leave them in the cache
@@ -81,9 +92,9 @@ struct CudaBackendOptions {
 };
 
 /// `options` with the tuning overrides of the environment applied
-/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB: whole numbers;
-/// FHR_HOST_COPY_STREAMING, FHR_PINNED_HUGE_PAGES: 0 or 1; anything else
-/// there is ignored) and the automatic choices made.
+/// (FHR_HOST_COPY_THREADS, FHR_STAGING_CHUNK_MIB, FHR_STAGING_SLOT_MIB:
+/// whole numbers; FHR_HOST_COPY_STREAMING, FHR_PINNED_HUGE_PAGES: 0 or 1;
+/// anything else there is ignored) and the automatic choices made.
 CudaBackendOptions resolved(CudaBackendOptions options);
 
 /// How many threads fault a fresh pinned block's huge pages in
