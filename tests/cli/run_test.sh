@@ -61,7 +61,7 @@ grep -q 'result: completed as predicted; 9 content checks passed' "$work/bytes.o
 grep -Eq '^ +27  enter 1 +ensure rotkey from pageable to cuda:0 ' "$work/bytes.out" || fail "ensure row"
 grep -Eq '^ +32  exit 1 +drop rotkey at cuda:0 ' "$work/bytes.out" || fail "drop row: not 'drop ... at'"
 # The shipped H200 profile's prediction (runtime/model/profiles/h200.json).
-grep -q 'time: .* measured, 24.6 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
+grep -q 'time: .* measured, 24.7 ms predicted' "$work/bytes.out" || fail "inference: predicted time"
 grep -Eq '; 195\.0 MiB moved: .*pinned-device 30\.0 MiB in [0-9.]+ (us|ms) \([0-9.]+ GB/s\)' "$work/bytes.out" ||
   fail "inference: bytes and bandwidth per link"
 # The key's load: its source's fill measured beside the profile's figure
@@ -173,14 +173,14 @@ assert evict["totals"]["bytes_moved"] == 8 * 125829120
 drop = [s for s in doc["runs"][1]["steps"] if s["action"].startswith("drop")]
 assert drop and all(" at cuda:0" in s["action"] and s["transfer"] == "none" for s in drop), drop
 # The states the DMAs met (fhr/model/dma_history.hpp): the weight's staged
-# copy after the setup's host work (the shipped profile has no figure for
-# it: 0), the key's load none (after its own fill), the query cold after
-# the key's load, its move back straight after that a follow-on (the
-# shipped profile's dma_follow_on_us).
+# copy after the setup's host work (the shipped profile's
+# staged_after_host_work_us), the key's load none (after its own fill), the
+# query cold after the key's load, its move back straight after that a
+# follow-on (the shipped profile's dma_follow_on_us).
 states = [(s["action"].split(" from ")[0], s["predicted"]["dma_state"], s["predicted"]["follow_on_us"],
            s["predicted"]["after_host_work_us"])
           for s in doc["runs"][1]["steps"] if s["transfer"] != "none"]
-assert states == [("ensure weight", "after-host-work", 0.0, 0.0), ("ensure rotkey", "none", 0.0, 0.0),
+assert states == [("ensure weight", "after-host-work", 0.0, 74.296), ("ensure rotkey", "none", 0.0, 0.0),
                   ("move query", "cold-value", 0.0, 0.0), ("move query", "follow-on", 9.441, 0.0)], states
 
 trace = json.load(open(sys.argv[2]))
