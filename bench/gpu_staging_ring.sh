@@ -7,6 +7,8 @@
 #
 #   bench/gpu_staging_ring.sh FHR-PLAN OUT [SLOT-MIB ...]     (default 4 1 8)
 #
+# A slot is a power of two of MiB up to the staging chunk (32 MiB, or
+# FHR_STAGING_CHUNK_MIB), as the backend takes it.
 # From the repository root. For ROUNDS rounds (default 2), each setting
 # runs bench/plans/staged-both-ways.fhr (every size of 4-240 MiB moved into
 # cuda:0 and back, twice) with `run --backend cuda --warm-up --repeat 3`;
@@ -23,9 +25,16 @@ shift 2
 slots=("$@")
 [ ${#slots[@]} -gt 0 ] || slots=(4 1 8)
 rounds=${ROUNDS:-2}
-case "$rounds" in '' | *[!0-9]* | 0) echo "ROUNDS must be a whole number from 1, not $rounds"; exit 2 ;; esac
+[[ "$rounds" =~ ^[1-9][0-9]{0,2}$ ]] || { echo "ROUNDS must be a whole number from 1 to 999, not $rounds"; exit 2; }
+# A slot as the backend takes it: a power of two of MiB up to the chunk
+# (resolved() would round any other, and the table would name a slot that
+# did not run).
+chunk=${FHR_STAGING_CHUNK_MIB:-32}
 for slot in "${slots[@]}"; do
-  case "$slot" in '' | *[!0-9]* | 0) echo "a slot is a whole number of MiB from 1, not $slot"; exit 2 ;; esac
+  if ! [[ "$slot" =~ ^[1-9][0-9]{0,3}$ ]] || (((slot & (slot - 1)) != 0 || slot > chunk)); then
+    echo "a slot is a power of two of MiB from 1 to the chunk ($chunk), not $slot"
+    exit 2
+  fi
 done
 here=$(dirname "$0")
 mkdir -p "$out/runs"

@@ -33,8 +33,10 @@ def run_script(tmp_path, *slots, rounds="2"):
     tool.write_text(STAND_IN)
     tool.chmod(0o755)
     log = tmp_path / "calls.txt"
-    environment = dict(os.environ, STAND_IN_LOG=str(log), STAND_IN_RECORDED=str(RECORDED), ROUNDS=rounds)
-    environment.pop("FHR_STAGING_SLOT_MIB", None)
+    # A slot set in the caller's environment must not reach the turn's runs.
+    environment = dict(os.environ, STAND_IN_LOG=str(log), STAND_IN_RECORDED=str(RECORDED), ROUNDS=rounds,
+                       FHR_STAGING_SLOT_MIB="2")
+    environment.pop("FHR_STAGING_CHUNK_MIB", None)
     done = subprocess.run(["bash", str(ROOT / "bench/gpu_staging_ring.sh"), str(tool), str(tmp_path / "out"),
                            *slots], cwd=ROOT, env=environment, capture_output=True, text=True)
     return done, (log.read_text().splitlines() if log.exists() else [])
@@ -66,7 +68,13 @@ def test_a_failed_run_fails_the_script_and_is_named(tmp_path):
 
 
 def test_bad_arguments(tmp_path):
-    for slots, rounds in ((("0",), "1"), (("x",), "1"), (("4",), "0")):
+    slot_message = "a slot is a power of two of MiB from 1 to the chunk (32), not "
+    for slots, rounds, message in ((("0",), "1", slot_message + "0"), (("x",), "1", slot_message + "x"),
+                                   (("04",), "1", slot_message + "04"), (("3",), "1", slot_message + "3"),
+                                   (("64",), "1", slot_message + "64"),
+                                   (("4",), "0", "ROUNDS must be a whole number from 1 to 999, not 0"),
+                                   (("4",), "01", "ROUNDS must be a whole number from 1 to 999, not 01")):
         done, calls = run_script(tmp_path, *slots, rounds=rounds)
         assert done.returncode == 2
+        assert done.stdout.strip() == message
         assert calls == []
