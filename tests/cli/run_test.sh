@@ -126,6 +126,16 @@ run --backend host "$work/stops.fhr"
 [ "$code" = 1 ] || fail "predicted failure: exit $code, expected 1"
 grep -q "stopped at line 6: Transition exceeds budget at pinned" "$work/out" || fail "predicted failure: line"
 grep -q "result: stopped as predicted" "$work/out" || fail "predicted failure: agreement"
+# A value beyond what any location accounts (4 EiB): refused by the manager
+# before its buffer is made, as explain predicts, on both host backends (the
+# allocator's std::bad_alloc came first once: a fuzz smoke run found it).
+for backend in sim host; do
+  run --backend "$backend" tests/fuzz-regressions/value-beyond-accounting.fhr
+  [ "$code" = 1 ] || fail "beyond accounting ($backend): exit $code, expected 1"
+  grep -q "setup stopped: Transition exceeds budget at pageable (budget 4611686018427387904 B" "$work/out" ||
+    fail "beyond accounting ($backend): the budget refusal"
+  grep -q "result: stopped as predicted" "$work/out" || fail "beyond accounting ($backend): agreement"
+done
 
 # --format json (fhr-run/1) and --trace: figures that add up.
 run --backend sim --memory-limit 1MiB --format json --trace "$work/trace.json" examples/evict-while-prefetch.fhr \

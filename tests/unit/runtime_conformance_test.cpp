@@ -170,6 +170,32 @@ TEST_CASE("adopt: a view smaller than its block is charged the block and copies 
         "adopt: storage_nbytes (4) must be at least logical_nbytes (8)");
 }
 
+TEST_CASE("check_adoptable: adopt's own refusal before any buffer exists, nothing charged") {
+  Fixture f({{pinned, 64 * KiB}});
+  Manager &manager = *f.manager;
+  // Within the budget: nothing thrown, nothing charged, no value made.
+  manager.check_adoptable(pinned, 64 * KiB);
+  CHECK(manager.account(pinned).used_bytes == 0);
+  CHECK(manager.snapshot().values.empty());
+  // Beyond it: the error adopt throws for the same block, word for word.
+  const std::string refused =
+      message_of<ResidencyBudgetError>([&] { manager.check_adoptable(pinned, 64 * KiB + 1); });
+  auto [block, release] = f.buffer(64 * KiB + 1, 3, pinned);
+  CHECK(message_of<ResidencyBudgetError>([&, block = block, release = release] {
+          manager.adopt(block, 64 * KiB + 1, pinned, release);
+        }) == refused);
+  release(block);
+  CHECK(refused.find("Transition exceeds budget at pinned") == 0);
+  // Beyond what any location accounts (4 EiB, §4.2), at an unbudgeted one:
+  // a block no allocator could make is refused as a budget error.
+  CHECK(message_of<ResidencyBudgetError>([&] {
+          manager.check_adoptable(pageable, std::uint64_t{6} << 60);
+        }).find("Transition exceeds budget at pageable") == 0);
+  CHECK(manager.account(pageable).used_bytes == 0);
+  // A location the manager lacks is refused as adopt refuses it.
+  CHECK_THROWS_AS(manager.check_adoptable(Location::cuda(7), KiB), std::invalid_argument);
+}
+
 TEST_CASE("adopt: the location is inferred from the memory and must agree with `at` (§2.6, §3.1)") {
   Manager manager;
   std::byte *heap = heap_pattern(4 * KiB, 1);

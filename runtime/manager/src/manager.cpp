@@ -393,6 +393,13 @@ Handle Manager::adopt(std::byte *data, std::size_t logical_nbytes, std::size_t s
   return Handle{id_, records_.back().handle_id};
 }
 
+void Manager::check_adoptable(Location at, std::uint64_t storage_nbytes) {
+  auto lock = open_lock();
+  FailureDetail detail;
+  if (Outcome outcome = state_.admits_adoption(at, storage_nbytes, &detail); outcome.failed())
+    throw_failure(outcome, {}, detail);
+}
+
 Handle Manager::register_source(const ValueSpec &spec, std::shared_ptr<Source> source,
                                 Location source_location) {
   if (!source) throw std::invalid_argument("register_source needs a source");

@@ -101,11 +101,14 @@ std::uint64_t State::resident_logical_bytes(Location location) const {
   return bytes;
 }
 
-Outcome State::adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail) {
+Outcome State::admits_adoption(Location at, std::uint64_t storage_nbytes, FailureDetail *detail) {
   if (Outcome valid = validate(at); valid.failed()) return valid;
   Store store(*this);
-  if (Outcome admitted = rules::admit(store, at, spec.storage_nbytes, detail); admitted.failed())
-    return admitted;
+  return rules::admit(store, at, storage_nbytes, detail);
+}
+
+Outcome State::adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail) {
+  if (Outcome admitted = admits_adoption(at, spec.storage_nbytes, detail); admitted.failed()) return admitted;
   if (values_.size() <= value) values_.resize(value + 1);
   values_[value] = ValueRecord{};
   values_[value].status = ValueStatus::Live;

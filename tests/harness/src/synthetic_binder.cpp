@@ -76,6 +76,10 @@ Handle SyntheticBinder::bind(Manager &manager, const DeclaredValue &value) {
   }
   // Adopted values are charged their storage size; the buffer is that big.
   const std::size_t nbytes = value.spec.storage_nbytes;
+  // A value the manager would refuse is refused before its buffer is made:
+  // one beyond what a location can account (4 EiB) cannot be allocated
+  // either, and the allocator's failure is not the plan's predicted one.
+  if (available(manager, value.location)) manager.check_adoptable(value.location, nbytes);
   std::byte *data = nullptr;
   Storage::Release release;
   if (fingerprint_bytes_) {

@@ -141,6 +141,14 @@ public:
   Handle adopt(std::byte *data, std::size_t logical_nbytes, std::size_t storage_nbytes,
                std::optional<Location> at, Storage::Release deleter,
                ReplicaMode mode = ReplicaMode::Exclusive);
+  /// Throws what adopt would throw, before any buffer exists, for a block
+  /// of `storage_nbytes` at `at` that the location or its budget refuses
+  /// (std::invalid_argument for a location the manager lacks,
+  /// ResidencyBudgetError): the model's admission of adopt, the same
+  /// check. For callers that make a buffer only to adopt it, so that a
+  /// value too large to allocate is refused as the plan's explanation
+  /// says rather than by the allocator.
+  void check_adoptable(Location at, std::uint64_t storage_nbytes);
   /// A buffer of exactly `nbytes` of value at `at`.
   Handle adopt(std::byte *data, std::size_t nbytes, Location at, Storage::Release deleter,
                ReplicaMode mode = ReplicaMode::Exclusive) {

@@ -181,6 +181,10 @@ public:
   /// §3.1 adopt: the value gets id `value` (ids are assigned by the caller in
   /// declaration order; a failed adopt leaves the id unregistered).
   Outcome adopt(ValueId value, const ValueSpec &spec, Location at, FailureDetail *detail = nullptr);
+  /// Whether adopt would admit a block of `storage_nbytes` at `at` (the
+  /// location known, its budget): adopt's own check, changing nothing but
+  /// the peak a refused request counts in.
+  Outcome admits_adoption(Location at, std::uint64_t storage_nbytes, FailureDetail *detail = nullptr);
   /// §3.2 register_source (spec must be reconstructible).
   Outcome register_source(ValueId value, const ValueSpec &spec, Location source_location);
   /// The value's record (an unregistered one's for an id never adopted).
