@@ -395,6 +395,8 @@ Handle Manager::adopt(std::byte *data, std::size_t logical_nbytes, std::size_t s
 
 void Manager::check_adoptable(Location at, std::uint64_t storage_nbytes) {
   auto lock = open_lock();
+  // As adopt: releases deferred until now free their charges first.
+  reap_unless_unobservable();
   FailureDetail detail;
   if (Outcome outcome = state_.admits_adoption(at, storage_nbytes, &detail); outcome.failed())
     throw_failure(outcome, {}, detail);
