@@ -66,8 +66,9 @@ struct CudaBackendOptions {
   /// its bytes are in, so a transfer of one chunk overlaps too; a power of
   /// two of at least 512 KiB (a copier piece) that divides the chunk
   /// (resolved() rounds it so; a chunk of more than a piece that is not
-  /// whole pieces keeps the buffers in turn). Not yet
-  /// the default: it has not run on a GPU (docs/runtime.md).
+  /// whole pieces keeps the buffers in turn). Not the
+  /// default: on the H200 it was faster into a device, slower out of one
+  /// (docs/runtime.md).
   /// FHR_STAGING_SLOT_MIB overrides it.
   std::size_t staging_slot_bytes = 0;
   /// Whether the host side of staged transfers (and of large host-to-host
