@@ -45,9 +45,9 @@ public:
     engine_.join();
   }
 
-  /// Throw from the `n`th start (counting from 0), or from the waits once
-  /// that many DMAs are done.
-  std::size_t fail_start_at = SIZE_MAX, fail_wait_after = SIZE_MAX;
+  /// Throw from the `n`th start (counting from 0), or from the questions
+  /// once that many DMAs are done.
+  std::size_t fail_start_at = SIZE_MAX, fail_done_after = SIZE_MAX;
 
   void start(std::size_t slot, std::byte *slot_bytes, std::size_t offset, std::size_t n) {
     std::lock_guard lock(mutex_);
@@ -57,11 +57,10 @@ public:
     ++started_[slot];
     changed_.notify_all();
   }
-  void wait(std::size_t slot) {
-    std::unique_lock lock(mutex_);
-    const std::uint64_t target = started_[slot];
-    changed_.wait(lock, [&] { return done_[slot] >= target; });
-    if (finished_ >= fail_wait_after) throw std::runtime_error("wait failed");
+  bool done(std::size_t slot) {
+    std::lock_guard lock(mutex_);
+    if (finished_ >= fail_done_after) throw std::runtime_error("query failed");
+    return done_[slot] == started_[slot];
   }
   /// Blocks until every started DMA is done (a stream's synchronize).
   void drain() {
@@ -182,7 +181,7 @@ TEST_CASE("staging ring: slots smaller than a copier piece, and one slot per buf
   }
 }
 
-TEST_CASE("staging ring: a failed start or wait stops the transfer with its error, and the copier goes on") {
+TEST_CASE("staging ring: a failed start or query stops the transfer with its error, and the copier goes on") {
   Ring r(2, 2 * kMiB, kMiB);
   fhr::HostCopier copier(6, true);
   const std::size_t n = 13 * kMiB;
@@ -205,8 +204,8 @@ TEST_CASE("staging ring: a failed start or wait stops the transfer with its erro
     }
     {
       StandInLink link(device.data(), to_device, r.ring.slots(), 6);
-      link.fail_wait_after = 2;
-      CHECK_THROWS_WITH_AS(transfer(link), "wait failed", std::runtime_error);
+      link.fail_done_after = 2;
+      CHECK_THROWS_WITH_AS(transfer(link), "query failed", std::runtime_error);
       CHECK(link.starts() < 13); // stopped before the end
     }
     // The copier's workers were all released: the next transfer is whole.
@@ -223,30 +222,44 @@ TEST_CASE("staging ring: a failed start or wait stops the transfer with its erro
   }
 }
 
-TEST_CASE("staging ring: a failure's release outlasts a start reported after it") {
-  // A worker's failure releases every wait for a start; the caller, still
-  // inside the DMA start it began before the failure, then reports that
-  // start. The report once lowered the count again, and a worker waiting
-  // for a later unit's start waited for ever (a review found the hang,
-  // one transfer in a few thousand with a stand-in link).
+TEST_CASE("staging ring: a failure's release outlasts a completion reported after it") {
+  // A failure releases every worker waiting for a DMA; the caller, inside
+  // the question it asked before the failure, then reports that DMA done.
+  // Were the count lowered again by that report, a worker waiting for a
+  // later unit would wait for ever (a review found the hang, one transfer
+  // in a few thousand with a stand-in link).
   fhr::staging_detail::Progress progress(8);
-  progress.started(1);
-  progress.fail(std::make_exception_ptr(std::runtime_error("wait failed")));
-  progress.started(2); // the caller's report, after the failure
-  auto waiting = std::async(std::launch::async, [&] { progress.wait_started(6); });
+  progress.completed(1);
+  progress.fail(std::make_exception_ptr(std::runtime_error("query failed")));
+  progress.completed(2); // the caller's report, after the failure
+  auto waiting = std::async(std::launch::async, [&] { progress.wait_completed(6); });
   if (waiting.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    std::fputs("staging ring: a wait for a start outlived the failure\n", stderr);
+    std::fputs("staging ring: a wait for a DMA outlived the failure\n", stderr);
     std::_Exit(1); // the waiting thread is stuck on this test's objects
   }
   CHECK(progress.failed());
-  CHECK_THROWS_WITH_AS(progress.rethrow(), "wait failed", std::runtime_error);
+  CHECK_THROWS_WITH_AS(progress.rethrow(), "query failed", std::runtime_error);
   // Without a failure the count still only grows: a late report of an
-  // earlier start leaves the later one.
+  // earlier completion leaves the later one.
   fhr::staging_detail::Progress steady(4);
-  steady.started(3);
-  steady.started(1);
-  auto after_three = std::async(std::launch::async, [&] { steady.wait_started(2); });
+  steady.completed(3);
+  steady.completed(1);
+  auto after_three = std::async(std::launch::async, [&] { steady.wait_completed(2); });
   CHECK(after_three.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+}
+
+TEST_CASE("staging ring: a worker that waits past its spin sleeps until the DMA is reported") {
+  // Beyond kSpin a waiting worker sleeps on the count; the report must
+  // wake it.
+  fhr::staging_detail::Progress progress(2);
+  auto waiting = std::async(std::launch::async, [&] { progress.wait_completed(0); });
+  std::this_thread::sleep_for(fhr::staging_detail::Progress::kSpin * 5);
+  CHECK(waiting.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  progress.completed(1);
+  if (waiting.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    std::fputs("staging ring: a sleeping worker was not woken\n", stderr);
+    std::_Exit(1);
+  }
 }
 
 TEST_CASE("staging ring: a ring whose slots do not divide its buffers is refused") {

@@ -538,14 +538,13 @@ public:
     const StagingRing ring{std::span<std::byte *const>(bounce_), chunk_, slot_};
     if (to_device) {
       stage_to_device(*copier_, ring, from.bytes().data(), from.size(), link);
-      check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     } else {
       stage_from_device(*copier_, ring, to.bytes().data(), from.size(), link);
     }
   }
 
   /// The DMA side of the ring for one staged transfer: a slot's DMA on the
-  /// transfer's stream, then its event recorded; a wait is on that event.
+  /// transfer's stream, then its event recorded; done() asks that event.
   struct SlotLink {
     cudaStream_t stream;
     cudaEvent_t *slot_done; ///< per slot (bounce_events)
@@ -560,7 +559,12 @@ public:
                    "cudaMemcpyAsync");
       check_cuda(cudaEventRecord(slot_done[slot], stream), "cudaEventRecord");
     }
-    void wait(std::size_t slot) { check_cuda(cudaEventSynchronize(slot_done[slot]), "cudaEventSynchronize"); }
+    bool done(std::size_t slot) {
+      const cudaError_t status = cudaEventQuery(slot_done[slot]);
+      if (status == cudaErrorNotReady) return false;
+      check_cuda(status, "cudaEventQuery");
+      return true;
+    }
   };
 
   /// The events of `device`'s staged transfers, one per buffer or per
@@ -571,12 +575,9 @@ public:
     if (slot_done.empty()) {
       DeviceGuard guard(device);
       std::vector<cudaEvent_t> made(slot_ == 0 ? 2 : 2 * (chunk_ / slot_), nullptr);
-      // The ring's workers wait for its events, several at once: they
-      // block rather than spin on the cores the other workers copy on.
-      const unsigned flags = cudaEventDisableTiming | (slot_ == 0 ? 0u : cudaEventBlockingSync);
       try {
         for (cudaEvent_t &event : made)
-          check_cuda(cudaEventCreateWithFlags(&event, flags), "cudaEventCreate");
+          check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
       } catch (...) {
         for (cudaEvent_t event : made)
           if (event) cudaEventDestroy(event);

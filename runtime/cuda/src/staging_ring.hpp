@@ -20,16 +20,17 @@
 //   void start(std::size_t slot, std::byte *slot_bytes, std::size_t offset, std::size_t n);
 //     starts the DMA of the slot's first `n` bytes to (from) the device
 //     bytes at `offset` and marks the slot busy until it is done;
-//   void wait(std::size_t slot);
-//     returns once the slot's last started DMA is done (called by several
-//     workers at once).
+//   bool done(std::size_t slot);
+//     whether the slot's last started DMA is done, without waiting (only
+//     the calling thread asks; the workers wait on what it reports).
 // Either may throw; the transfer then stops, every worker is released,
 // and the first exception is thrown from the call once no worker holds a
-// piece.
+// piece. DMAs started before a failure may still run.
 #include "host_copier.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -38,6 +39,7 @@
 #include <mutex>
 #include <span>
 #include <stdexcept>
+#include <thread>
 
 namespace fhr {
 
@@ -57,54 +59,89 @@ struct StagingRing {
 
 namespace staging_detail {
 
+/// One turn of a spin loop: the core's hint that it waits.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 /// How far a transfer has come, shared by the caller and the workers.
+/// Nobody sleeps on a slot: the caller polls the pieces and the DMAs, and
+/// a worker spins on the DMA its piece waits for. A slot's DMA takes tens
+/// of microseconds, and on the H200 machine (a VM) the wake-up of a thread
+/// blocked on an event or a futex cost as much: with blocking events the
+/// ring was up to twice as slow as the buffers in turn out of a device
+/// (docs/benchmarks.md, thirty-first wave).
 class Progress {
 public:
   explicit Progress(std::size_t units) : done_(std::make_unique<std::atomic<std::uint32_t>[]>(units)) {}
 
   /// A piece of `unit` is done (copied, or skipped after a failure).
-  void piece_done(std::size_t unit, std::uint32_t pieces_of_unit) {
-    if (done_[unit].fetch_add(1) + 1 == pieces_of_unit) done_[unit].notify_all();
-  }
-  /// Returns once every piece of `unit` is done.
-  void wait_done(std::size_t unit, std::uint32_t pieces_of_unit) const {
-    for (std::uint32_t seen = done_[unit].load(); seen < pieces_of_unit; seen = done_[unit].load())
-      done_[unit].wait(seen);
+  void piece_done(std::size_t unit) { done_[unit].fetch_add(1, std::memory_order_release); }
+  /// Whether every piece of `unit` is done.
+  bool unit_done(std::size_t unit, std::uint32_t pieces_of_unit) const {
+    return done_[unit].load(std::memory_order_acquire) == pieces_of_unit;
   }
 
-  /// The DMAs of units 0 to `count` - 1 have been started. The count never
-  /// goes down: a failure's release (the largest count) must survive the
-  /// caller's report of a DMA it started meanwhile, or a worker waiting for
-  /// a later unit would wait for ever.
-  void started(std::uint64_t count) {
-    for (std::uint64_t seen = started_.load();
-         seen < count && !started_.compare_exchange_weak(seen, count);) {
+  /// The DMAs of units 0 to `count` - 1 are done. The count never goes
+  /// down: a failure's release (the largest count) must survive a report
+  /// the caller makes after it, or a worker waiting for a later unit would
+  /// wait for ever.
+  void completed(std::uint64_t count) {
+    for (std::uint64_t seen = completed_.load();
+         seen < count && !completed_.compare_exchange_weak(seen, count, std::memory_order_acq_rel);) {
     }
-    started_.notify_all();
+    completed_.notify_all(); // a system call only where a worker sleeps
   }
-  /// Returns once the DMA of `unit` has been started (or the transfer failed).
-  void wait_started(std::size_t unit) const {
-    for (std::uint64_t seen = started_.load(); seen <= unit; seen = started_.load())
-      started_.wait(seen);
-  }
+  /// Returns once the DMA of `unit` is done (or the transfer failed).
+  void wait_completed(std::size_t unit) const { await(completed_, std::uint64_t{unit} + 1); }
 
-  /// Records the first failure and releases everyone waiting for a start.
+  /// A part of the destination has been faulted in.
+  void touch_done() {
+    touched_.fetch_add(1, std::memory_order_acq_rel);
+    touched_.notify_all();
+  }
+  /// Returns once `touches` parts have been faulted in.
+  void wait_touched(std::size_t touches) const { await(touched_, touches); }
+
+  /// Records the first failure and releases everyone waiting for a DMA.
   void fail(std::exception_ptr error) {
     {
       std::lock_guard lock(error_mutex_);
       if (!error_) error_ = std::move(error);
     }
     failed_.store(true);
-    started(std::numeric_limits<std::uint64_t>::max());
+    completed(std::numeric_limits<std::uint64_t>::max());
   }
   bool failed() const { return failed_.load(); }
   void rethrow() const {
     if (error_) std::rethrow_exception(error_);
   }
 
+  /// A worker's spin before it sleeps: several slots' DMAs.
+  static constexpr std::chrono::microseconds kSpin{1000};
+
 private:
+  /// Returns once `count` is at least `target`: spins for up to kSpin,
+  /// then sleeps, so that more threads than cores still make progress.
+  static void await(const std::atomic<std::uint64_t> &count, std::uint64_t target) {
+    const auto give_up = std::chrono::steady_clock::now() + kSpin;
+    for (unsigned turn = 1; count.load(std::memory_order_acquire) < target; ++turn) {
+      relax();
+      if (turn % 256 == 0 && std::chrono::steady_clock::now() >= give_up) {
+        for (std::uint64_t seen = count.load(); seen < target; seen = count.load())
+          count.wait(seen);
+        return;
+      }
+    }
+  }
+
   std::unique_ptr<std::atomic<std::uint32_t>[]> done_; ///< per unit: pieces done
-  std::atomic<std::uint64_t> started_{0};              ///< units whose DMA has started
+  std::atomic<std::uint64_t> completed_{0};            ///< units whose DMA is done
+  std::atomic<std::uint64_t> touched_{0};              ///< parts of the destination faulted in
   std::atomic<bool> failed_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
@@ -145,6 +182,13 @@ struct HostSide {
   }
 };
 
+/// Spins until the slot's last started DMA is done.
+template <class Link>
+void spin_until_done(Link &link, std::size_t slot) {
+  while (!link.done(slot))
+    relax();
+}
+
 /// Without workers the caller copies every unit itself, one after another.
 template <class Link>
 void stage_alone(const HostCopier &copier, const StagingRing &ring, const Cut &c, Link &link, HostSide host) {
@@ -152,22 +196,61 @@ void stage_alone(const HostCopier &copier, const StagingRing &ring, const Cut &c
   for (std::size_t u = 0; u < c.units(); ++u) {
     const std::size_t slot = u % slots;
     if (host.to_device()) {
-      if (u >= slots) link.wait(slot);
+      if (u >= slots) spin_until_done(link, slot);
       host.copy(copier, c, u, ring.slot(slot), 0, c.unit_bytes(u));
       link.start(slot, ring.slot(slot), u * c.unit, c.unit_bytes(u));
     } else {
       link.start(slot, ring.slot(slot), u * c.unit, c.unit_bytes(u));
-      link.wait(slot);
+      spin_until_done(link, slot);
       host.copy(copier, c, u, ring.slot(slot), 0, c.unit_bytes(u));
+    }
+  }
+  if (host.to_device() && c.units() > 0) spin_until_done(link, (c.units() - 1) % slots);
+}
+
+/// The caller's side of a transfer with workers: one loop that starts each
+/// unit's DMA as soon as it may and reports each DMA done, in order, until
+/// every DMA is done or the transfer failed. Into the device unit u may
+/// start once its pieces are in its slot; out of it, once the slot's
+/// previous unit (u - slots) has been copied out. A started unit's slot is
+/// reused only after its DMA is reported done, so the slot's event always
+/// stands for the oldest unit not yet reported.
+template <class Link>
+void drive(const StagingRing &ring, const Cut &c, bool in, Progress &progress, Link &link) {
+  const std::size_t units = c.units(), slots = ring.slots();
+  std::size_t started = 0, completed = 0;
+  auto may_start = [&](std::size_t u) {
+    if (in) return progress.unit_done(u, c.pieces_of(u));
+    return u < slots || progress.unit_done(u - slots, c.pieces_of(u - slots));
+  };
+  // Idle turns: past a few thousand the loop yields its core now and then,
+  // should the threads outnumber the cores.
+  unsigned idle = 0;
+  while (completed < units && !progress.failed()) {
+    bool moved = false;
+    if (started < units && may_start(started)) {
+      link.start(started % slots, ring.slot(started % slots), started * c.unit, c.unit_bytes(started));
+      ++started;
+      moved = true;
+    }
+    if (completed < started && link.done(completed % slots)) {
+      progress.completed(++completed);
+      moved = true;
+    }
+    if (moved) {
+      idle = 0;
+    } else if (++idle % 4096 == 0) {
+      std::this_thread::yield();
+    } else {
+      relax();
     }
   }
 }
 
 /// The transfer, either way. Into the device a piece of unit u goes into
 /// slot u % slots once the DMA that last read the slot (unit u - slots) is
-/// done, and the caller starts a unit's DMA once all its pieces are in. Out
-/// of the device the caller starts a unit's DMA once the slot's previous
-/// unit is out of it, and a piece is copied out once its unit's DMA is done.
+/// done; out of the device a piece is copied out once its unit's DMA is
+/// done. The caller drives the DMAs (drive above).
 template <class Link>
 void stage(HostCopier &copier, const StagingRing &ring, HostSide host, std::size_t n, Link &link) {
   const Cut c = cut(ring, n);
@@ -176,35 +259,35 @@ void stage(HostCopier &copier, const StagingRing &ring, HostSide host, std::size
   const std::size_t slots = ring.slots();
   const bool in = host.to_device();
   Progress progress(c.units());
+  // Out of the device the workers first fault in the whole destination
+  // while the first slots' DMAs run, as the buffers in turn fault in their
+  // first chunk: fresh pageable storage is bound by its page faults, and a
+  // copy that met them took twice as long (docs/benchmarks.md,
+  // thirty-second wave). Where the pages are in, a touch costs a walk of
+  // their page table.
+  const std::size_t touches = in ? 0 : (n + HostCopier::kTouchPiece - 1) / HostCopier::kTouchPiece;
   const HostCopier::Task piece = [&](std::size_t i) {
+    if (i < touches) { // out of the device, first: fault in a part of the destination
+      const std::size_t offset = i * HostCopier::kTouchPiece;
+      HostCopier::touch_piece(host.to_host + offset, std::min(HostCopier::kTouchPiece, n - offset));
+      progress.touch_done();
+      return;
+    }
+    i -= touches;
     const std::size_t u = i / c.pieces_per_unit;
     const std::size_t slot = u % slots;
-    try {
-      if (!in || u >= slots) { // the DMA this piece waits for
-        progress.wait_started(in ? u - slots : u);
-        if (!progress.failed()) link.wait(slot);
-      }
-      if (!progress.failed()) {
-        const std::size_t in_unit = (i % c.pieces_per_unit) * c.piece;
-        host.copy(copier, c, u, ring.slot(slot), in_unit, std::min(c.piece, c.unit_bytes(u) - in_unit));
-      }
-    } catch (...) {
-      progress.fail(std::current_exception());
+    // No copy writes a page a touch may still fault in.
+    if (touches > 0) progress.wait_touched(touches);
+    if (!in || u >= slots) progress.wait_completed(in ? u - slots : u); // the DMA this piece waits for
+    if (!progress.failed()) {
+      const std::size_t in_unit = (i % c.pieces_per_unit) * c.piece;
+      host.copy(copier, c, u, ring.slot(slot), in_unit, std::min(c.piece, c.unit_bytes(u) - in_unit));
     }
-    progress.piece_done(u, c.pieces_of(u));
+    progress.piece_done(u);
   };
-  copier.start(c.pieces(), piece);
+  copier.start(touches + c.pieces(), piece);
   try {
-    for (std::size_t u = 0; u < c.units() && !progress.failed(); ++u) {
-      if (in)
-        progress.wait_done(u, c.pieces_of(u)); // its bytes are in the slot
-      else if (u >= slots)
-        progress.wait_done(u - slots, c.pieces_of(u - slots)); // the slot's last bytes are out
-      if (progress.failed()) break;
-      const std::size_t slot = u % slots;
-      link.start(slot, ring.slot(slot), u * c.unit, c.unit_bytes(u));
-      progress.started(u + 1);
-    }
+    drive(ring, c, in, progress, link);
   } catch (...) {
     progress.fail(std::current_exception());
   }
@@ -217,8 +300,7 @@ void stage(HostCopier &copier, const StagingRing &ring, HostSide host, std::size
 /// Copies `n` bytes at `from` (pageable) to the device through the ring:
 /// the workers copy slot-sized units into the ring's slots, the caller
 /// starts each slot's DMA once all its pieces are in. Returns once every
-/// DMA has been started (the caller waits for the last ones on its
-/// stream).
+/// DMA is done.
 template <class Link>
 void stage_to_device(HostCopier &copier, const StagingRing &ring, const std::byte *from, std::size_t n,
                      Link &link) {
