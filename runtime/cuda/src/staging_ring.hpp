@@ -71,10 +71,11 @@ inline void relax() {
 /// How far a transfer has come, shared by the caller and the workers.
 /// Nobody sleeps on a slot: the caller polls the pieces and the DMAs, and
 /// a worker spins on the DMA its piece waits for. A slot's DMA takes tens
-/// of microseconds, and on the H200 machine (a VM) the wake-up of a thread
-/// blocked on an event or a futex cost as much: with blocking events the
-/// ring was up to twice as slow as the buffers in turn out of a device
-/// (docs/benchmarks.md, thirty-first wave).
+/// of microseconds, and on the GPU machines (virtual machines) a blocked
+/// thread's wake-up seemed to cost as much: with blocking events the ring
+/// was up to twice as slow as the buffers in turn out of a device, polling
+/// it was faster (docs/benchmarks.md, thirty-first and thirty-second
+/// waves).
 class Progress {
 public:
   explicit Progress(std::size_t units) : done_(std::make_unique<std::atomic<std::uint32_t>[]>(units)) {}

@@ -66,10 +66,10 @@ struct CudaBackendOptions {
   /// its bytes are in, so a transfer of one chunk overlaps too; a power of
   /// two of at least 512 KiB (a copier piece) that divides the chunk
   /// (resolved() rounds it so; a chunk of more than a piece that is not
-  /// whole pieces keeps the buffers in turn). Not the
-  /// default: on the H200 it was faster into a device, slower out of one
-  /// (docs/runtime.md).
-  /// FHR_STAGING_SLOT_MIB overrides it.
+  /// whole pieces keeps the buffers in turn). Not the default yet: the
+  /// shipped H200 profile's staged curves were measured with the turn, and
+  /// the ring's present form has not been measured on an H200
+  /// (docs/runtime.md). FHR_STAGING_SLOT_MIB overrides it.
   std::size_t staging_slot_bytes = 0;
   /// Whether the host side of staged transfers (and of large host-to-host
   /// copies) writes with non-temporal stores, which neither read the
