@@ -77,46 +77,53 @@ TEST_CASE("host copier: every byte of copies of many sizes, one job after anothe
   }
 }
 
-TEST_CASE("host copier: touch faults every page in and changes no byte outside the range") {
-  // Fresh anonymous memory has no page in until it is written; a touch
-  // brings every page of its range in, by madvise(MADV_POPULATE_WRITE)
-  // where the kernel has it (the bytes unchanged), else by a write of a
-  // zero at the range's start and at each page boundary in it.
+TEST_CASE("host copier: touch faults in the pages of its range and no other") {
+  // Fresh anonymous memory has no page in until it is written. A touch
+  // from byte 100 of page 1 to the middle of page P - 3 brings pages 1 to
+  // P - 3 in, and leaves page 0 and the last two out, either way.
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t pages = 2304, n = pages * page; // 9 MiB of 4 KiB pages: the workers share it
-  void *mapped = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mapped != MAP_FAILED);
-  auto *bytes = static_cast<std::byte *>(mapped);
-  ::madvise(bytes, n, MADV_NOHUGEPAGE); // page by page, so that the ends show
-  auto resident = [&] {
+  for (const auto touch_by : {fhr::HostCopier::TouchBy::populate, fhr::HostCopier::TouchBy::writes}) {
+    CAPTURE(touch_by == fhr::HostCopier::TouchBy::writes);
+    void *mapped = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mapped != MAP_FAILED);
+    auto *bytes = static_cast<std::byte *>(mapped);
+    ::madvise(bytes, n, MADV_NOHUGEPAGE); // page by page, so that the ends show
     std::vector<unsigned char> in(pages);
     REQUIRE(::mincore(bytes, n, in.data()) == 0);
-    std::size_t count = 0;
-    for (unsigned char p : in)
-      count += p & 1;
-    return count;
-  };
-  REQUIRE(resident() == 0);
-  for (std::size_t p = pages - 4; p < pages; ++p)
-    bytes[p * page + 7] = std::byte{0xab}; // the last four pages in, with a byte each
-  fhr::HostCopier copier(3, true);
-  // From byte 100 of page 1 to the middle of page pages - 3: pages 1 to
-  // pages - 3 come in, page 0 stays out.
-  const std::size_t from = page + 100, count = (pages - 4) * page + page / 2 - 100;
-  copier.touch(bytes + from, count);
-  std::vector<unsigned char> in(pages);
-  REQUIRE(::mincore(bytes, n, in.data()) == 0);
-  CHECK((in[0] & 1) == 0);
-  std::size_t touched = 0;
-  for (std::size_t p = 1; p < pages; ++p)
-    touched += in[p] & 1;
-  CHECK(touched == pages - 1);
-  // No byte but the range's first and those at page boundaries in it is
-  // ever written, and those only by the fallback: the marks keep their
-  // value, in the range (pages - 4 and - 3) and after it.
-  for (std::size_t p = pages - 4; p < pages; ++p)
-    CHECK(bytes[p * page + 7] == std::byte{0xab});
-  ::munmap(mapped, n);
+    REQUIRE(std::count_if(in.begin(), in.end(), [](unsigned char p) { return p & 1; }) == 0);
+    fhr::HostCopier copier(3, true, touch_by);
+    copier.touch(bytes + page + 100, (pages - 4) * page + page / 2 - 100);
+    REQUIRE(::mincore(bytes, n, in.data()) == 0);
+    for (std::size_t p = 0; p < pages; ++p) {
+      CAPTURE(p);
+      CHECK((in[p] & 1) == (p >= 1 && p <= pages - 3 ? 1 : 0));
+    }
+    ::munmap(mapped, n);
+  }
+}
+
+TEST_CASE(
+    "host copier: touch changes no byte but, by writes, those at its parts' starts and page boundaries") {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t n = std::size_t{9} << 20, from = page + 100, count = n - 3 * page;
+  for (const auto touch_by : {fhr::HostCopier::TouchBy::populate, fhr::HostCopier::TouchBy::writes}) {
+    const bool writes = touch_by == fhr::HostCopier::TouchBy::writes;
+    CAPTURE(writes);
+    std::vector<std::byte> bytes(n, std::byte{0xab});
+    fhr::HostCopier copier(3, true, touch_by);
+    copier.touch(bytes.data() + from, count);
+    const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      // touch() hands its range out in parts of kTouchPiece: each part's
+      // first byte is written too.
+      const bool written = writes && i >= from && i < from + count &&
+                           ((i - from) % fhr::HostCopier::kTouchPiece == 0 || (base + i) % page == 0);
+      wrong += bytes[i] != (written ? std::byte{0} : std::byte{0xab});
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("host copier: without workers the caller copies alone") {

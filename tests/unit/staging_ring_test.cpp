@@ -133,11 +133,22 @@ TEST_CASE("staging ring: every byte both ways, at every size against the ring, w
   // piece, of one slot, ragged, exactly the ring, and many times round it.
   Ring r(2, 2 * kMiB, kMiB);
   unsigned seed = 1;
-  for (const unsigned workers : {0u, 1u, 7u}) {
-    fhr::HostCopier copier(workers, true);
+  // The last copier faults destinations in by writes (a kernel before
+  // Linux 5.14): its zeros must land before the copies.
+  struct Copier {
+    unsigned workers;
+    fhr::HostCopier::TouchBy touch_by;
+  };
+  for (const Copier setting :
+       {Copier{0, fhr::HostCopier::TouchBy::populate}, Copier{1, fhr::HostCopier::TouchBy::populate},
+        Copier{7, fhr::HostCopier::TouchBy::populate}, Copier{7, fhr::HostCopier::TouchBy::writes}}) {
+    const unsigned workers = setting.workers;
+    const fhr::HostCopier::TouchBy touch_by = setting.touch_by;
+    fhr::HostCopier copier(workers, true, touch_by);
     for (const std::size_t n :
          {std::size_t{0}, std::size_t{4093}, kMiB, kMiB + 1, 3 * kMiB + 12345, 4 * kMiB, 19 * kMiB + 777}) {
       CAPTURE(workers);
+      CAPTURE(touch_by == fhr::HostCopier::TouchBy::writes);
       CAPTURE(n);
       const std::vector<std::byte> host = pattern(n, static_cast<std::uint8_t>(n + workers));
       std::vector<std::byte> device(n, std::byte{0});
@@ -183,52 +194,53 @@ TEST_CASE("staging ring: slots smaller than a copier piece, and one slot per buf
 
 TEST_CASE("staging ring: a failed start or query stops the transfer with its error, and the copier goes on") {
   Ring r(2, 2 * kMiB, kMiB);
-  fhr::HostCopier copier(6, true);
   const std::size_t n = 13 * kMiB;
   const std::vector<std::byte> host = pattern(n, 9);
-  for (const bool to_device : {true, false}) {
-    CAPTURE(to_device);
-    std::vector<std::byte> device(n), out(n);
-    if (!to_device) device = host;
-    auto transfer = [&](StandInLink &link) {
-      if (to_device)
-        fhr::stage_to_device(copier, r.ring, host.data(), n, link);
-      else
-        fhr::stage_from_device(copier, r.ring, out.data(), n, link);
-    };
-    {
-      StandInLink link(device.data(), to_device, r.ring.slots(), 5);
-      link.fail_start_at = 6; // the seventh slot's DMA: the ring is full by then
-      CHECK_THROWS_WITH_AS(transfer(link), "start failed", std::runtime_error);
-      CHECK(link.starts() == 6);
+  for (const unsigned workers : {6u, 0u})
+    for (const bool to_device : {true, false}) {
+      fhr::HostCopier copier(workers, true);
+      CAPTURE(workers);
+      CAPTURE(to_device);
+      std::vector<std::byte> device(n), out(n);
+      if (!to_device) device = host;
+      auto transfer = [&](StandInLink &link) {
+        if (to_device)
+          fhr::stage_to_device(copier, r.ring, host.data(), n, link);
+        else
+          fhr::stage_from_device(copier, r.ring, out.data(), n, link);
+      };
+      {
+        StandInLink link(device.data(), to_device, r.ring.slots(), 5);
+        link.fail_start_at = 6; // the seventh slot's DMA: the ring is full by then
+        CHECK_THROWS_WITH_AS(transfer(link), "start failed", std::runtime_error);
+        CHECK(link.starts() == 6);
+      }
+      {
+        StandInLink link(device.data(), to_device, r.ring.slots(), 6);
+        link.fail_done_after = 2;
+        CHECK_THROWS_WITH_AS(transfer(link), "query failed", std::runtime_error);
+        CHECK(link.starts() < 13); // stopped before the end
+      }
+      // The copier's workers were all released: the next transfer is whole.
+      std::vector<std::byte> again(n);
+      {
+        StandInLink link(to_device ? again.data() : device.data(), to_device, r.ring.slots(), 7);
+        if (to_device)
+          fhr::stage_to_device(copier, r.ring, host.data(), n, link);
+        else
+          fhr::stage_from_device(copier, r.ring, again.data(), n, link);
+        link.drain();
+      }
+      CHECK(again == host);
     }
-    {
-      StandInLink link(device.data(), to_device, r.ring.slots(), 6);
-      link.fail_done_after = 2;
-      CHECK_THROWS_WITH_AS(transfer(link), "query failed", std::runtime_error);
-      CHECK(link.starts() < 13); // stopped before the end
-    }
-    // The copier's workers were all released: the next transfer is whole.
-    std::vector<std::byte> again(n);
-    {
-      StandInLink link(to_device ? again.data() : device.data(), to_device, r.ring.slots(), 7);
-      if (to_device)
-        fhr::stage_to_device(copier, r.ring, host.data(), n, link);
-      else
-        fhr::stage_from_device(copier, r.ring, again.data(), n, link);
-      link.drain();
-    }
-    CHECK(again == host);
-  }
 }
 
 TEST_CASE("staging ring: a failure's release outlasts a completion reported after it") {
-  // A failure releases every worker waiting for a DMA; the caller, inside
-  // the question it asked before the failure, then reports that DMA done.
-  // Were the count lowered again by that report, a worker waiting for a
-  // later unit would wait for ever (a review found the hang, one transfer
-  // in a few thousand with a stand-in link).
-  fhr::staging_detail::Progress progress(8);
+  // The count of DMAs done only grows: a failure's release (the largest
+  // count) stands whatever is reported after it. (The ring's first version
+  // had workers fail while the caller was about to report; a report that
+  // lowered the count left a worker waiting for ever.)
+  fhr::staging_detail::Progress progress(8, 0);
   progress.completed(1);
   progress.fail(std::make_exception_ptr(std::runtime_error("query failed")));
   progress.completed(2); // the caller's report, after the failure
@@ -241,7 +253,7 @@ TEST_CASE("staging ring: a failure's release outlasts a completion reported afte
   CHECK_THROWS_WITH_AS(progress.rethrow(), "query failed", std::runtime_error);
   // Without a failure the count still only grows: a late report of an
   // earlier completion leaves the later one.
-  fhr::staging_detail::Progress steady(4);
+  fhr::staging_detail::Progress steady(4, 0);
   steady.completed(3);
   steady.completed(1);
   auto after_three = std::async(std::launch::async, [&] { steady.wait_completed(2); });
@@ -249,11 +261,12 @@ TEST_CASE("staging ring: a failure's release outlasts a completion reported afte
 }
 
 TEST_CASE("staging ring: a worker that waits past its spin sleeps until the DMA is reported") {
-  // Beyond kSpin a waiting worker sleeps on the count; the report must
-  // wake it.
-  fhr::staging_detail::Progress progress(2);
+  // Beyond kSleepAfter a waiting worker sleeps on the count; the report
+  // must wake it. (100 times kSleepAfter: even a worker started late on a
+  // loaded machine is asleep by the report.)
+  fhr::staging_detail::Progress progress(2, 0);
   auto waiting = std::async(std::launch::async, [&] { progress.wait_completed(0); });
-  std::this_thread::sleep_for(fhr::staging_detail::Progress::kSpin * 5);
+  std::this_thread::sleep_for(fhr::staging_detail::Progress::kSleepAfter * 100);
   CHECK(waiting.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
   progress.completed(1);
   if (waiting.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {

@@ -26,8 +26,14 @@ public:
   /// What a job does with its piece number `i`.
   using Task = std::function<void(std::size_t i)>;
 
+  /// How touch() faults pages in: madvise(MADV_POPULATE_WRITE), falling
+  /// back to writes where the kernel refuses it, or writes alone (what a
+  /// kernel before Linux 5.14 gets; for tests).
+  enum class TouchBy { populate, writes };
+
   /// `streaming`: copies write with non-temporal stores (streaming_copy.hpp).
-  HostCopier(unsigned workers, bool streaming) : streaming_(streaming) {
+  HostCopier(unsigned workers, bool streaming, TouchBy touch_by = TouchBy::populate)
+      : streaming_(streaming), touch_by_(touch_by) {
     for (unsigned i = 0; i < workers; ++i)
       threads_.emplace_back([this] { work(); });
   }
@@ -74,15 +80,17 @@ public:
   /// calling thread: madvise(MADV_POPULATE_WRITE) over the pages they lie
   /// on, which leaves every byte as it is and costs a page-table walk where
   /// the pages are in already; where the kernel refuses it (before Linux
-  /// 5.14), a write of a zero at `at` and at each page boundary after it,
-  /// inside the `count` bytes alone.
-  static void touch_piece(std::byte *at, std::size_t count) {
+  /// 5.14), or with TouchBy::writes, a write of a zero at `at` and at each
+  /// page boundary after it, inside the `count` bytes alone.
+  void touch_piece(std::byte *at, std::size_t count) const {
     if (count == 0) return;
     static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
     const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(at);
     const std::uintptr_t first = address / page * page;
     const std::uintptr_t end = (address + count + page - 1) / page * page;
-    if (::madvise(reinterpret_cast<void *>(first), end - first, kPopulateWrite) == 0) return;
+    if (touch_by_ == TouchBy::populate &&
+        ::madvise(reinterpret_cast<void *>(first), end - first, kPopulateWrite) == 0)
+      return;
     for (std::uintptr_t next = address; next < address + count; next = (next / page + 1) * page)
       *reinterpret_cast<volatile std::byte *>(next) = std::byte{0};
   }
@@ -196,6 +204,7 @@ private:
   static constexpr std::size_t kParallelMinimum = std::size_t{1} << 20;
 
   const bool streaming_;
+  const TouchBy touch_by_;
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;

@@ -78,7 +78,10 @@ inline void relax() {
 /// waves).
 class Progress {
 public:
-  explicit Progress(std::size_t units) : done_(std::make_unique<std::atomic<std::uint32_t>[]>(units)) {}
+  /// `touches`: the parts of the destination the workers fault in first.
+  Progress(std::size_t units, std::size_t touches)
+      : done_(std::make_unique<std::atomic<std::uint32_t>[]>(units)),
+        touched_(std::make_unique<std::atomic<std::uint32_t>[]>(touches)) {}
 
   /// A piece of `unit` is done (copied, or skipped after a failure).
   void piece_done(std::size_t unit) { done_[unit].fetch_add(1, std::memory_order_release); }
@@ -98,15 +101,18 @@ public:
     completed_.notify_all(); // a system call only where a worker sleeps
   }
   /// Returns once the DMA of `unit` is done (or the transfer failed).
-  void wait_completed(std::size_t unit) const { await(completed_, std::uint64_t{unit} + 1); }
+  void wait_completed(std::size_t unit) const { await<std::uint64_t>(completed_, std::uint64_t{unit} + 1); }
 
-  /// A part of the destination has been faulted in.
-  void touch_done() {
-    touched_.fetch_add(1, std::memory_order_acq_rel);
-    touched_.notify_all();
+  /// Part `part` of the destination has been faulted in.
+  void touch_done(std::size_t part) {
+    touched_[part].store(1, std::memory_order_release);
+    touched_[part].notify_all();
   }
-  /// Returns once `touches` parts have been faulted in.
-  void wait_touched(std::size_t touches) const { await(touched_, touches); }
+  /// Returns once parts `first` to `last` have been faulted in.
+  void wait_touched(std::size_t first, std::size_t last) const {
+    for (std::size_t part = first; part <= last; ++part)
+      await<std::uint32_t>(touched_[part], 1u);
+  }
 
   /// Records the first failure and releases everyone waiting for a DMA.
   void fail(std::exception_ptr error) {
@@ -122,27 +128,32 @@ public:
     if (error_) std::rethrow_exception(error_);
   }
 
-  /// A worker's spin before it sleeps: several slots' DMAs.
-  static constexpr std::chrono::microseconds kSpin{1000};
+  /// A waiting worker spins for kSpin, then yields its core between looks
+  /// (to any thread that is ready to run, should threads outnumber cores)
+  /// until kSleepAfter, then sleeps: a slot's DMA takes 40-170 µs.
+  static constexpr std::chrono::microseconds kSpin{50}, kSleepAfter{1000};
 
 private:
-  /// Returns once `count` is at least `target`: spins for up to kSpin,
-  /// then sleeps, so that more threads than cores still make progress.
-  static void await(const std::atomic<std::uint64_t> &count, std::uint64_t target) {
-    const auto give_up = std::chrono::steady_clock::now() + kSpin;
+  /// Returns once `count` is at least `target`.
+  template <class Count>
+  static void await(const std::atomic<Count> &count, Count target) {
+    const auto start = std::chrono::steady_clock::now();
     for (unsigned turn = 1; count.load(std::memory_order_acquire) < target; ++turn) {
       relax();
-      if (turn % 256 == 0 && std::chrono::steady_clock::now() >= give_up) {
-        for (std::uint64_t seen = count.load(); seen < target; seen = count.load())
+      if (turn % 64 != 0) continue;
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited >= kSleepAfter) {
+        for (Count seen = count.load(); seen < target; seen = count.load())
           count.wait(seen);
         return;
       }
+      if (waited >= kSpin) std::this_thread::yield();
     }
   }
 
-  std::unique_ptr<std::atomic<std::uint32_t>[]> done_; ///< per unit: pieces done
-  std::atomic<std::uint64_t> completed_{0};            ///< units whose DMA is done
-  std::atomic<std::uint64_t> touched_{0};              ///< parts of the destination faulted in
+  std::unique_ptr<std::atomic<std::uint32_t>[]> done_;    ///< per unit: pieces done
+  std::atomic<std::uint64_t> completed_{0};               ///< units whose DMA is done
+  std::unique_ptr<std::atomic<std::uint32_t>[]> touched_; ///< per part of the destination: 1 once faulted in
   std::atomic<bool> failed_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
@@ -211,7 +222,7 @@ void stage_alone(const HostCopier &copier, const StagingRing &ring, const Cut &c
 
 /// The caller's side of a transfer with workers: one loop that starts each
 /// unit's DMA as soon as it may and reports each DMA done, in order, until
-/// every DMA is done or the transfer failed. Into the device unit u may
+/// every DMA is done (the link's errors come out of it). Into the device unit u may
 /// start once its pieces are in its slot; out of it, once the slot's
 /// previous unit (u - slots) has been copied out. A started unit's slot is
 /// reused only after its DMA is reported done, so the slot's event always
@@ -221,13 +232,14 @@ void drive(const StagingRing &ring, const Cut &c, bool in, Progress &progress, L
   const std::size_t units = c.units(), slots = ring.slots();
   std::size_t started = 0, completed = 0;
   auto may_start = [&](std::size_t u) {
+    if (u >= completed + slots) return false; // the slot's event still stands for an earlier unit
     if (in) return progress.unit_done(u, c.pieces_of(u));
     return u < slots || progress.unit_done(u - slots, c.pieces_of(u - slots));
   };
-  // Idle turns: past a few thousand the loop yields its core now and then,
-  // should the threads outnumber the cores.
+  // Idle turns: every 256th yields the core, should the threads outnumber
+  // the cores.
   unsigned idle = 0;
-  while (completed < units && !progress.failed()) {
+  while (completed < units) {
     bool moved = false;
     if (started < units && may_start(started)) {
       link.start(started % slots, ring.slot(started % slots), started * c.unit, c.unit_bytes(started));
@@ -240,10 +252,13 @@ void drive(const StagingRing &ring, const Cut &c, bool in, Progress &progress, L
     }
     if (moved) {
       idle = 0;
-    } else if (++idle % 4096 == 0) {
+    } else if (++idle % 256 == 0) {
       std::this_thread::yield();
     } else {
-      relax();
+      // A few turns between the questions: a loop of them without a
+      // pause slowed the copies on a neighbouring core.
+      for (int turn = 0; turn < 16; ++turn)
+        relax();
     }
   }
 }
@@ -259,31 +274,34 @@ void stage(HostCopier &copier, const StagingRing &ring, HostSide host, std::size
   if (copier.workers() == 0) return stage_alone(copier, ring, c, link, host);
   const std::size_t slots = ring.slots();
   const bool in = host.to_device();
-  Progress progress(c.units());
   // Out of the device the workers first fault in the whole destination
   // while the first slots' DMAs run, as the buffers in turn fault in their
   // first chunk: fresh pageable storage is bound by its page faults, and a
   // copy that met them took twice as long (docs/benchmarks.md,
   // thirty-second wave). Where the pages are in, a touch costs a walk of
   // their page table.
-  const std::size_t touches = in ? 0 : (n + HostCopier::kTouchPiece - 1) / HostCopier::kTouchPiece;
+  constexpr std::size_t kPart = HostCopier::kTouchPiece;
+  const std::size_t touches = in ? 0 : (n + kPart - 1) / kPart;
+  Progress progress(c.units(), touches);
   const HostCopier::Task piece = [&](std::size_t i) {
     if (i < touches) { // out of the device, first: fault in a part of the destination
-      const std::size_t offset = i * HostCopier::kTouchPiece;
-      HostCopier::touch_piece(host.to_host + offset, std::min(HostCopier::kTouchPiece, n - offset));
-      progress.touch_done();
+      copier.touch_piece(host.to_host + i * kPart, std::min(kPart, n - i * kPart));
+      progress.touch_done(i);
       return;
     }
     i -= touches;
     const std::size_t u = i / c.pieces_per_unit;
     const std::size_t slot = u % slots;
-    // No copy writes a page a touch may still fault in.
-    if (touches > 0) progress.wait_touched(touches);
-    if (!in || u >= slots) progress.wait_completed(in ? u - slots : u); // the DMA this piece waits for
-    if (!progress.failed()) {
-      const std::size_t in_unit = (i % c.pieces_per_unit) * c.piece;
-      host.copy(copier, c, u, ring.slot(slot), in_unit, std::min(c.piece, c.unit_bytes(u) - in_unit));
+    const std::size_t in_unit = (i % c.pieces_per_unit) * c.piece;
+    const std::size_t count = std::min(c.piece, c.unit_bytes(u) - in_unit);
+    // No copy writes a page that a touch (claimed before it) may still
+    // write: the fallback's writes would undo the copy's.
+    if (touches > 0) {
+      const std::size_t begin = u * c.unit + in_unit;
+      progress.wait_touched(begin / kPart, (begin + count - 1) / kPart);
     }
+    if (!in || u >= slots) progress.wait_completed(in ? u - slots : u); // the DMA this piece waits for
+    if (!progress.failed()) host.copy(copier, c, u, ring.slot(slot), in_unit, count);
     progress.piece_done(u);
   };
   copier.start(touches + c.pieces(), piece);
