@@ -194,11 +194,29 @@ struct HostSide {
   }
 };
 
-/// Spins until the slot's last started DMA is done.
+/// The calling thread's pause between two looks at the DMAs, which it
+/// polls rather than sleeps on: a few spin turns, and every 256th pause
+/// the core yielded, should the threads outnumber the cores. (A loop of
+/// questions without a pause slowed the copies on a neighbouring core.)
+class Backoff {
+public:
+  void pause() {
+    if (++pauses_ % 256 == 0) return std::this_thread::yield();
+    for (int turn = 0; turn < 16; ++turn)
+      relax();
+  }
+  /// Something moved: the next pause is a short one again.
+  void reset() { pauses_ = 0; }
+
+private:
+  unsigned pauses_ = 0;
+};
+
+/// Polls until the slot's last started DMA is done.
 template <class Link>
 void spin_until_done(Link &link, std::size_t slot) {
-  while (!link.done(slot))
-    relax();
+  for (Backoff backoff; !link.done(slot);)
+    backoff.pause();
 }
 
 /// Without workers the caller copies every unit itself, one after another.
@@ -236,9 +254,7 @@ void drive(const StagingRing &ring, const Cut &c, bool in, Progress &progress, L
     if (in) return progress.unit_done(u, c.pieces_of(u));
     return u < slots || progress.unit_done(u - slots, c.pieces_of(u - slots));
   };
-  // Idle turns: every 256th yields the core, should the threads outnumber
-  // the cores.
-  unsigned idle = 0;
+  Backoff backoff;
   while (completed < units) {
     bool moved = false;
     if (started < units && may_start(started)) {
@@ -250,16 +266,10 @@ void drive(const StagingRing &ring, const Cut &c, bool in, Progress &progress, L
       progress.completed(++completed);
       moved = true;
     }
-    if (moved) {
-      idle = 0;
-    } else if (++idle % 256 == 0) {
-      std::this_thread::yield();
-    } else {
-      // A few turns between the questions: a loop of them without a
-      // pause slowed the copies on a neighbouring core.
-      for (int turn = 0; turn < 16; ++turn)
-        relax();
-    }
+    if (moved)
+      backoff.reset();
+    else
+      backoff.pause();
   }
 }
 
